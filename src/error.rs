@@ -1,0 +1,237 @@
+//! The crate's one error type.
+//!
+//! Every fallible call returns [`Result`]. Messages say what failed, where (platform, device,
+//! kernel, argument) and, where there is one, what to do about it. `Error` is `Clone` because a
+//! stream stores its first error and hands copies to every caller that asks (`status()`,
+//! `block_host_until_done()`, streams that wait on it).
+
+/// Shorthand for `std::result::Result<T, streamexec::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in streamexec.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The platform is compiled in but cannot be used on this machine (no driver, no device).
+    #[error("platform `{platform}` is unavailable: {reason}")]
+    PlatformUnavailable {
+        /// Platform name.
+        platform: String,
+        /// Why, and what to install or enable.
+        reason: String,
+    },
+
+    /// No platform has that name.
+    #[error("no platform named `{name}`; known platforms: {known}")]
+    UnknownPlatform {
+        /// The name asked for.
+        name: String,
+        /// Every name the registry knows.
+        known: String,
+    },
+
+    /// A device ordinal past the platform's device count.
+    #[error(
+        "{platform}: no device {ordinal}; the platform has {count} device(s) (ordinals 0..{count})"
+    )]
+    InvalidDevice {
+        /// Platform name.
+        platform: String,
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices there are.
+        count: usize,
+    },
+
+    /// The platform does not implement this (optional) operation.
+    #[error("{platform}: `{operation}` is not supported: {reason}")]
+    Unsupported {
+        /// Platform name.
+        platform: String,
+        /// The operation that was asked for.
+        operation: String,
+        /// Why, and what to use instead.
+        reason: String,
+    },
+
+    /// An allocation failed.
+    #[error("{platform} device {device}: out of memory allocating {bytes} bytes: {detail}")]
+    OutOfMemory {
+        /// Platform name.
+        platform: String,
+        /// Device ordinal.
+        device: usize,
+        /// Bytes asked for.
+        bytes: u64,
+        /// What the platform said, and what is free.
+        detail: String,
+    },
+
+    /// A copy, fill or slice that would reach past the end of a buffer.
+    #[error("out of bounds in {operation}: {detail}")]
+    OutOfBounds {
+        /// The operation (`then_memcpy_h2d`, `DeviceMemory::slice`, ...).
+        operation: String,
+        /// Offsets and lengths involved.
+        detail: String,
+    },
+
+    /// An argument that can never be valid (size mismatch, memory of another executor, ...).
+    #[error("invalid argument to {operation}: {detail}")]
+    InvalidArgument {
+        /// The call that rejected it.
+        operation: String,
+        /// What is wrong and what is expected.
+        detail: String,
+    },
+
+    /// A launch configuration the device cannot run.
+    #[error("cannot launch kernel `{kernel}` on {platform}: {detail}")]
+    LaunchConfig {
+        /// Platform name.
+        platform: String,
+        /// Kernel name.
+        kernel: String,
+        /// Which limit was broken and the device's limit.
+        detail: String,
+    },
+
+    /// The spec holds no format that this platform can load.
+    #[error(
+        "{platform} cannot load kernel `{kernel}`: the loader spec holds no format this platform \
+         loads (it holds: {available}); add {wanted} to the MultiKernelLoaderSpec"
+    )]
+    NoSuitableFormat {
+        /// Platform name.
+        platform: String,
+        /// Kernel name (first name in the spec).
+        kernel: String,
+        /// Formats the spec holds.
+        available: String,
+        /// Formats the platform would accept.
+        wanted: String,
+    },
+
+    /// Loading or building a kernel failed (compiler log, missing entry point, bad binary).
+    #[error("{platform}: loading kernel `{kernel}` failed: {detail}")]
+    KernelLoad {
+        /// Platform name.
+        platform: String,
+        /// Kernel name.
+        kernel: String,
+        /// What went wrong; includes the compiler or JIT log where there is one.
+        detail: String,
+    },
+
+    /// The kernel's own parameter list does not match the `TypedKernel` argument types.
+    #[error("kernel `{kernel}` signature mismatch: {detail}")]
+    SignatureMismatch {
+        /// Kernel name.
+        kernel: String,
+        /// Argument index and both types.
+        detail: String,
+    },
+
+    /// A kernel failed while running (panic, out-of-bounds access, barrier divergence).
+    #[error("{platform}: kernel `{kernel}` failed: {detail}")]
+    KernelFault {
+        /// Platform name.
+        platform: String,
+        /// Kernel name.
+        kernel: String,
+        /// Block, thread and cause.
+        detail: String,
+    },
+
+    /// A host callback on a stream returned an error or panicked.
+    #[error("host callback failed: {detail}")]
+    HostCallback {
+        /// The callback's error or panic message.
+        detail: String,
+    },
+
+    /// This operation was not run because something it depends on failed first.
+    #[error("{what} failed because a dependency failed: {source}")]
+    DependencyFailed {
+        /// What could not run (`then_wait_for`, an event wait).
+        what: String,
+        /// The dependency's own error.
+        source: Box<Error>,
+    },
+
+    /// An event was queried or waited for in a state where that is meaningless.
+    #[error("event error: {detail}")]
+    Event {
+        /// What was wrong (never recorded, not yet complete, from another executor).
+        detail: String,
+    },
+
+    /// A vendor driver call failed.
+    #[error("{platform}: {call} failed with code {code}: {detail}")]
+    Driver {
+        /// Platform name.
+        platform: String,
+        /// The driver call.
+        call: String,
+        /// The driver's status code.
+        code: i64,
+        /// The driver's message and what to check.
+        detail: String,
+    },
+
+    /// A file named by a loader spec could not be read.
+    #[error("cannot read `{path}`: {detail}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The OS error.
+        detail: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn invalid(operation: impl Into<String>, detail: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            operation: operation.into(),
+            detail: detail.into(),
+        }
+    }
+
+    pub(crate) fn bounds(operation: impl Into<String>, detail: impl Into<String>) -> Self {
+        Error::OutOfBounds {
+            operation: operation.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// `Unsupported` for `operation` on `platform`, with the reason and what to use instead.
+    pub fn unsupported(
+        platform: impl Into<String>,
+        operation: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Error::Unsupported {
+            platform: platform.into(),
+            operation: operation.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn dependency(what: impl Into<String>, source: Error) -> Self {
+        Error::DependencyFailed {
+            what: what.into(),
+            source: Box::new(source),
+        }
+    }
+}
+
+/// Turns a caught panic payload into a readable message.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    }
+}

@@ -1,0 +1,79 @@
+//! Events (markers in a stream) and timers (two events).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::executor::StreamExecutor;
+use crate::platform::interface::{EventInterface, EventStatus};
+
+/// A marker recorded into a stream with `then_record_event`; completes when the work before it
+/// has. Other streams wait for it with `then_wait_for(&event)`. Re-recording moves the marker.
+#[derive(Clone)]
+pub struct Event {
+    exec: StreamExecutor,
+    pub(crate) inner: Arc<dyn EventInterface>,
+}
+
+impl Event {
+    pub(crate) fn new(exec: StreamExecutor, inner: Arc<dyn EventInterface>) -> Self {
+        Event { exec, inner }
+    }
+    /// The executor that made it.
+    pub fn executor(&self) -> &StreamExecutor {
+        &self.exec
+    }
+    /// State of the most recent record, without blocking.
+    pub fn status(&self) -> EventStatus {
+        self.inner.status()
+    }
+    /// True once the most recent record has completed.
+    pub fn is_complete(&self) -> bool {
+        self.inner.status() == EventStatus::Complete
+    }
+    /// Blocks until the most recent record completes; its stream's error if that stream
+    /// failed before reaching it. An event never recorded returns at once.
+    pub fn synchronize(&self) -> Result<()> {
+        self.inner.synchronize()
+    }
+    /// Time from `start` to this event; both must be complete.
+    pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
+        self.inner.elapsed_since(start.inner.as_ref())
+    }
+}
+
+impl std::fmt::Debug for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Event({:?})", self.status())
+    }
+}
+
+/// Measures device time between `then_start_timer` and `then_stop_timer`.
+#[derive(Clone, Debug)]
+pub struct Timer {
+    pub(crate) start: Event,
+    pub(crate) stop: Event,
+}
+
+impl Timer {
+    pub(crate) fn new(start: Event, stop: Event) -> Self {
+        Timer { start, stop }
+    }
+    /// Elapsed time between start and stop. Blocks until the stop has completed; an `Event`
+    /// error if the timer was never started and stopped.
+    pub fn elapsed(&self) -> Result<Duration> {
+        for (what, ev) in [("started", &self.start), ("stopped", &self.stop)] {
+            if ev.status() == EventStatus::Unrecorded {
+                return Err(Error::Event {
+                    detail: format!(
+                        "the timer was never {what}; call then_start_timer and then_stop_timer \
+                         on a stream first"
+                    ),
+                });
+            }
+        }
+        self.stop.synchronize()?;
+        self.start.synchronize()?;
+        self.stop.elapsed_since(&self.start)
+    }
+}

@@ -1,0 +1,298 @@
+//! `StreamExecutor`: one device, and everything made on it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use bytemuck::Pod;
+
+use crate::error::{Error, Result};
+use crate::event::{Event, Timer};
+use crate::kernel::{Kernel, KernelArgs, TypedKernel};
+use crate::loader_spec::MultiKernelLoaderSpec;
+use crate::memory::{DeviceMemory, DeviceSlice, HostMemory};
+use crate::platform::DeviceDescription;
+use crate::platform::interface::{MemoryUsage, StreamExecutorInterface};
+use crate::stream::Stream;
+
+/// A device, with its allocator, kernel loader and stream factory. Cheap to clone: clones share
+/// the device. Memory, streams, kernels and events each hold a clone, so the device stays open
+/// until the last of them drops.
+#[derive(Clone)]
+pub struct StreamExecutor {
+    inner: Arc<ExecutorShared>,
+}
+
+pub(crate) struct ExecutorShared {
+    id: u64,
+    platform: &'static str,
+    ordinal: usize,
+    iface: Arc<dyn StreamExecutorInterface>,
+}
+
+impl StreamExecutor {
+    pub(crate) fn new(
+        platform: &'static str,
+        ordinal: usize,
+        iface: Arc<dyn StreamExecutorInterface>,
+    ) -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        StreamExecutor {
+            inner: Arc::new(ExecutorShared {
+                id,
+                platform,
+                ordinal,
+                iface,
+            }),
+        }
+    }
+
+    pub(crate) fn from_shared(inner: Arc<ExecutorShared>) -> Self {
+        StreamExecutor { inner }
+    }
+
+    pub(crate) fn downgrade(&self) -> Weak<ExecutorShared> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// A process-unique id; memory and pointers remember the id of their executor.
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+    /// Name of the platform.
+    pub fn platform_name(&self) -> &'static str {
+        self.inner.platform
+    }
+    /// Device ordinal within the platform.
+    pub fn device_ordinal(&self) -> usize {
+        self.inner.ordinal
+    }
+    /// The device's description.
+    pub fn description(&self) -> &DeviceDescription {
+        self.inner.iface.description()
+    }
+    /// The backend's handle.
+    pub fn interface(&self) -> &Arc<dyn StreamExecutorInterface> {
+        &self.inner.iface
+    }
+    /// True when both handles refer to the same executor.
+    pub fn same_as(&self, other: &StreamExecutor) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// `InvalidArgument` unless memory with `owner` id belongs to this executor.
+    pub(crate) fn check_owner(&self, owner: u64, operation: &str) -> Result<()> {
+        if owner != self.id() {
+            return Err(Error::invalid(
+                operation,
+                format!(
+                    "the memory belongs to executor #{owner}, not to this {} device {} (executor \
+                     #{}); copy it across with a host staging buffer or a peer copy",
+                    self.platform_name(),
+                    self.device_ordinal(),
+                    self.id()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn bytes_for<T>(&self, len: usize, operation: &str) -> Result<u64> {
+        let bytes = (len as u64)
+            .checked_mul(std::mem::size_of::<T>() as u64)
+            .ok_or_else(|| {
+                Error::invalid(operation, format!("{len} elements overflow a 64-bit size"))
+            })?;
+        let max = self.description().max_allocation;
+        if bytes > max {
+            return Err(Error::OutOfMemory {
+                platform: self.platform_name().into(),
+                device: self.device_ordinal(),
+                bytes,
+                detail: format!("the device's largest allocation is {max} bytes"),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// `len` elements of device memory, contents unspecified.
+    pub fn allocate_array<T: Pod>(&self, len: usize) -> Result<DeviceMemory<T>> {
+        let bytes = self.bytes_for::<T>(len, "allocate_array")?;
+        let addr = self.inner.iface.allocate(bytes)?;
+        Ok(DeviceMemory::from_raw(self.clone(), addr, len))
+    }
+
+    /// `len` elements of device memory, zeroed.
+    pub fn allocate_zeroed_array<T: Pod>(&self, len: usize) -> Result<DeviceMemory<T>> {
+        let mem = self.allocate_array::<T>(len)?;
+        self.inner
+            .iface
+            .memset_sync(mem.address(), 0, mem.size_bytes())?;
+        Ok(mem)
+    }
+
+    /// One element of device memory, contents unspecified.
+    pub fn allocate_scalar<T: Pod>(&self) -> Result<DeviceMemory<T>> {
+        self.allocate_array(1)
+    }
+
+    /// One element of device memory, zeroed.
+    pub fn allocate_zeroed_scalar<T: Pod>(&self) -> Result<DeviceMemory<T>> {
+        self.allocate_zeroed_array(1)
+    }
+
+    /// `len` zeroed elements of host memory for asynchronous copies, page-locked where the
+    /// platform has it.
+    pub fn allocate_host<T: Pod>(&self, len: usize) -> Result<HostMemory<T>> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            Error::invalid("allocate_host", format!("{len} elements overflow usize"))
+        })?;
+        let buf = self.inner.iface.host_allocate(bytes)?;
+        Ok(HostMemory::from_buffer(buf, len))
+    }
+
+    /// A device copy of `data`.
+    pub fn copy_to_device<T: Pod>(&self, data: &[T]) -> Result<DeviceMemory<T>> {
+        let mem = self.allocate_array::<T>(data.len())?;
+        self.inner
+            .iface
+            .memcpy_h2d_sync(bytemuck::cast_slice(data), mem.address())?;
+        Ok(mem)
+    }
+
+    /// A host copy of device memory (does not wait for streams).
+    pub fn copy_to_vec<'a, T: Pod>(&self, src: impl Into<DeviceSlice<'a, T>>) -> Result<Vec<T>> {
+        let src = src.into();
+        let mut out = vec![T::zeroed(); src.len()];
+        self.synchronous_memcpy_d2h(src, &mut out)?;
+        Ok(out)
+    }
+
+    /// Free and total device memory.
+    pub fn memory_usage(&self) -> Result<MemoryUsage> {
+        self.inner.iface.memory_usage()
+    }
+
+    /// Copies `src` into `dst` now (lengths must match). Does not wait for streams: call
+    /// `block_host_until_done` on streams that use `dst` first.
+    pub fn synchronous_memcpy_h2d<'a, T: Pod>(
+        &self,
+        src: &[T],
+        dst: impl Into<DeviceSlice<'a, T>>,
+    ) -> Result<()> {
+        let dst = dst.into();
+        self.check_owner(dst.owner(), "synchronous_memcpy_h2d")?;
+        check_same_len(src.len(), dst.len(), "synchronous_memcpy_h2d")?;
+        self.inner
+            .iface
+            .memcpy_h2d_sync(bytemuck::cast_slice(src), dst.address())
+    }
+
+    /// Copies `src` into `dst` now (lengths must match). Does not wait for streams.
+    pub fn synchronous_memcpy_d2h<'a, T: Pod>(
+        &self,
+        src: impl Into<DeviceSlice<'a, T>>,
+        dst: &mut [T],
+    ) -> Result<()> {
+        let src = src.into();
+        self.check_owner(src.owner(), "synchronous_memcpy_d2h")?;
+        check_same_len(dst.len(), src.len(), "synchronous_memcpy_d2h")?;
+        self.inner
+            .iface
+            .memcpy_d2h_sync(src.address(), bytemuck::cast_slice_mut(dst))
+    }
+
+    /// Element 0 of `src`, copied now. Does not wait for streams.
+    pub fn synchronous_copy_scalar_to_host<'a, T: Pod>(
+        &self,
+        src: impl Into<DeviceSlice<'a, T>>,
+    ) -> Result<T> {
+        let src = src.into();
+        let first = src.slice(0..1).map_err(|_| {
+            Error::bounds(
+                "synchronous_copy_scalar_to_host",
+                "the device memory is empty",
+            )
+        })?;
+        let mut out = [T::zeroed()];
+        self.synchronous_memcpy_d2h(first, &mut out)?;
+        Ok(out[0])
+    }
+
+    /// Loads a kernel whose arguments are `Args`. Checks the spec's arity, then the kernel's own
+    /// signature where its format carries one.
+    pub fn get_kernel<Args: KernelArgs>(
+        &self,
+        spec: &MultiKernelLoaderSpec,
+    ) -> Result<TypedKernel<Args>> {
+        if spec.arity() != Args::ARITY {
+            return Err(Error::SignatureMismatch {
+                kernel: spec.kernel_name().to_string(),
+                detail: format!(
+                    "the loader spec declares {} parameter(s) but the TypedKernel's Args `{}` \
+                     has {}",
+                    spec.arity(),
+                    std::any::type_name::<Args>(),
+                    Args::ARITY
+                ),
+            });
+        }
+        let kernel = self.get_untyped_kernel(spec)?;
+        kernel.inner.verify_signature(&Args::signature())?;
+        Ok(TypedKernel::new(kernel))
+    }
+
+    /// Loads a kernel for launches with a run-time [`ArgList`](crate::ArgList).
+    pub fn get_untyped_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Kernel> {
+        let inner = self.inner.iface.load_kernel(spec)?;
+        Ok(Kernel {
+            exec: self.clone(),
+            inner,
+        })
+    }
+
+    /// A new stream.
+    pub fn create_stream(&self) -> Result<Stream> {
+        Ok(Stream::new(self.clone(), self.inner.iface.create_stream()?))
+    }
+
+    /// A new event.
+    pub fn create_event(&self) -> Result<Event> {
+        Ok(Event::new(self.clone(), self.inner.iface.create_event()?))
+    }
+
+    /// A new timer (two events).
+    pub fn create_timer(&self) -> Result<Timer> {
+        Ok(Timer::new(self.create_event()?, self.create_event()?))
+    }
+
+    /// Blocks until all work on every stream of this executor has finished.
+    pub fn synchronize_all(&self) -> Result<()> {
+        self.inner.iface.synchronize_all()
+    }
+}
+
+pub(crate) fn check_same_len(host: usize, device: usize, operation: &str) -> Result<()> {
+    if host != device {
+        return Err(Error::bounds(
+            operation,
+            format!(
+                "the host side has {host} elements but the device side has {device}; slice one \
+                 side so the lengths match"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl std::fmt::Debug for StreamExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "StreamExecutor(#{} {} device {})",
+            self.id(),
+            self.platform_name(),
+            self.device_ordinal()
+        )
+    }
+}

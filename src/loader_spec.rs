@@ -1,0 +1,405 @@
+//! `MultiKernelLoaderSpec`: one kernel in every format the platforms load.
+//!
+//! As in StreamExecutor, a spec carries the same kernel as PTX (several, keyed by compute
+//! capability), cubin, OpenCL C text or binary, HSACO and a native host kernel, each in memory
+//! or on disk. A platform picks the format it prefers; if the spec holds none it can load, the
+//! error lists what the spec does hold. Files on disk are read at load time, so a bad path is an
+//! `Error::Io` from `get_kernel`, not from building the spec.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::platform::host::HostKernel;
+
+/// Where a kernel image lives.
+#[derive(Clone, Debug)]
+pub enum KernelSource {
+    /// Text in memory (PTX, OpenCL C).
+    Text(Arc<str>),
+    /// Bytes in memory (cubin, OpenCL binary, HSACO).
+    Bytes(Arc<[u8]>),
+    /// A file, read when the kernel is loaded.
+    File(PathBuf),
+}
+
+impl KernelSource {
+    /// The image as text (`Error::Io` for unreadable files, `KernelLoad` for non-UTF-8).
+    pub fn text(&self) -> Result<Cow<'_, str>> {
+        match self {
+            KernelSource::Text(t) => Ok(Cow::Borrowed(t)),
+            KernelSource::Bytes(b) => std::str::from_utf8(b)
+                .map(Cow::Borrowed)
+                .map_err(|e| Error::invalid("KernelSource::text", format!("not UTF-8: {e}"))),
+            KernelSource::File(p) => {
+                std::fs::read_to_string(p)
+                    .map(Cow::Owned)
+                    .map_err(|e| Error::Io {
+                        path: p.display().to_string(),
+                        detail: e.to_string(),
+                    })
+            }
+        }
+    }
+
+    /// The image as bytes (`Error::Io` for unreadable files).
+    pub fn bytes(&self) -> Result<Cow<'_, [u8]>> {
+        match self {
+            KernelSource::Text(t) => Ok(Cow::Borrowed(t.as_bytes())),
+            KernelSource::Bytes(b) => Ok(Cow::Borrowed(b)),
+            KernelSource::File(p) => std::fs::read(p).map(Cow::Owned).map_err(|e| Error::Io {
+                path: p.display().to_string(),
+                detail: e.to_string(),
+            }),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            KernelSource::Text(t) => format!("in memory, {} bytes", t.len()),
+            KernelSource::Bytes(b) => format!("in memory, {} bytes", b.len()),
+            KernelSource::File(p) => format!("on disk at {}", p.display()),
+        }
+    }
+}
+
+/// One kernel image in one format.
+#[derive(Clone, Debug)]
+pub struct KernelImage {
+    /// The image.
+    pub source: KernelSource,
+    /// Entry point name inside the image.
+    pub kernel_name: String,
+    /// For PTX: the compute capability it targets (`None`: any).
+    pub compute_capability: Option<(u32, u32)>,
+}
+
+impl KernelImage {
+    fn new(source: KernelSource, name: &str) -> Self {
+        KernelImage {
+            source,
+            kernel_name: name.to_string(),
+            compute_capability: None,
+        }
+    }
+}
+
+/// The formats a spec can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelFormat {
+    /// CUDA PTX assembly.
+    CudaPtx,
+    /// CUDA binary.
+    CudaCubin,
+    /// OpenCL C source.
+    OpenClText,
+    /// OpenCL program binary.
+    OpenClBinary,
+    /// AMD code object.
+    Hsaco,
+    /// Native Rust host kernel.
+    Host,
+}
+
+impl std::fmt::Display for KernelFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KernelFormat::CudaPtx => "CUDA PTX",
+            KernelFormat::CudaCubin => "CUDA cubin",
+            KernelFormat::OpenClText => "OpenCL C text",
+            KernelFormat::OpenClBinary => "OpenCL binary",
+            KernelFormat::Hsaco => "HSACO",
+            KernelFormat::Host => "host kernel",
+        })
+    }
+}
+
+/// The same kernel in several formats, for whichever platform loads it.
+#[derive(Clone, Debug)]
+pub struct MultiKernelLoaderSpec {
+    arity: usize,
+    ptx: Vec<KernelImage>,
+    cubin: Vec<KernelImage>,
+    opencl_text: Option<KernelImage>,
+    opencl_binary: Option<KernelImage>,
+    hsaco: Option<KernelImage>,
+    host: Option<HostKernel>,
+    opencl_build_options: String,
+}
+
+impl MultiKernelLoaderSpec {
+    /// A spec for a kernel of `arity` parameters, holding no format yet.
+    pub fn new(arity: usize) -> Self {
+        MultiKernelLoaderSpec {
+            arity,
+            ptx: Vec::new(),
+            cubin: Vec::new(),
+            opencl_text: None,
+            opencl_binary: None,
+            hsaco: None,
+            host: None,
+            opencl_build_options: String::new(),
+        }
+    }
+
+    /// Number of kernel parameters; checked against `Args` when the kernel is loaded.
+    pub fn arity(&self) -> usize {
+        self.arity
+    }
+
+    /// PTX text in memory, for any compute capability.
+    pub fn add_cuda_ptx_in_memory(mut self, ptx: &str, kernel_name: &str) -> Self {
+        self.ptx.push(KernelImage::new(
+            KernelSource::Text(ptx.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// PTX text in memory, built for compute capability `cc` (major, minor). The loader picks
+    /// the highest capability that the device supports.
+    pub fn add_cuda_ptx_in_memory_for(
+        mut self,
+        ptx: &str,
+        kernel_name: &str,
+        cc: (u32, u32),
+    ) -> Self {
+        let mut img = KernelImage::new(KernelSource::Text(ptx.into()), kernel_name);
+        img.compute_capability = Some(cc);
+        self.ptx.push(img);
+        self
+    }
+    /// A PTX file, for any compute capability.
+    pub fn add_cuda_ptx_on_disk(mut self, path: impl Into<PathBuf>, kernel_name: &str) -> Self {
+        self.ptx.push(KernelImage::new(
+            KernelSource::File(path.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// A PTX file built for compute capability `cc`.
+    pub fn add_cuda_ptx_on_disk_for(
+        mut self,
+        path: impl Into<PathBuf>,
+        kernel_name: &str,
+        cc: (u32, u32),
+    ) -> Self {
+        let mut img = KernelImage::new(KernelSource::File(path.into()), kernel_name);
+        img.compute_capability = Some(cc);
+        self.ptx.push(img);
+        self
+    }
+    /// A cubin in memory.
+    pub fn add_cuda_cubin_in_memory(mut self, cubin: &[u8], kernel_name: &str) -> Self {
+        self.cubin.push(KernelImage::new(
+            KernelSource::Bytes(cubin.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// A cubin file.
+    pub fn add_cuda_cubin_on_disk(mut self, path: impl Into<PathBuf>, kernel_name: &str) -> Self {
+        self.cubin.push(KernelImage::new(
+            KernelSource::File(path.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// OpenCL C source in memory.
+    pub fn add_opencl_text_in_memory(mut self, source: &str, kernel_name: &str) -> Self {
+        self.opencl_text = Some(KernelImage::new(
+            KernelSource::Text(source.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// An OpenCL C source file.
+    pub fn add_opencl_text_on_disk(mut self, path: impl Into<PathBuf>, kernel_name: &str) -> Self {
+        self.opencl_text = Some(KernelImage::new(
+            KernelSource::File(path.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// An OpenCL program binary in memory.
+    pub fn add_opencl_binary_in_memory(mut self, binary: &[u8], kernel_name: &str) -> Self {
+        self.opencl_binary = Some(KernelImage::new(
+            KernelSource::Bytes(binary.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// An OpenCL program binary file.
+    pub fn add_opencl_binary_on_disk(
+        mut self,
+        path: impl Into<PathBuf>,
+        kernel_name: &str,
+    ) -> Self {
+        self.opencl_binary = Some(KernelImage::new(
+            KernelSource::File(path.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// Options passed to the OpenCL compiler (`-cl-fast-relaxed-math`, `-D N=4`, ...).
+    pub fn with_opencl_build_options(mut self, options: &str) -> Self {
+        self.opencl_build_options = options.to_string();
+        self
+    }
+    /// An AMD HSACO code object in memory.
+    pub fn add_hsaco_in_memory(mut self, hsaco: &[u8], kernel_name: &str) -> Self {
+        self.hsaco = Some(KernelImage::new(
+            KernelSource::Bytes(hsaco.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// An AMD HSACO code object file.
+    pub fn add_hsaco_on_disk(mut self, path: impl Into<PathBuf>, kernel_name: &str) -> Self {
+        self.hsaco = Some(KernelImage::new(
+            KernelSource::File(path.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// A native Rust kernel for the host platform.
+    pub fn add_host_kernel(mut self, kernel: HostKernel) -> Self {
+        self.host = Some(kernel);
+        self
+    }
+
+    /// Every PTX image, in the order added.
+    pub fn cuda_ptx(&self) -> &[KernelImage] {
+        &self.ptx
+    }
+    /// The PTX image for a device of capability `cc`: the highest keyed capability not above
+    /// `cc`, else an unkeyed image. With `cc == None` (no CUDA device), an unkeyed image, else
+    /// the highest keyed one.
+    pub fn select_cuda_ptx(&self, cc: Option<(u32, u32)>) -> Option<&KernelImage> {
+        let keyed = self.ptx.iter().filter(|i| i.compute_capability.is_some());
+        let unkeyed = self.ptx.iter().find(|i| i.compute_capability.is_none());
+        match cc {
+            Some(cc) => keyed
+                .filter(|i| i.compute_capability.is_some_and(|c| c <= cc))
+                .max_by_key(|i| i.compute_capability)
+                .or(unkeyed),
+            None => unkeyed.or_else(|| keyed.max_by_key(|i| i.compute_capability)),
+        }
+    }
+    /// Every cubin image.
+    pub fn cuda_cubin(&self) -> &[KernelImage] {
+        &self.cubin
+    }
+    /// The OpenCL C source, if any.
+    pub fn opencl_text(&self) -> Option<&KernelImage> {
+        self.opencl_text.as_ref()
+    }
+    /// The OpenCL binary, if any.
+    pub fn opencl_binary(&self) -> Option<&KernelImage> {
+        self.opencl_binary.as_ref()
+    }
+    /// OpenCL compiler options.
+    pub fn opencl_build_options(&self) -> &str {
+        &self.opencl_build_options
+    }
+    /// The HSACO image, if any.
+    pub fn hsaco(&self) -> Option<&KernelImage> {
+        self.hsaco.as_ref()
+    }
+    /// The host kernel, if any.
+    pub fn host_kernel(&self) -> Option<&HostKernel> {
+        self.host.as_ref()
+    }
+
+    /// Which formats the spec holds.
+    pub fn formats(&self) -> Vec<KernelFormat> {
+        let mut f = Vec::new();
+        if !self.ptx.is_empty() {
+            f.push(KernelFormat::CudaPtx);
+        }
+        if !self.cubin.is_empty() {
+            f.push(KernelFormat::CudaCubin);
+        }
+        if self.opencl_text.is_some() {
+            f.push(KernelFormat::OpenClText);
+        }
+        if self.opencl_binary.is_some() {
+            f.push(KernelFormat::OpenClBinary);
+        }
+        if self.hsaco.is_some() {
+            f.push(KernelFormat::Hsaco);
+        }
+        if self.host.is_some() {
+            f.push(KernelFormat::Host);
+        }
+        f
+    }
+
+    /// A kernel name for messages: the first one the spec holds.
+    pub fn kernel_name(&self) -> &str {
+        self.ptx
+            .iter()
+            .chain(&self.cubin)
+            .chain(&self.opencl_text)
+            .chain(&self.opencl_binary)
+            .chain(&self.hsaco)
+            .map(|i| i.kernel_name.as_str())
+            .next()
+            .or(self.host.as_ref().map(|h| h.name()))
+            .unwrap_or("<empty spec>")
+    }
+
+    /// What the spec holds, for error messages.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for i in &self.ptx {
+            let cc = i
+                .compute_capability
+                .map(|(a, b)| format!(" sm_{a}{b}"))
+                .unwrap_or_default();
+            parts.push(format!(
+                "CUDA PTX{cc} `{}` ({})",
+                i.kernel_name,
+                i.source.describe()
+            ));
+        }
+        for i in &self.cubin {
+            parts.push(format!(
+                "CUDA cubin `{}` ({})",
+                i.kernel_name,
+                i.source.describe()
+            ));
+        }
+        for (what, img) in [
+            ("OpenCL C text", &self.opencl_text),
+            ("OpenCL binary", &self.opencl_binary),
+            ("HSACO", &self.hsaco),
+        ] {
+            if let Some(i) = img {
+                parts.push(format!(
+                    "{what} `{}` ({})",
+                    i.kernel_name,
+                    i.source.describe()
+                ));
+            }
+        }
+        if let Some(h) = &self.host {
+            parts.push(format!("host kernel `{}`", h.name()));
+        }
+        if parts.is_empty() {
+            "nothing".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// `NoSuitableFormat` for `platform`, which would have loaded `wanted`.
+    pub fn no_suitable_format(&self, platform: &str, wanted: &str) -> Error {
+        Error::NoSuitableFormat {
+            platform: platform.to_string(),
+            kernel: self.kernel_name().to_string(),
+            available: self.describe(),
+            wanted: wanted.to_string(),
+        }
+    }
+}

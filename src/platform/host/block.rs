@@ -1,0 +1,332 @@
+//! Running a grid on the host: blocks in parallel on the executor's rayon pool; inside a
+//! block, threads as stackful coroutines (corosensei) so `sync_threads` is a real barrier.
+//!
+//! Fast path: a block starts as one coroutine that runs its threads one after another. If no
+//! thread calls `sync_threads`, that is all (one coroutine switch per block). If thread 0 calls
+//! it, the block switches to one coroutine per thread: thread 0 stays suspended at the barrier,
+//! threads 1.. start on their own coroutines, and each barrier releases once every thread of the
+//! block has arrived. A barrier that a thread never reaches (it exited, or it reached a barrier
+//! only after an earlier thread had exited without it) fails the launch with "barrier
+//! divergence" instead of hanging. Coroutine stacks are pooled per worker thread.
+
+use std::cell::{Cell, RefCell};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Arc;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use parking_lot::Mutex;
+
+use super::kernel::{BoundKernel, ThreadCtx};
+use super::memory::{AllocTable, Pinned};
+use crate::error::panic_message;
+use crate::kernel::Dim3;
+use crate::platform::interface::DeviceAddress;
+
+/// Stack size of one host-kernel thread. Pages are committed only when touched.
+pub(crate) const THREAD_STACK_BYTES: usize = 256 * 1024;
+
+/// What the scheduler tells a suspended thread.
+pub(crate) enum Resume {
+    Go,
+    Abort,
+}
+
+/// What a thread tells the scheduler when it suspends.
+pub(crate) struct AtBarrier;
+
+/// How a thread ended.
+enum ThreadEnd {
+    Done,
+    Failed(String),
+    Aborted,
+}
+
+/// Unwind payload of a thread the scheduler aborts (another thread failed).
+struct AbortUnwind;
+
+/// Unwind payload of a fault the runtime detected (bounds, divergence, bad pointer).
+pub(crate) struct KernelFault(String);
+
+/// Ends the current kernel thread with `msg` as the launch's error (no panic hook output).
+pub(crate) fn fault(msg: String) -> ! {
+    resume_unwind(Box::new(KernelFault(msg)))
+}
+
+/// Everything one launch shares across its blocks.
+pub(crate) struct LaunchCtx {
+    pub(crate) body: BoundKernel,
+    pub(crate) grid: Dim3,
+    pub(crate) block: Dim3,
+    /// Bytes of dynamic shared memory per block (rounded up to 16).
+    pub(crate) dynamic_bytes: usize,
+    /// Shared memory per block, dynamic and static together.
+    pub(crate) shared_limit: usize,
+    /// Pointer arguments, pinned when the launch was enqueued.
+    pub(crate) pins: Vec<Pinned>,
+    pub(crate) table: Arc<AllocTable>,
+    /// Memory reached through pointers that were not arguments, pinned on first use.
+    pub(crate) extra: Mutex<Vec<Pinned>>,
+}
+
+impl LaunchCtx {
+    /// Host address of `[addr, addr + bytes)` if it lies inside live memory of the executor.
+    pub(crate) fn resolve(&self, addr: DeviceAddress, bytes: u64) -> Option<*mut u8> {
+        if let Some(p) = self.pins.iter().find(|p| p.contains(addr.0, bytes)) {
+            return Some(p.ptr.wrapping_add((addr.0 - p.ptr as u64) as usize));
+        }
+        let mut extra = self.extra.lock();
+        if extra.iter().any(|p| p.contains(addr.0, bytes)) {
+            return Some(addr.0 as *mut u8);
+        }
+        let pinned = self.table.resolve(addr, bytes)?;
+        let ptr = pinned.ptr;
+        extra.push(pinned);
+        Some(ptr)
+    }
+}
+
+/// One running block.
+pub(crate) struct BlockState<'l> {
+    pub(crate) launch: &'l LaunchCtx,
+    pub(crate) block_idx: Dim3,
+    shared: &'l [Cell<u128>],
+    fiber_mode: Cell<bool>,
+}
+
+impl<'l> BlockState<'l> {
+    /// `len` elements of `T` at byte `offset` of the block's shared memory.
+    pub(crate) fn shared_slice<T: bytemuck::Pod>(&self, offset: usize, len: usize) -> &[Cell<T>] {
+        let size = std::mem::size_of::<T>();
+        let end = len.checked_mul(size).and_then(|b| b.checked_add(offset));
+        if end.is_none_or(|e| e > self.shared.len() * 16) || offset % std::mem::align_of::<T>() != 0
+        {
+            fault(format!(
+                "shared memory range {offset}+{len}x{size} bytes is outside the block's {} bytes",
+                self.launch.shared_limit
+            ));
+        }
+        let base = self.shared.as_ptr() as *const u8;
+        // SAFETY: in bounds and aligned (checked above; the buffer is 16-aligned). `Cell<T>` has
+        // `T`'s layout and `T: Pod` accepts any bytes. Every thread of the block runs on this
+        // OS thread, and `ThreadCtx` is neither Send nor Sync, so the cells stay on one thread.
+        unsafe { std::slice::from_raw_parts(base.add(offset) as *const Cell<T>, len) }
+    }
+
+    pub(crate) fn barrier(&self, tid: u32, yielder: &Yielder<Resume, AtBarrier>) {
+        if !self.fiber_mode.get() {
+            if tid != 0 {
+                let t = self.launch.block.unlinear(tid as u64);
+                fault(format!(
+                    "barrier divergence: thread {t} reached sync_threads, but the threads before \
+                     it had already exited without reaching it; every thread of a block must \
+                     reach every barrier"
+                ));
+            }
+            self.fiber_mode.set(true);
+        }
+        match yielder.suspend(AtBarrier) {
+            Resume::Go => {}
+            Resume::Abort => resume_unwind(Box::new(AbortUnwind)),
+        }
+    }
+}
+
+type ThreadCoroutine = Coroutine<Resume, AtBarrier, ThreadEnd, DefaultStack>;
+
+struct WorkerCache {
+    stacks: Vec<DefaultStack>,
+    shared: Vec<u128>,
+    shared_dirty: usize,
+}
+
+thread_local! {
+    static CACHE: RefCell<WorkerCache> =
+        const { RefCell::new(WorkerCache { stacks: Vec::new(), shared: Vec::new(), shared_dirty: 0 }) };
+}
+
+fn take_stack(pool: &mut Vec<DefaultStack>) -> Result<DefaultStack, String> {
+    match pool.pop() {
+        Some(s) => Ok(s),
+        None => DefaultStack::new(THREAD_STACK_BYTES)
+            .map_err(|e| format!("cannot allocate a {THREAD_STACK_BYTES}-byte thread stack: {e}")),
+    }
+}
+
+fn run_thread(state: &BlockState<'_>, y: &Yielder<Resume, AtBarrier>, tid: u32) -> ThreadEnd {
+    let ctx = ThreadCtx::new(state, y, tid);
+    match catch_unwind(AssertUnwindSafe(|| (state.launch.body)(&ctx))) {
+        Ok(()) => ThreadEnd::Done,
+        Err(p) if p.is::<AbortUnwind>() => ThreadEnd::Aborted,
+        Err(p) => {
+            let where_ = format!("block {} thread {}", state.block_idx, ctx.thread_idx());
+            match p.downcast::<KernelFault>() {
+                Ok(f) => ThreadEnd::Failed(format!("{where_}: {}", f.0)),
+                Err(p) => {
+                    ThreadEnd::Failed(format!("{where_} panicked: {}", panic_message(p.as_ref())))
+                }
+            }
+        }
+    }
+}
+
+/// Runs block `block_idx` to completion; `Err` carries the first failure's message.
+pub(crate) fn run_block(launch: &LaunchCtx, block_idx: Dim3) -> Result<(), String> {
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let WorkerCache {
+            stacks,
+            shared,
+            shared_dirty,
+        } = &mut *cache;
+        let words = launch.shared_limit.div_ceil(16);
+        if shared.len() < words {
+            shared.resize(words, 0);
+        }
+        let dirty = (*shared_dirty).min(shared.len());
+        shared[..dirty].fill(0);
+        *shared_dirty = words;
+        let state = BlockState {
+            launch,
+            block_idx,
+            shared: Cell::from_mut(&mut shared[..words]).as_slice_of_cells(),
+            fiber_mode: Cell::new(false),
+        };
+        schedule(&state, stacks)
+    })
+}
+
+fn schedule(state: &BlockState<'_>, stacks: &mut Vec<DefaultStack>) -> Result<(), String> {
+    let n = state.launch.block.count() as u32;
+    let body = move |y: &Yielder<Resume, AtBarrier>, _: Resume| {
+        for tid in 0..n {
+            let end = run_thread(state, y, tid);
+            if !matches!(end, ThreadEnd::Done) || state.fiber_mode.get() {
+                return end;
+            }
+        }
+        ThreadEnd::Done
+    };
+    // SAFETY: the coroutine borrows `state`, which outlives it: every coroutine made here is
+    // driven to completion (or dropped, unwinding it) before `schedule` returns.
+    let mut first = unsafe { ThreadCoroutine::with_stack_unchecked(take_stack(stacks)?, body) };
+    match first.resume(Resume::Go) {
+        CoroutineResult::Return(end) => {
+            stacks.push(first.into_stack());
+            match end {
+                ThreadEnd::Failed(msg) => Err(msg),
+                ThreadEnd::Done | ThreadEnd::Aborted => Ok(()),
+            }
+        }
+        CoroutineResult::Yield(AtBarrier) => fiber_schedule(state, first, n, stacks),
+    }
+}
+
+/// One coroutine per thread; thread 0 (`first`) is already waiting at a barrier.
+fn fiber_schedule(
+    state: &BlockState<'_>,
+    first: ThreadCoroutine,
+    n: u32,
+    stacks: &mut Vec<DefaultStack>,
+) -> Result<(), String> {
+    let mut threads: Vec<Option<ThreadCoroutine>> = Vec::with_capacity(n as usize);
+    threads.push(Some(first));
+    let mut failure: Option<String> = None;
+    for tid in 1..n {
+        let body = move |y: &Yielder<Resume, AtBarrier>, _: Resume| run_thread(state, y, tid);
+        match take_stack(stacks) {
+            // SAFETY: as in `schedule`: every coroutine is finished before this returns.
+            Ok(stack) => threads.push(Some(unsafe {
+                ThreadCoroutine::with_stack_unchecked(stack, body)
+            })),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    let mut waiting = vec![false; threads.len()];
+    waiting[0] = true;
+    let mut to_run: Vec<usize> = (1..threads.len()).collect();
+    let mut exited_first: Option<u32> = None;
+    while failure.is_none() {
+        for &t in &to_run {
+            let Some(co) = threads[t].as_mut() else {
+                continue;
+            };
+            match co.resume(Resume::Go) {
+                CoroutineResult::Yield(AtBarrier) => waiting[t] = true,
+                CoroutineResult::Return(end) => {
+                    if let Some(co) = threads[t].take() {
+                        stacks.push(co.into_stack());
+                    }
+                    exited_first.get_or_insert(t as u32);
+                    if let ThreadEnd::Failed(msg) = end {
+                        failure = Some(msg);
+                        break;
+                    }
+                }
+            }
+        }
+        if failure.is_some() {
+            break;
+        }
+        let at_barrier = waiting.iter().filter(|w| **w).count();
+        if at_barrier == 0 {
+            return Ok(());
+        }
+        if at_barrier < n as usize {
+            let waiter = waiting.iter().position(|w| *w).unwrap_or(0) as u32; // ok: at_barrier > 0
+            let b = state.launch.block;
+            failure = Some(format!(
+                "barrier divergence in block {}: thread {} waits at sync_threads but thread {} \
+                 exited without reaching it; every thread of a block must reach every barrier",
+                state.block_idx,
+                b.unlinear(waiter as u64),
+                b.unlinear(exited_first.unwrap_or(0) as u64)
+            ));
+            break;
+        }
+        to_run = (0..threads.len()).collect();
+        waiting.iter_mut().for_each(|w| *w = false);
+    }
+    // Abort every thread still suspended: each unwinds its own stack and returns.
+    for slot in threads.iter_mut() {
+        match slot.take() {
+            Some(mut co) if co.started() => {
+                while let CoroutineResult::Yield(AtBarrier) = co.resume(Resume::Abort) {}
+                stacks.push(co.into_stack());
+            }
+            // Never started: dropping it only drops its closure.
+            _ => {}
+        }
+    }
+    Err(failure.unwrap_or_else(|| "block aborted".into()))
+}
+
+/// Runs every block of `launch` on `pool`; the failure of the lowest-numbered failing block.
+pub(crate) fn run_grid(pool: &rayon::ThreadPool, launch: &LaunchCtx) -> Result<(), String> {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let total = launch.grid.count();
+    let failed = AtomicBool::new(false);
+    let first: Mutex<Option<(u64, String)>> = Mutex::new(None);
+    pool.install(|| {
+        (0..total).into_par_iter().for_each(|b| {
+            if failed.load(Ordering::Relaxed) {
+                return;
+            }
+            if let Err(msg) = run_block(launch, launch.grid.unlinear(b)) {
+                failed.store(true, Ordering::Relaxed);
+                let mut first = first.lock();
+                if first.as_ref().is_none_or(|(fb, _)| b < *fb) {
+                    *first = Some((b, msg));
+                }
+            }
+        })
+    });
+    match first.into_inner() {
+        Some((_, msg)) => Err(msg),
+        None => Ok(()),
+    }
+}

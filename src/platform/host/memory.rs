@@ -1,0 +1,271 @@
+//! Host-platform device memory: an allocation table, and the only code that touches its bytes.
+//!
+//! Kernels of different threads, blocks and streams may touch the same device bytes at once,
+//! as on a GPU. To keep that free of undefined behaviour in Rust's memory model, every access
+//! to device bytes is atomic (relaxed); on x86-64 and AArch64 those are plain loads and stores.
+//! Host bytes on the other side of a copy are ordinary memory that the copy has exclusive or
+//! shared access to (see `memory::HostRegion`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+use bytemuck::Pod;
+use parking_lot::RwLock;
+
+use crate::memory::AlignedHostBuffer;
+use crate::platform::interface::{DeviceAddress, HostBuffer};
+
+/// Alignment of every allocation, as `cudaMalloc` guarantees.
+pub(crate) const ALLOC_ALIGN: usize = 256;
+
+/// One device allocation. Freed when the table and every in-flight operation have let go.
+pub(crate) struct HostAllocation {
+    buf: AlignedHostBuffer,
+    bytes: u64,
+}
+
+impl HostAllocation {
+    pub(crate) fn base(&self) -> u64 {
+        HostBuffer::as_ptr(&self.buf) as u64
+    }
+}
+
+/// A resolved device range: the allocation stays alive while this lives.
+#[derive(Clone)]
+pub(crate) struct Pinned {
+    /// Keeps the allocation alive while the range is in use.
+    pub(crate) _alloc: Arc<HostAllocation>,
+    pub(crate) ptr: *mut u8,
+    pub(crate) bytes: u64,
+}
+
+// SAFETY: `ptr` points into `alloc`, which the Arc keeps alive; all access through it is atomic.
+unsafe impl Send for Pinned {}
+// SAFETY: as above.
+unsafe impl Sync for Pinned {}
+
+impl Pinned {
+    /// First pinned byte. (A method, so closures capture the whole `Pinned` and its Arc.)
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    /// True when `[addr, addr + bytes)` lies inside this pinned range.
+    pub(crate) fn contains(&self, addr: u64, bytes: u64) -> bool {
+        let start = self.ptr as u64;
+        addr >= start
+            && addr
+                .checked_add(bytes)
+                .is_some_and(|e| e <= start + self.bytes)
+    }
+}
+
+/// Live allocations of one executor, by base address.
+#[derive(Default)]
+pub(crate) struct AllocTable {
+    map: RwLock<BTreeMap<u64, Arc<HostAllocation>>>,
+}
+
+impl AllocTable {
+    pub(crate) fn allocate(&self, bytes: u64) -> Option<DeviceAddress> {
+        let len = usize::try_from(bytes).ok()?;
+        let buf = AlignedHostBuffer::new(len, ALLOC_ALIGN)?;
+        let alloc = Arc::new(HostAllocation { buf, bytes });
+        let base = alloc.base();
+        self.map.write().insert(base, alloc);
+        Some(DeviceAddress(base))
+    }
+
+    /// Removes `addr` from the table; in-flight operations that pinned it keep it alive.
+    pub(crate) fn free(&self, addr: DeviceAddress) -> bool {
+        self.map.write().remove(&addr.0).is_some()
+    }
+
+    /// Pins `[addr, addr + bytes)` if it lies inside one live allocation.
+    pub(crate) fn resolve(&self, addr: DeviceAddress, bytes: u64) -> Option<Pinned> {
+        let map = self.map.read();
+        let (_, alloc) = map.range(..=addr.0).next_back()?;
+        let offset = addr.0 - alloc.base();
+        if offset.checked_add(bytes)? > alloc.bytes {
+            return None;
+        }
+        Some(Pinned {
+            _alloc: alloc.clone(),
+            ptr: addr.0 as *mut u8,
+            bytes,
+        })
+    }
+
+    pub(crate) fn bytes_in_use(&self) -> u64 {
+        self.map.read().values().map(|a| a.bytes).sum()
+    }
+}
+
+/// Copies host bytes into device bytes.
+///
+/// # Safety
+/// `dst` must be valid for `src.len()` bytes of device memory (accessed atomically elsewhere).
+pub(crate) unsafe fn store_bytes(dst: *mut u8, src: &[u8]) {
+    let n = src.len();
+    let head = dst.align_offset(8).min(n);
+    for (i, b) in src[..head].iter().enumerate() {
+        // SAFETY: in bounds per the contract; AtomicU8 has alignment 1.
+        unsafe { AtomicU8::from_ptr(dst.add(i)).store(*b, Relaxed) };
+    }
+    let words = (n - head) / 8;
+    for w in 0..words {
+        let at = head + w * 8;
+        let v = u64::from_ne_bytes(src[at..at + 8].try_into().unwrap()); // ok: 8-byte slice
+        // SAFETY: `dst + head` is 8-aligned and `at + 8 <= n`.
+        unsafe { AtomicU64::from_ptr(dst.add(at) as *mut u64).store(v, Relaxed) };
+    }
+    for (i, b) in src.iter().enumerate().skip(head + words * 8) {
+        // SAFETY: in bounds per the contract.
+        unsafe { AtomicU8::from_ptr(dst.add(i)).store(*b, Relaxed) };
+    }
+}
+
+/// Copies device bytes into host bytes.
+///
+/// # Safety
+/// `src` must be valid for `dst.len()` bytes of device memory.
+pub(crate) unsafe fn load_bytes(dst: &mut [u8], src: *const u8) {
+    let n = dst.len();
+    let head = src.align_offset(8).min(n);
+    for (i, b) in dst[..head].iter_mut().enumerate() {
+        // SAFETY: in bounds per the contract.
+        *b = unsafe { AtomicU8::from_ptr(src.add(i) as *mut u8).load(Relaxed) };
+    }
+    let words = (n - head) / 8;
+    for w in 0..words {
+        let at = head + w * 8;
+        // SAFETY: `src + head` is 8-aligned and `at + 8 <= n`.
+        let v = unsafe { AtomicU64::from_ptr(src.add(at) as *mut u64).load(Relaxed) };
+        dst[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    }
+    for (i, b) in dst.iter_mut().enumerate().skip(head + words * 8) {
+        // SAFETY: in bounds per the contract.
+        *b = unsafe { AtomicU8::from_ptr(src.add(i) as *mut u8).load(Relaxed) };
+    }
+}
+
+/// Copies `n` device bytes to other device bytes, with `memmove` semantics for overlap.
+///
+/// # Safety
+/// Both ranges must be valid device memory.
+pub(crate) unsafe fn copy_device(dst: *mut u8, src: *const u8, n: usize) {
+    const CHUNK: usize = 16 * 1024;
+    let mut tmp = [0u8; CHUNK];
+    let chunks = n.div_ceil(CHUNK);
+    let backward = (dst as usize) > (src as usize) && (dst as usize) < src as usize + n;
+    for k in 0..chunks {
+        let c = if backward { chunks - 1 - k } else { k };
+        let start = c * CHUNK;
+        let len = CHUNK.min(n - start);
+        // SAFETY: `start + len <= n` for both ranges.
+        unsafe {
+            load_bytes(&mut tmp[..len], src.add(start));
+            store_bytes(dst.add(start), &tmp[..len]);
+        }
+    }
+}
+
+/// Fills `count` 32-bit words with `value`.
+///
+/// # Safety
+/// `dst` must be 4-aligned and valid for `4 * count` bytes of device memory.
+pub(crate) unsafe fn fill_u32(dst: *mut u8, value: u32, count: usize) {
+    let mut i = 0;
+    while i < count && (dst as usize + 4 * i) % 8 != 0 {
+        // SAFETY: 4-aligned, in bounds.
+        unsafe { AtomicU32::from_ptr(dst.add(4 * i) as *mut u32).store(value, Relaxed) };
+        i += 1;
+    }
+    let wide = (value as u64) | ((value as u64) << 32);
+    while i + 2 <= count {
+        // SAFETY: 8-aligned here, `4 * (i + 2) <= 4 * count`.
+        unsafe { AtomicU64::from_ptr(dst.add(4 * i) as *mut u64).store(wide, Relaxed) };
+        i += 2;
+    }
+    if i < count {
+        // SAFETY: 4-aligned, in bounds.
+        unsafe { AtomicU32::from_ptr(dst.add(4 * i) as *mut u32).store(value, Relaxed) };
+    }
+}
+
+/// Fills `n` bytes with `value`.
+///
+/// # Safety
+/// `dst` must be valid for `n` bytes of device memory.
+pub(crate) unsafe fn fill_u8(dst: *mut u8, value: u8, n: usize) {
+    let head = dst.align_offset(4).min(n);
+    for i in 0..head {
+        // SAFETY: in bounds.
+        unsafe { AtomicU8::from_ptr(dst.add(i)).store(value, Relaxed) };
+    }
+    let words = (n - head) / 4;
+    // SAFETY: `dst + head` is 4-aligned with `4 * words` bytes left.
+    unsafe { fill_u32(dst.add(head), u32::from_ne_bytes([value; 4]), words) };
+    for i in head + 4 * words..n {
+        // SAFETY: in bounds.
+        unsafe { AtomicU8::from_ptr(dst.add(i)).store(value, Relaxed) };
+    }
+}
+
+/// Loads one `T` from device memory.
+///
+/// # Safety
+/// `p` must be valid for `size_of::<T>()` bytes of device memory.
+#[inline]
+pub(crate) unsafe fn load<T: Pod>(p: *const u8) -> T {
+    let size = std::mem::size_of::<T>();
+    let addr = p as usize;
+    // SAFETY (all arms): valid per the contract; each arm checks the atomic's alignment.
+    unsafe {
+        match size {
+            1 => {
+                bytemuck::cast_slice::<u8, T>(&[AtomicU8::from_ptr(p as *mut u8).load(Relaxed)])[0]
+            }
+            2 if addr % 2 == 0 => {
+                let v = AtomicU16::from_ptr(p as *mut u16).load(Relaxed);
+                bytemuck::pod_read_unaligned(&v.to_ne_bytes())
+            }
+            4 if addr % 4 == 0 => {
+                let v = AtomicU32::from_ptr(p as *mut u32).load(Relaxed);
+                bytemuck::pod_read_unaligned(&v.to_ne_bytes())
+            }
+            8 if addr % 8 == 0 => {
+                let v = AtomicU64::from_ptr(p as *mut u64).load(Relaxed);
+                bytemuck::pod_read_unaligned(&v.to_ne_bytes())
+            }
+            _ => {
+                let mut v = T::zeroed();
+                load_bytes(bytemuck::bytes_of_mut(&mut v), p);
+                v
+            }
+        }
+    }
+}
+
+/// Stores one `T` into device memory.
+///
+/// # Safety
+/// `p` must be valid for `size_of::<T>()` bytes of device memory.
+#[inline]
+pub(crate) unsafe fn store<T: Pod>(p: *mut u8, v: T) {
+    let bytes = bytemuck::bytes_of(&v);
+    let addr = p as usize;
+    // SAFETY (all arms): valid per the contract; each arm checks the atomic's alignment.
+    unsafe {
+        match bytes.len() {
+            1 => AtomicU8::from_ptr(p).store(bytes[0], Relaxed),
+            2 if addr % 2 == 0 => AtomicU16::from_ptr(p as *mut u16)
+                .store(u16::from_ne_bytes([bytes[0], bytes[1]]), Relaxed),
+            4 if addr % 4 == 0 => AtomicU32::from_ptr(p as *mut u32)
+                .store(u32::from_ne_bytes(bytes.try_into().unwrap()), Relaxed), // ok: 4 bytes
+            8 if addr % 8 == 0 => AtomicU64::from_ptr(p as *mut u64)
+                .store(u64::from_ne_bytes(bytes.try_into().unwrap()), Relaxed), // ok: 8 bytes
+            _ => store_bytes(p, bytes),
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! Host-platform streams: one worker thread per stream runs its operations in order.
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::HostExecutor;
+use super::block::{LaunchCtx, run_grid};
+use super::event::HostEvent;
+use super::kernel::HostKernel;
+use super::memory::{self, Pinned};
+use crate::error::{Error, Result, panic_message};
+use crate::kernel::PackedArg;
+use crate::memory::HostRegion;
+use crate::platform::interface::{
+    DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
+};
+
+type RunFn = Box<dyn FnOnce() -> Result<()> + Send>;
+type SkipFn = Box<dyn FnOnce(&Error) + Send>;
+
+struct Op {
+    run: RunFn,
+    /// Called instead of `run` when the stream has already failed.
+    skip: Option<SkipFn>,
+}
+
+#[derive(Default)]
+struct Queue {
+    ops: VecDeque<Op>,
+    enqueued: u64,
+    completed: u64,
+    closed: bool,
+}
+
+/// The part of a stream its worker thread shares.
+#[derive(Default)]
+pub(crate) struct StreamShared {
+    queue: Mutex<Queue>,
+    work: Condvar,
+    done: Condvar,
+    error: Mutex<Option<Error>>,
+}
+
+impl StreamShared {
+    fn worker(self: Arc<Self>) {
+        loop {
+            let op = {
+                let mut q = self.queue.lock();
+                loop {
+                    if let Some(op) = q.ops.pop_front() {
+                        break op;
+                    }
+                    if q.closed {
+                        return;
+                    }
+                    self.work.wait(&mut q);
+                }
+            };
+            let failed = self.error.lock().clone();
+            match failed {
+                Some(e) => {
+                    if let Some(skip) = op.skip {
+                        skip(&e);
+                    }
+                }
+                None => {
+                    let result = catch_unwind(AssertUnwindSafe(op.run)).unwrap_or_else(|p| {
+                        Err(Error::HostCallback {
+                            detail: format!(
+                                "stream operation panicked: {}",
+                                panic_message(p.as_ref())
+                            ),
+                        })
+                    });
+                    if let Err(e) = result {
+                        self.error.lock().get_or_insert(e);
+                    }
+                }
+            }
+            let mut q = self.queue.lock();
+            q.completed += 1;
+            drop(q);
+            self.done.notify_all();
+        }
+    }
+
+    /// Blocks until everything enqueued so far has run.
+    pub(crate) fn wait_idle(&self) -> Result<()> {
+        let mut q = self.queue.lock();
+        let target = q.enqueued;
+        while q.completed < target {
+            self.done.wait(&mut q);
+        }
+        drop(q);
+        self.error.lock().clone().map_or(Ok(()), Err)
+    }
+}
+
+/// A host-platform stream.
+pub(crate) struct HostStream {
+    shared: Arc<StreamShared>,
+    exec: Arc<HostExecutor>,
+}
+
+impl HostStream {
+    pub(crate) fn new(exec: Arc<HostExecutor>, name: String) -> Result<Self> {
+        let shared = Arc::new(StreamShared::default());
+        let worker = shared.clone();
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || worker.worker())
+            .map_err(|e| Error::Driver {
+                platform: "host".into(),
+                call: "std::thread::spawn (stream worker)".into(),
+                code: e.raw_os_error().unwrap_or(0) as i64,
+                detail: format!("{e}; too many streams alive?"),
+            })?;
+        exec.register_stream(&shared);
+        Ok(HostStream { shared, exec })
+    }
+
+    fn push(&self, run: RunFn, skip: Option<SkipFn>) -> Result<()> {
+        let mut q = self.shared.queue.lock();
+        q.ops.push_back(Op { run, skip });
+        q.enqueued += 1;
+        drop(q);
+        self.shared.work.notify_one();
+        Ok(())
+    }
+
+    fn pin(&self, addr: DeviceAddress, bytes: u64, what: &str) -> Result<Pinned> {
+        self.exec.table.resolve(addr, bytes).ok_or_else(|| {
+            Error::invalid(
+                what,
+                format!(
+                    "{bytes} bytes at {addr} are not inside one live allocation of this executor"
+                ),
+            )
+        })
+    }
+
+    fn host_event(event: &Arc<dyn EventInterface>) -> Result<Arc<dyn EventInterface>> {
+        if event.as_any().downcast_ref::<HostEvent>().is_none() {
+            return Err(Error::invalid(
+                "event",
+                "the event belongs to another platform",
+            ));
+        }
+        Ok(event.clone())
+    }
+}
+
+fn as_host_event(e: &Arc<dyn EventInterface>) -> &HostEvent {
+    e.as_any()
+        .downcast_ref::<HostEvent>()
+        .expect("checked by host_event") // ok: checked at enqueue
+}
+
+impl Drop for HostStream {
+    fn drop(&mut self) {
+        // The worker drains what is queued, then exits; nobody waits for it here.
+        self.shared.queue.lock().closed = true;
+        self.shared.work.notify_all();
+    }
+}
+
+impl StreamInterface for HostStream {
+    fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
+        let dst = self.pin(dst, src.len() as u64, "then_memcpy_h2d")?;
+        self.push(
+            Box::new(move || {
+                let bytes = src.lock_read();
+                // SAFETY: `dst` pins `bytes.len()` bytes of live device memory.
+                unsafe { memory::store_bytes(dst.as_ptr(), &bytes) };
+                Ok(())
+            }),
+            None,
+        )
+    }
+
+    fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
+        let src = self.pin(src, dst.len() as u64, "then_memcpy_d2h")?;
+        self.push(
+            Box::new(move || {
+                let mut bytes = dst.lock_write().ok_or_else(|| {
+                    Error::invalid("then_memcpy_d2h", "the host region was lent read-only")
+                })?;
+                // SAFETY: `src` pins `bytes.len()` bytes of live device memory.
+                unsafe { memory::load_bytes(&mut bytes, src.as_ptr()) };
+                Ok(())
+            }),
+            None,
+        )
+    }
+
+    fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
+        let src = self.pin(src, bytes, "then_memcpy_d2d")?;
+        let dst = self.pin(dst, bytes, "then_memcpy_d2d")?;
+        self.push(
+            Box::new(move || {
+                // SAFETY: both pinned for `bytes` bytes.
+                unsafe { memory::copy_device(dst.as_ptr(), src.as_ptr(), bytes as usize) };
+                Ok(())
+            }),
+            None,
+        )
+    }
+
+    fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+        let dst = self.pin(dst, bytes, "then_memset")?;
+        self.push(
+            Box::new(move || {
+                // SAFETY: pinned for `bytes` bytes.
+                unsafe { memory::fill_u8(dst.as_ptr(), value, bytes as usize) };
+                Ok(())
+            }),
+            None,
+        )
+    }
+
+    fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
+        let dst = self.pin(dst, count * 4, "then_memset32")?;
+        self.push(
+            Box::new(move || {
+                // SAFETY: pinned for `4 * count` bytes; the caller checked 4-byte alignment.
+                unsafe { memory::fill_u32(dst.as_ptr(), value, count as usize) };
+                Ok(())
+            }),
+            None,
+        )
+    }
+
+    fn launch(
+        &self,
+        kernel: &Arc<dyn KernelInterface>,
+        dims: &LaunchDims,
+        args: &[PackedArg],
+    ) -> Result<()> {
+        let hk = kernel
+            .as_any()
+            .downcast_ref::<HostKernel>()
+            .ok_or_else(|| {
+                Error::invalid(
+                    "then_launch",
+                    "the kernel was not loaded by the host platform",
+                )
+            })?;
+        let name = hk.name().to_string();
+        let mut args = args.to_vec();
+        let mut pins = Vec::new();
+        let mut dynamic = 0u64;
+        for (i, a) in args.iter_mut().enumerate() {
+            match a {
+                PackedArg::Pointer { addr, bytes, .. } => pins.push(self.pin(
+                    *addr,
+                    *bytes,
+                    &format!("then_launch of `{name}` (argument {i})"),
+                )?),
+                PackedArg::SharedMemory { bytes, offset } => {
+                    *offset = dynamic;
+                    dynamic += bytes.next_multiple_of(16);
+                }
+                PackedArg::Scalar { .. } => {}
+            }
+        }
+        let shared_limit = self.exec.description.shared_memory_per_block as usize;
+        if dynamic as usize > shared_limit {
+            return Err(Error::LaunchConfig {
+                platform: "host".into(),
+                kernel: name,
+                detail: format!(
+                    "{dynamic} bytes of dynamic shared memory (each region rounded up to 16) \
+                     exceed the {shared_limit} bytes per block"
+                ),
+            });
+        }
+        let launch = LaunchCtx {
+            body: hk.bind(&args)?,
+            grid: dims.blocks.0,
+            block: dims.threads.0,
+            dynamic_bytes: dynamic as usize,
+            shared_limit,
+            pins,
+            table: self.exec.table.clone(),
+            extra: Default::default(),
+        };
+        let pool = self.exec.pool.clone();
+        self.push(
+            Box::new(move || {
+                run_grid(&pool, &launch).map_err(|detail| Error::KernelFault {
+                    platform: "host".into(),
+                    kernel: name,
+                    detail,
+                })
+            }),
+            None,
+        )
+    }
+
+    fn host_callback(&self, f: HostCallbackFn) -> Result<()> {
+        self.push(f, None)
+    }
+
+    fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = Self::host_event(event)?;
+        let generation = as_host_event(&ev).begin_record();
+        let skip_ev = ev.clone();
+        self.push(
+            Box::new(move || {
+                as_host_event(&ev).complete(generation, Ok(()));
+                Ok(())
+            }),
+            Some(Box::new(move |e: &Error| {
+                as_host_event(&skip_ev).complete(generation, Err(e.clone()))
+            })),
+        )
+    }
+
+    fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = Self::host_event(event)?;
+        let target = as_host_event(&ev).wait_target();
+        self.push(
+            Box::new(move || {
+                as_host_event(&ev)
+                    .wait_for(target)
+                    .map_err(|e| Error::dependency("then_wait_for", e))
+            }),
+            None,
+        )
+    }
+
+    fn block_until_done(&self) -> Result<()> {
+        self.shared.wait_idle()
+    }
+
+    fn async_error(&self) -> Option<Error> {
+        self.shared.error.lock().clone()
+    }
+}

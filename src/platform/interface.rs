@@ -1,0 +1,213 @@
+//! The plugin interface: the object-safe traits a backend implements, and nothing else.
+//!
+//! User-facing types (`StreamExecutor`, `Stream`, `DeviceMemory`, ...) validate their arguments
+//! (bounds, executor ownership, launch limits, signatures) before they call into these traits,
+//! so a backend may assume ranges are in bounds of live allocations it made. Backends still
+//! return `Err` for everything the driver can refuse; they never panic on bad input.
+//!
+//! Ordering: every `StreamInterface` operation runs after all operations enqueued before it on
+//! the same stream have finished, and before any enqueued after it starts. A stream that has
+//! failed skips every later operation (returning the first error from `block_until_done`),
+//! except that skipped event records mark their event as failed so that waiters fail too.
+//!
+//! Thread safety: every trait is `Send + Sync`; methods may be called from any thread.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::kernel::{BlockDim, PackedArg, ParamKind, ThreadDim};
+use crate::loader_spec::MultiKernelLoaderSpec;
+use crate::memory::HostRegion;
+use crate::platform::DeviceDescription;
+
+/// An address in a device's memory. Opaque to users: only the backend that produced it knows
+/// what it means, but byte offsets may be added to it (sub-slices).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceAddress(pub u64);
+
+impl DeviceAddress {
+    /// This address plus `bytes`.
+    pub const fn offset(self, bytes: u64) -> DeviceAddress {
+        DeviceAddress(self.0 + bytes)
+    }
+}
+
+impl std::fmt::Display for DeviceAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// Free and total device memory in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Bytes that can still be allocated (an estimate on some platforms).
+    pub free: u64,
+    /// Bytes on the device.
+    pub total: u64,
+}
+
+/// The geometry of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchDims {
+    /// Threads per block.
+    pub threads: ThreadDim,
+    /// Blocks per grid.
+    pub blocks: BlockDim,
+    /// Sum of every `SharedMemory` argument, in bytes per block.
+    pub dynamic_shared_bytes: u64,
+}
+
+/// A host function run in stream order; its `Err` fails the stream.
+pub type HostCallbackFn = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
+
+/// A platform: one driver, some devices. Creating executors is its `init`.
+pub trait PlatformInterface: Send + Sync + 'static {
+    /// Lower-case platform name (`"host"`, `"opencl"`, ...).
+    fn name(&self) -> &'static str;
+    /// Number of devices; 0 when the driver works but finds none.
+    fn device_count(&self) -> usize;
+    /// Description of device `ordinal` (already range-checked by the caller).
+    fn description(&self, ordinal: usize) -> Result<DeviceDescription>;
+    /// Opens device `ordinal` (already range-checked). Called once per live executor.
+    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>>;
+}
+
+/// One device of a platform.
+pub trait StreamExecutorInterface: Send + Sync + 'static {
+    /// The device's description (cached; cheap).
+    fn description(&self) -> &DeviceDescription;
+
+    /// Allocates `bytes` of device memory (`bytes` may be 0). Errors: `OutOfMemory`.
+    fn allocate(&self, bytes: u64) -> Result<DeviceAddress>;
+
+    /// Frees memory from [`allocate`](Self::allocate). Must not release the memory while
+    /// operations enqueued before this call may still touch it (defer, or wait). Never blocks on
+    /// operations enqueued after it. Infallible from the caller's side: failures are logged.
+    fn deallocate(&self, addr: DeviceAddress);
+
+    /// Allocates `bytes` of zeroed host memory, page-locked where the platform has it.
+    fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>>;
+
+    /// Free and total device memory.
+    fn memory_usage(&self) -> Result<MemoryUsage>;
+
+    /// Loads the format of `spec` this platform prefers. Errors: `NoSuitableFormat` listing what
+    /// the spec holds, `KernelLoad` with the compiler/JIT log, `Io` for unreadable files.
+    fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>>;
+
+    /// A new stream. Streams run concurrently with each other.
+    fn create_stream(&self) -> Result<Box<dyn StreamInterface>>;
+
+    /// A new event, not yet recorded.
+    fn create_event(&self) -> Result<Arc<dyn EventInterface>>;
+
+    /// Blocks until every operation enqueued on every stream of this executor has finished.
+    fn synchronize_all(&self) -> Result<()>;
+
+    /// Copies `src` to device memory now; does not wait for streams.
+    fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()>;
+
+    /// Copies device memory to `dst` now; does not wait for streams.
+    fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()>;
+
+    /// Sets `bytes` bytes to `value` now; does not wait for streams.
+    fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()>;
+
+    /// The backend itself, for downcasting inside the backend.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// An in-order queue of device work. Every method enqueues and returns at once; errors
+/// returned here are enqueue-time errors (the operation was not enqueued).
+pub trait StreamInterface: Send + Sync {
+    /// Copies `src` to `dst` (`src.len()` bytes). Keep `src` until the copy has finished.
+    fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()>;
+    /// Copies `dst.len()` bytes from `src` into `dst`. Keep `dst` until the copy has finished.
+    fn memcpy_d2h(&self, src: DeviceAddress, dst: HostRegion) -> Result<()>;
+    /// Copies `bytes` between two device ranges (they may belong to different allocations).
+    fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()>;
+    /// Sets `bytes` bytes to `value`.
+    fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()>;
+    /// Sets `count` 32-bit words to `value` (`dst` is 4-byte aligned).
+    fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()>;
+    /// Launches `kernel` (loaded by this stream's executor) with packed arguments. The caller
+    /// has checked the geometry against the device description and the arguments against the
+    /// kernel's signature; pointer arguments refer to memory of this executor.
+    fn launch(
+        &self,
+        kernel: &Arc<dyn KernelInterface>,
+        dims: &LaunchDims,
+        args: &[PackedArg],
+    ) -> Result<()>;
+    /// Runs `f` on a host thread once earlier work is done; later work waits for it.
+    fn host_callback(&self, f: HostCallbackFn) -> Result<()>;
+    /// Completes `event` once earlier work is done (records its time).
+    fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()>;
+    /// Later work waits until the most recent record of `event` (at the time of this call)
+    /// completes; if that record failed, this stream fails with `DependencyFailed`. An event
+    /// never recorded is complete.
+    fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()>;
+    /// Blocks until everything enqueued so far has finished; the first error if any failed.
+    fn block_until_done(&self) -> Result<()>;
+    /// The first asynchronous error seen so far, without blocking.
+    fn async_error(&self) -> Option<crate::Error>;
+}
+
+/// State of an event's most recent record.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EventStatus {
+    /// Never recorded.
+    Unrecorded,
+    /// Recorded; the work before it has not finished.
+    Pending,
+    /// The work before the record has finished.
+    Complete,
+    /// The recording stream failed before reaching the record.
+    Error(crate::Error),
+}
+
+/// A marker in a stream: completes when the work before it does.
+pub trait EventInterface: Send + Sync {
+    /// State of the most recent record.
+    fn status(&self) -> EventStatus;
+    /// Blocks until the most recent record completes (or fails: its error).
+    fn synchronize(&self) -> Result<()>;
+    /// Time between `start`'s completion and this event's (both must be complete, both from
+    /// this backend).
+    fn elapsed_since(&self, start: &dyn EventInterface) -> Result<Duration>;
+    /// Records a failure in place of a record: the stream that would have recorded it is in an
+    /// error state, so waiters must fail with `error` rather than wait forever.
+    fn record_failure(&self, error: crate::Error);
+    /// The backend itself, for downcasting inside the backend.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A loaded kernel.
+pub trait KernelInterface: Send + Sync {
+    /// Name of the entry point.
+    fn name(&self) -> &str;
+    /// Checks `expected` (from the `TypedKernel`'s `Args`) against the kernel's own parameter
+    /// list where the format carries one; `SignatureMismatch` naming the index and both types.
+    fn verify_signature(&self, expected: &[ParamKind]) -> Result<()>;
+    /// The backend itself, for downcasting inside the backend.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// Host memory owned by a backend (page-locked where the platform has it).
+///
+/// # Safety
+/// `as_ptr()` must point to `len()` bytes, zeroed at allocation, aligned to at least 64 bytes,
+/// valid and unaliased by the backend until the buffer is dropped.
+pub unsafe trait HostBuffer: Send + Sync {
+    /// First byte.
+    fn as_ptr(&self) -> *mut u8;
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// True when `len() == 0`.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

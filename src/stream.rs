@@ -1,0 +1,368 @@
+//! `Stream`: an in-order queue of device work with a fluent `then_*` chain.
+//!
+//! StreamExecutor's error model: the first failure puts the stream in an error state and
+//! every later `then_*` is skipped. The stream keeps that first `Error`, and
+//! `block_host_until_done`, `status` and every stream that waits on this one report it.
+//! Failures found when an operation is enqueued (bounds, ownership, launch limits) and failures
+//! while it runs (a kernel panic, a failed callback) are both caught; a run-time failure is
+//! earlier in chain order than any enqueue-time failure seen after it, so it wins.
+
+use bytemuck::Pod;
+
+use crate::error::{Error, Result, panic_message};
+use crate::event::{Event, Timer};
+use crate::executor::{StreamExecutor, check_same_len};
+use crate::kernel::{ArgList, BlockDim, Kernel, KernelArgs, PackedArg, ThreadDim, TypedKernel};
+use crate::memory::{DeviceSlice, HostMemory};
+use crate::platform::interface::{LaunchDims, StreamInterface};
+
+/// Something a stream can wait for: an [`Event`] or another [`Stream`].
+pub trait Waitable {
+    /// Makes `stream`'s later work wait for `self`.
+    fn enqueue_wait(&self, stream: &Stream) -> Result<()>;
+}
+
+impl Waitable for Event {
+    fn enqueue_wait(&self, stream: &Stream) -> Result<()> {
+        stream.iface.wait_event(&self.inner)
+    }
+}
+
+impl Waitable for Stream {
+    fn enqueue_wait(&self, stream: &Stream) -> Result<()> {
+        if let Some(e) = self.first_error() {
+            return Err(Error::dependency("then_wait_for(stream)", e));
+        }
+        let event = self.exec.interface().create_event()?;
+        self.iface.record_event(&event)?;
+        stream.iface.wait_event(&event)
+    }
+}
+
+/// An in-order queue of device work. See the module docs for the error model.
+pub struct Stream {
+    exec: StreamExecutor,
+    iface: Box<dyn StreamInterface>,
+    error: Option<Error>,
+}
+
+impl Stream {
+    pub(crate) fn new(exec: StreamExecutor, iface: Box<dyn StreamInterface>) -> Self {
+        Stream {
+            exec,
+            iface,
+            error: None,
+        }
+    }
+
+    /// The executor it runs on.
+    pub fn executor(&self) -> &StreamExecutor {
+        &self.exec
+    }
+
+    fn first_error(&self) -> Option<Error> {
+        self.iface.async_error().or_else(|| self.error.clone())
+    }
+
+    /// True while no failure is known (does not wait for queued work).
+    pub fn ok(&self) -> bool {
+        self.first_error().is_none()
+    }
+
+    /// The first failure known so far (does not wait for queued work).
+    pub fn status(&self) -> Result<()> {
+        self.first_error().map_or(Ok(()), Err)
+    }
+
+    /// Runs `op` unless the stream has failed; stores its error if it fails.
+    fn enqueue(&mut self, op: impl FnOnce(&Stream) -> Result<()>) -> &mut Self {
+        if self.error.is_none() {
+            self.error = self.iface.async_error();
+        }
+        if self.error.is_none()
+            && let Err(e) = op(self)
+        {
+            self.error = Some(e);
+        }
+        self
+    }
+
+    fn check_slice<T: Pod>(&self, s: &DeviceSlice<'_, T>, operation: &str) -> Result<()> {
+        self.exec.check_owner(s.owner(), operation)
+    }
+
+    /// Launches `kernel` on `blocks` × `threads` with `args`.
+    pub fn then_launch<Args: KernelArgs>(
+        &mut self,
+        threads: impl Into<ThreadDim>,
+        blocks: impl Into<BlockDim>,
+        kernel: &TypedKernel<Args>,
+        args: Args,
+    ) -> &mut Self {
+        let (threads, blocks) = (threads.into(), blocks.into());
+        self.enqueue(|s| s.launch_packed(threads, blocks, &kernel.kernel, args.pack()))
+    }
+
+    /// Launches a kernel with a run-time argument list; the list is checked against the
+    /// kernel's signature where the format carries one.
+    pub fn then_launch_untyped(
+        &mut self,
+        threads: impl Into<ThreadDim>,
+        blocks: impl Into<BlockDim>,
+        kernel: &Kernel,
+        args: &ArgList,
+    ) -> &mut Self {
+        let (threads, blocks) = (threads.into(), blocks.into());
+        self.enqueue(|s| {
+            kernel.inner.verify_signature(&args.kinds())?;
+            s.launch_packed(threads, blocks, kernel, args.args.clone())
+        })
+    }
+
+    fn launch_packed(
+        &self,
+        threads: ThreadDim,
+        blocks: BlockDim,
+        kernel: &Kernel,
+        args: Vec<PackedArg>,
+    ) -> Result<()> {
+        let desc = self.exec.description();
+        let fail = |detail: String| Error::LaunchConfig {
+            platform: self.exec.platform_name().to_string(),
+            kernel: kernel.name().to_string(),
+            detail,
+        };
+        if !kernel.exec.same_as(&self.exec) {
+            return Err(fail(format!(
+                "the kernel was loaded on {:?}, not on this stream's {:?}; load it on this \
+                 executor",
+                kernel.exec, self.exec
+            )));
+        }
+        let (t, b) = (threads.0, blocks.0);
+        if t.count() == 0 || b.count() == 0 {
+            return Err(fail(format!(
+                "empty launch: {t} threads × {b} blocks; no extent may be 0"
+            )));
+        }
+        if t.count() > desc.max_threads_per_block as u64 {
+            return Err(fail(format!(
+                "{} threads per block ({t}) exceeds the device limit of {}",
+                t.count(),
+                desc.max_threads_per_block
+            )));
+        }
+        for (axis, got, max) in [
+            ("x", t.x, desc.max_block_dims[0]),
+            ("y", t.y, desc.max_block_dims[1]),
+            ("z", t.z, desc.max_block_dims[2]),
+        ] {
+            if got > max {
+                return Err(fail(format!(
+                    "block extent {axis} = {got} exceeds the device limit {max}"
+                )));
+            }
+        }
+        for (axis, got, max) in [
+            ("x", b.x, desc.max_grid_dims[0]),
+            ("y", b.y, desc.max_grid_dims[1]),
+            ("z", b.z, desc.max_grid_dims[2]),
+        ] {
+            if got > max {
+                return Err(fail(format!(
+                    "grid extent {axis} = {got} exceeds the device limit {max}"
+                )));
+            }
+        }
+        let mut dynamic_shared_bytes = 0u64;
+        for (i, a) in args.iter().enumerate() {
+            match a {
+                PackedArg::Pointer { owner, .. } => self.exec.check_owner(
+                    *owner,
+                    &format!("then_launch of `{}` (argument {i})", kernel.name()),
+                )?,
+                PackedArg::SharedMemory { bytes, .. } => dynamic_shared_bytes += bytes,
+                PackedArg::Scalar { .. } => {}
+            }
+        }
+        if dynamic_shared_bytes > desc.shared_memory_per_block {
+            return Err(fail(format!(
+                "{dynamic_shared_bytes} bytes of dynamic shared memory per block exceeds the \
+                 device's {} bytes",
+                desc.shared_memory_per_block
+            )));
+        }
+        let dims = LaunchDims {
+            threads,
+            blocks,
+            dynamic_shared_bytes,
+        };
+        self.iface.launch(&kernel.inner, &dims, &args)
+    }
+
+    /// Copies `src` to `dst` (same length). `src` stays readable; writing it waits for the copy.
+    pub fn then_memcpy_h2d<'a, T: Pod>(
+        &mut self,
+        src: &HostMemory<T>,
+        dst: impl Into<DeviceSlice<'a, T>>,
+    ) -> &mut Self {
+        let dst = dst.into();
+        self.enqueue(|s| {
+            s.check_slice(&dst, "then_memcpy_h2d")?;
+            check_same_len(src.len(), dst.len(), "then_memcpy_h2d")?;
+            s.iface.memcpy_h2d(src.region_for_read(), dst.address())
+        })
+    }
+
+    /// Copies `src` into `dst` (same length). Reading `dst` waits for the copy.
+    pub fn then_memcpy_d2h<'a, T: Pod>(
+        &mut self,
+        src: impl Into<DeviceSlice<'a, T>>,
+        dst: &mut HostMemory<T>,
+    ) -> &mut Self {
+        let src = src.into();
+        self.enqueue(|s| {
+            s.check_slice(&src, "then_memcpy_d2h")?;
+            check_same_len(dst.len(), src.len(), "then_memcpy_d2h")?;
+            s.iface.memcpy_d2h(src.address(), dst.region_for_write())
+        })
+    }
+
+    /// Copies device memory to device memory (same length).
+    pub fn then_memcpy_d2d<'a, 'b, T: Pod>(
+        &mut self,
+        src: impl Into<DeviceSlice<'a, T>>,
+        dst: impl Into<DeviceSlice<'b, T>>,
+    ) -> &mut Self {
+        let (src, dst) = (src.into(), dst.into());
+        self.enqueue(|s| {
+            s.check_slice(&src, "then_memcpy_d2d")?;
+            s.check_slice(&dst, "then_memcpy_d2d")?;
+            if src.len() != dst.len() {
+                return Err(Error::bounds(
+                    "then_memcpy_d2d",
+                    format!(
+                        "source has {} elements, destination {}; slice one side",
+                        src.len(),
+                        dst.len()
+                    ),
+                ));
+            }
+            s.iface
+                .memcpy_d2d(src.address(), dst.address(), dst.size_bytes())
+        })
+    }
+
+    /// Sets every byte of `dst` to `value`.
+    pub fn then_memset<'a, T: Pod>(
+        &mut self,
+        dst: impl Into<DeviceSlice<'a, T>>,
+        value: u8,
+    ) -> &mut Self {
+        let dst = dst.into();
+        self.enqueue(|s| {
+            s.check_slice(&dst, "then_memset")?;
+            s.iface.memset8(dst.address(), value, dst.size_bytes())
+        })
+    }
+
+    /// Sets every 32-bit word of `dst` to `pattern`; `dst`'s size must be a multiple of 4.
+    pub fn then_memset32<'a, T: Pod>(
+        &mut self,
+        dst: impl Into<DeviceSlice<'a, T>>,
+        pattern: u32,
+    ) -> &mut Self {
+        let dst = dst.into();
+        self.enqueue(|s| {
+            s.check_slice(&dst, "then_memset32")?;
+            if dst.size_bytes() % 4 != 0 || dst.address().0 % 4 != 0 {
+                return Err(Error::invalid(
+                    "then_memset32",
+                    format!(
+                        "{} bytes at {}: size and address must be multiples of 4",
+                        dst.size_bytes(),
+                        dst.address()
+                    ),
+                ));
+            }
+            s.iface
+                .memset32(dst.address(), pattern, dst.size_bytes() / 4)
+        })
+    }
+
+    /// Sets every byte of `dst` to zero.
+    pub fn then_mem_zero<'a, T: Pod>(&mut self, dst: impl Into<DeviceSlice<'a, T>>) -> &mut Self {
+        self.then_memset(dst, 0)
+    }
+
+    /// Runs `f` on a host thread after earlier work; later work waits for it. A panic in `f`
+    /// fails the stream with its message.
+    pub fn then_host_callback(&mut self, f: impl FnOnce() + Send + 'static) -> &mut Self {
+        self.then_host_callback_with_status(move || {
+            f();
+            Ok(())
+        })
+    }
+
+    /// As [`then_host_callback`](Self::then_host_callback); an `Err` from `f` fails the stream.
+    pub fn then_host_callback_with_status(
+        &mut self,
+        f: impl FnOnce() -> Result<()> + Send + 'static,
+    ) -> &mut Self {
+        self.enqueue(|s| {
+            s.iface.host_callback(Box::new(move || {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+                    Ok(r) => r,
+                    Err(p) => Err(Error::HostCallback {
+                        detail: format!("panicked: {}", panic_message(p.as_ref())),
+                    }),
+                }
+            }))
+        })
+    }
+
+    /// Records `event` after earlier work. On a failed stream the event is marked failed, so
+    /// streams waiting for it fail instead of waiting forever.
+    pub fn then_record_event(&mut self, event: &Event) -> &mut Self {
+        if let Some(e) = self.first_error() {
+            event.inner.record_failure(e.clone());
+            self.error.get_or_insert(e);
+            return self;
+        }
+        self.enqueue(|s| s.iface.record_event(&event.inner))
+    }
+
+    /// Later work waits for `other` (an [`Event`], or everything enqueued so far on another
+    /// [`Stream`]). If `other` fails, this stream fails too.
+    pub fn then_wait_for(&mut self, other: &impl Waitable) -> &mut Self {
+        self.enqueue(|s| other.enqueue_wait(s))
+    }
+
+    /// Starts `timer` after earlier work.
+    pub fn then_start_timer(&mut self, timer: &Timer) -> &mut Self {
+        self.then_record_event(&timer.start)
+    }
+
+    /// Stops `timer` after earlier work.
+    pub fn then_stop_timer(&mut self, timer: &Timer) -> &mut Self {
+        self.then_record_event(&timer.stop)
+    }
+
+    /// Blocks until everything enqueued has finished; the stream's first error if any failed.
+    pub fn block_host_until_done(&mut self) -> Result<()> {
+        let r = self.iface.block_until_done();
+        if let Err(e) = r {
+            self.error = Some(e);
+        }
+        match &self.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Stream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stream(on {:?}, ok: {})", self.exec, self.ok())
+    }
+}
