@@ -282,14 +282,9 @@ impl<T: Pod> Global<'_, T> {
     }
 
     #[inline]
-    fn at(&self, i: usize, what: &str) -> *mut u8 {
+    fn at(&self, i: usize, what: &'static str) -> *mut u8 {
         if i >= self.len {
-            fault(format!(
-                "{what} of element {i} past the end of a {}-element buffer of {} at {:#x}",
-                self.len,
-                std::any::type_name::<T>(),
-                self.ptr as usize
-            ));
+            out_of_bounds::<T>(what, i, self.len, self.ptr as usize);
         }
         // SAFETY: i < len, and the launch pinned `len` elements at `ptr`.
         unsafe { self.ptr.add(i * std::mem::size_of::<T>()) }
@@ -310,6 +305,17 @@ impl<T: Pod> Global<'_, T> {
         // SAFETY: as in `get`.
         unsafe { memory::store(p, v) }
     }
+}
+
+/// The fault of an out-of-bounds access. Kept out of line and cold, so the hot `get`/`set` path
+/// does not spill the message's arguments on every access.
+#[cold]
+#[inline(never)]
+fn out_of_bounds<T>(what: &str, i: usize, len: usize, addr: usize) -> ! {
+    fault(format!(
+        "{what} of element {i} past the end of a {len}-element buffer of {} at {addr:#x}",
+        std::any::type_name::<T>()
+    ))
 }
 
 /// The read-modify-write operations of CUDA's `atomic*` functions.

@@ -1,0 +1,172 @@
+//! Host-platform overheads, each next to its plain-Rust baseline in the same run:
+//!
+//! - `launch_empty`: an empty 1×1 kernel through a stream (`then_launch` +
+//!   `block_host_until_done`) vs `ThreadPool::install` of an empty closure.
+//! - `saxpy_16M`: `y = a*x + y` on 16M `f32` as a host kernel vs a rayon loop.
+//! - `copy_h2d_64MiB`: `then_memcpy_h2d` from `HostMemory<u8>` vs `copy_from_slice`.
+//!
+//! Run with `cargo bench --bench host`.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use rayon::prelude::*;
+use streamexec::{
+    DevicePtr, HostKernel, MultiKernelLoaderSpec, PlatformManager, StreamExecutor, TypedKernel,
+};
+
+const SAXPY_N: usize = 16 << 20;
+const SAXPY_A: f32 = 0.5;
+const COPY_BYTES: usize = 64 << 20;
+
+fn executor() -> StreamExecutor {
+    PlatformManager::platform_with_name("host")
+        .expect("host platform")
+        .executor_for_device(0)
+        .expect("host executor")
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn configure(group: &mut BenchmarkGroup<'_, WallTime>) {
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+}
+
+fn launch_empty(c: &mut Criterion) {
+    let exec = executor();
+    let spec = MultiKernelLoaderSpec::new(0).add_host_kernel(HostKernel::new("empty", |_, ()| {}));
+    let kernel: TypedKernel<()> = exec.get_kernel(&spec).expect("load empty kernel");
+    let mut stream = exec.create_stream().expect("stream");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cores())
+        .build()
+        .expect("rayon pool");
+
+    let mut group = c.benchmark_group("launch_empty");
+    configure(&mut group);
+    group.bench_function("streamexec", |b| {
+        b.iter(|| {
+            stream
+                .then_launch(1, 1, &kernel, ())
+                .block_host_until_done()
+                .expect("empty launch")
+        })
+    });
+    group.bench_function("rayon_install", |b| b.iter(|| pool.install(|| black_box(()))));
+    group.finish();
+}
+
+/// `y = a*x + y`; thread `t` of the grid handles one contiguous chunk of `n / threads` elements
+/// (a grid-stride loop would interleave threads element by element, which is cache-hostile when
+/// a block's threads run one after another on one core).
+fn saxpy_spec() -> MultiKernelLoaderSpec {
+    MultiKernelLoaderSpec::new(3).add_host_kernel(HostKernel::new(
+        "saxpy",
+        |ctx, (a, x, y): (f32, DevicePtr<f32>, DevicePtr<f32>)| {
+            let (x, y) = (ctx.global(x), ctx.global(y));
+            let n = x.len().min(y.len());
+            let chunk = n.div_ceil(ctx.grid_size_x());
+            let start = (ctx.global_id_x() * chunk).min(n);
+            let end = (start + chunk).min(n);
+            for i in start..end {
+                y.set(i, a * x.get(i) + y.get(i));
+            }
+        },
+    ))
+}
+
+fn rayon_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+    y.par_iter_mut()
+        .zip(x.par_iter())
+        .for_each(|(y, x)| *y = a * *x + *y);
+}
+
+fn saxpy(c: &mut Criterion) {
+    let exec = executor();
+    let kernel: TypedKernel<(f32, DevicePtr<f32>, DevicePtr<f32>)> =
+        exec.get_kernel(&saxpy_spec()).expect("load saxpy");
+    let mut stream = exec.create_stream().expect("stream");
+
+    let x_host: Vec<f32> = (0..SAXPY_N).map(|i| (i % 1000) as f32 * 0.25).collect();
+    let y_init: Vec<f32> = (0..SAXPY_N).map(|i| (i % 777) as f32 - 100.0).collect();
+    let x_dev = exec.copy_to_device(&x_host).expect("x to device");
+    let y_dev = exec.copy_to_device(&y_init).expect("y to device");
+    let mut y_host = y_init.clone();
+
+    let blocks = 4 * cores() as u32;
+    let threads = 256u32;
+    let launch = |stream: &mut streamexec::Stream| {
+        stream
+            .then_launch(threads, blocks, &kernel, (SAXPY_A, x_dev.ptr(), y_dev.ptr()))
+            .block_host_until_done()
+            .expect("saxpy launch")
+    };
+
+    // Check once, so a broken kernel cannot report a fast time.
+    launch(&mut stream);
+    rayon_saxpy(SAXPY_A, &x_host, &mut y_host);
+    let got = exec.copy_to_vec(&y_dev).expect("y to host");
+    for i in [0, 1, 999, SAXPY_N / 3, SAXPY_N / 2 + 7, SAXPY_N - 2, SAXPY_N - 1] {
+        assert_eq!(got[i], y_host[i], "saxpy mismatch at index {i}");
+    }
+    assert_eq!(got, y_host, "saxpy mismatch");
+
+    let mut group = c.benchmark_group("saxpy_16M");
+    configure(&mut group);
+    // Read x, read y, write y.
+    group.throughput(Throughput::Bytes(3 * 4 * SAXPY_N as u64));
+    group.bench_function("streamexec", |b| b.iter(|| launch(&mut stream)));
+    group.bench_function("rayon", |b| {
+        b.iter(|| rayon_saxpy(SAXPY_A, black_box(&x_host), black_box(&mut y_host)))
+    });
+    group.finish();
+}
+
+fn copy_h2d(c: &mut Criterion) {
+    let exec = executor();
+    let mut stream = exec.create_stream().expect("stream");
+
+    let pattern = |i: usize| (i.wrapping_mul(31) ^ (i >> 11)) as u8;
+    let mut src = exec.allocate_host::<u8>(COPY_BYTES).expect("host memory");
+    for (i, b) in src.as_mut_slice().iter_mut().enumerate() {
+        *b = pattern(i);
+    }
+    let dst = exec.allocate_array::<u8>(COPY_BYTES).expect("device memory");
+    let src_vec: Vec<u8> = (0..COPY_BYTES).map(pattern).collect();
+    let mut dst_vec = vec![0u8; COPY_BYTES];
+
+    // Check once.
+    stream
+        .then_memcpy_h2d(&src, &dst)
+        .block_host_until_done()
+        .expect("h2d copy");
+    let got = exec.copy_to_vec(&dst).expect("d2h copy");
+    assert!(got == src_vec, "then_memcpy_h2d copied the wrong bytes");
+    drop(got);
+
+    let mut group = c.benchmark_group("copy_h2d_64MiB");
+    configure(&mut group);
+    group.throughput(Throughput::Bytes(COPY_BYTES as u64));
+    group.bench_function("streamexec", |b| {
+        b.iter(|| {
+            stream
+                .then_memcpy_h2d(&src, &dst)
+                .block_host_until_done()
+                .expect("h2d copy")
+        })
+    });
+    group.bench_function("copy_from_slice", |b| {
+        b.iter(|| black_box(&mut dst_vec[..]).copy_from_slice(black_box(&src_vec)))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, launch_empty, saxpy, copy_h2d);
+criterion_main!(benches);
