@@ -10,8 +10,8 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use rayon::prelude::*;
 use streamexec::{
     DevicePtr, HostKernel, MultiKernelLoaderSpec, PlatformManager, StreamExecutor, TypedKernel,
@@ -59,7 +59,9 @@ fn launch_empty(c: &mut Criterion) {
                 .expect("empty launch")
         })
     });
-    group.bench_function("rayon_install", |b| b.iter(|| pool.install(|| black_box(()))));
+    group.bench_function("rayon_install", |b| {
+        b.iter(|| pool.install(|| black_box(())))
+    });
     group.finish();
 }
 
@@ -85,7 +87,7 @@ fn saxpy_spec() -> MultiKernelLoaderSpec {
 fn rayon_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
     y.par_iter_mut()
         .zip(x.par_iter())
-        .for_each(|(y, x)| *y = a * *x + *y);
+        .for_each(|(y, x)| *y += a * *x);
 }
 
 fn saxpy(c: &mut Criterion) {
@@ -104,7 +106,12 @@ fn saxpy(c: &mut Criterion) {
     let threads = 256u32;
     let launch = |stream: &mut streamexec::Stream| {
         stream
-            .then_launch(threads, blocks, &kernel, (SAXPY_A, x_dev.ptr(), y_dev.ptr()))
+            .then_launch(
+                threads,
+                blocks,
+                &kernel,
+                (SAXPY_A, x_dev.ptr(), y_dev.ptr()),
+            )
             .block_host_until_done()
             .expect("saxpy launch")
     };
@@ -113,7 +120,15 @@ fn saxpy(c: &mut Criterion) {
     launch(&mut stream);
     rayon_saxpy(SAXPY_A, &x_host, &mut y_host);
     let got = exec.copy_to_vec(&y_dev).expect("y to host");
-    for i in [0, 1, 999, SAXPY_N / 3, SAXPY_N / 2 + 7, SAXPY_N - 2, SAXPY_N - 1] {
+    for i in [
+        0,
+        1,
+        999,
+        SAXPY_N / 3,
+        SAXPY_N / 2 + 7,
+        SAXPY_N - 2,
+        SAXPY_N - 1,
+    ] {
         assert_eq!(got[i], y_host[i], "saxpy mismatch at index {i}");
     }
     assert_eq!(got, y_host, "saxpy mismatch");
@@ -138,7 +153,9 @@ fn copy_h2d(c: &mut Criterion) {
     for (i, b) in src.as_mut_slice().iter_mut().enumerate() {
         *b = pattern(i);
     }
-    let dst = exec.allocate_array::<u8>(COPY_BYTES).expect("device memory");
+    let dst = exec
+        .allocate_array::<u8>(COPY_BYTES)
+        .expect("device memory");
     let src_vec: Vec<u8> = (0..COPY_BYTES).map(pattern).collect();
     let mut dst_vec = vec![0u8; COPY_BYTES];
 

@@ -489,3 +489,43 @@ impl<Args: KernelArgs> TypedKernel<Args> {
         &self.kernel
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::interface::DeviceAddress;
+
+    #[test]
+    fn dim3_linear_round_trips() {
+        let d = Dim3::new(7, 5, 3);
+        for i in 0..d.count() {
+            assert_eq!(d.linear(d.unlinear(i)), i);
+        }
+        assert_eq!(d.unlinear(7 * 5 + 7 + 2), Dim3::new(2, 1, 1));
+    }
+
+    #[test]
+    fn args_pack_and_unpack() {
+        type A = (f32, DevicePtr<f32>, u64, SharedMemory<u32>, [u8; 3]);
+        let p = DevicePtr::<f32>::from_parts(DeviceAddress(0x1000), 10, 4);
+        let args: A = (1.5, p, u64::MAX, SharedMemory::new(64), [1, 2, 3]);
+        let packed = args.pack();
+        assert_eq!(packed.len(), A::ARITY);
+        assert_eq!(A::signature().len(), 5);
+        let back = A::unpack(&packed).unwrap();
+        assert_eq!(back.0, 1.5);
+        assert_eq!(
+            (back.1.address(), back.1.len(), back.1.owner()),
+            (DeviceAddress(0x1000), 10, 4)
+        );
+        assert_eq!(back.2, u64::MAX);
+        assert_eq!(back.3.len(), 64);
+        assert_eq!(back.4, [1, 2, 3]);
+        assert!(<(u32, u32)>::unpack(&packed).is_none(), "arity mismatch");
+        assert!(
+            <(DevicePtr<f32>,)>::unpack(&packed[..1]).is_none(),
+            "kind mismatch"
+        );
+        assert!(<(u64,)>::unpack(&packed[..1]).is_none(), "size mismatch");
+    }
+}

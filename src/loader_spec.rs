@@ -403,3 +403,78 @@ impl MultiKernelLoaderSpec {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ptx_for(spec: &MultiKernelLoaderSpec, cc: Option<(u32, u32)>) -> Option<String> {
+        spec.select_cuda_ptx(cc)
+            .map(|i| i.source.text().unwrap().into_owned())
+    }
+
+    #[test]
+    fn ptx_is_picked_by_compute_capability() {
+        let spec = MultiKernelLoaderSpec::new(0)
+            .add_cuda_ptx_in_memory_for("sm70", "k", (7, 0))
+            .add_cuda_ptx_in_memory_for("sm80", "k", (8, 0))
+            .add_cuda_ptx_in_memory_for("sm52", "k", (5, 2));
+        assert_eq!(ptx_for(&spec, Some((9, 0))).as_deref(), Some("sm80"));
+        assert_eq!(ptx_for(&spec, Some((8, 6))).as_deref(), Some("sm80"));
+        assert_eq!(ptx_for(&spec, Some((7, 5))).as_deref(), Some("sm70"));
+        assert_eq!(ptx_for(&spec, Some((5, 2))).as_deref(), Some("sm52"));
+        assert_eq!(ptx_for(&spec, Some((3, 5))), None);
+        assert_eq!(ptx_for(&spec, None).as_deref(), Some("sm80"));
+        let spec = spec.add_cuda_ptx_in_memory("any", "k");
+        assert_eq!(ptx_for(&spec, Some((3, 5))).as_deref(), Some("any"));
+        assert_eq!(ptx_for(&spec, None).as_deref(), Some("any"));
+        assert_eq!(ptx_for(&spec, Some((7, 2))).as_deref(), Some("sm70"));
+    }
+
+    #[test]
+    fn formats_and_description_list_everything() {
+        let spec = MultiKernelLoaderSpec::new(1)
+            .add_cuda_cubin_in_memory(&[1, 2], "a")
+            .add_opencl_binary_on_disk("/tmp/x.bin", "b")
+            .add_hsaco_in_memory(&[0; 8], "c")
+            .with_opencl_build_options("-D N=4");
+        assert_eq!(
+            spec.formats(),
+            vec![
+                KernelFormat::CudaCubin,
+                KernelFormat::OpenClBinary,
+                KernelFormat::Hsaco
+            ]
+        );
+        let d = spec.describe();
+        assert!(d.contains("CUDA cubin `a` (in memory, 2 bytes)"), "{d}");
+        assert!(
+            d.contains("OpenCL binary `b` (on disk at /tmp/x.bin)"),
+            "{d}"
+        );
+        assert!(d.contains("HSACO `c`"), "{d}");
+        assert_eq!(spec.opencl_build_options(), "-D N=4");
+        assert_eq!(spec.kernel_name(), "a");
+        assert_eq!(MultiKernelLoaderSpec::new(0).describe(), "nothing");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "file system access")]
+    fn files_are_read_at_load_time_with_a_clear_error() {
+        let dir = std::env::temp_dir().join(format!("streamexec-spec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.cl");
+        std::fs::write(&path, "__kernel void k() {}").unwrap();
+        let spec = MultiKernelLoaderSpec::new(0).add_opencl_text_on_disk(&path, "k");
+        assert_eq!(
+            spec.opencl_text().unwrap().source.text().unwrap(),
+            "__kernel void k() {}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        let err = spec.opencl_text().unwrap().source.bytes().unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { path: p, .. } if p.ends_with("k.cl")),
+            "{err}"
+        );
+    }
+}

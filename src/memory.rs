@@ -531,3 +531,60 @@ impl Drop for HostRegion {
         self.shared.idle.notify_all();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Pure-Rust and Miri-checked: `cargo +nightly miri test --lib memory::tests`.
+    use super::*;
+
+    #[test]
+    fn regions_lend_bytes_and_access_waits_for_them() {
+        let mut h = HostMemory::<u32>::from_slice(&[1, 2, 3, 4]).unwrap();
+        let read = h.region_for_read();
+        assert_eq!(
+            &*read.lock_read(),
+            bytemuck::cast_slice::<u32, u8>(&[1, 2, 3, 4])
+        );
+        assert_eq!(
+            h.as_slice(),
+            &[1, 2, 3, 4],
+            "reads do not wait for queued reads"
+        );
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(read);
+        });
+        h.as_mut_slice()[0] = 9; // waits for the queued read to drop
+        t.join().unwrap();
+        let mut w = h.region_for_write();
+        let t = std::thread::spawn(move || {
+            w.lock_write()
+                .unwrap()
+                .copy_from_slice(bytemuck::cast_slice::<u32, u8>(&[5, 6, 7, 8]));
+            drop(w);
+        });
+        assert_eq!(
+            h.as_slice(),
+            &[5, 6, 7, 8],
+            "reading waits for the queued write"
+        );
+        t.join().unwrap();
+        assert!(
+            h.region_for_read().lock_write().is_none(),
+            "a read region cannot write"
+        );
+    }
+
+    #[test]
+    fn host_memory_dropped_with_a_region_outstanding_stays_valid() {
+        let h = HostMemory::<u64>::from_slice(&[42; 8]).unwrap();
+        let r = h.region_for_read();
+        drop(h);
+        assert_eq!(r.lock_read().len(), 64);
+        assert_eq!(r.lock_read()[0], 42);
+        let h = HostMemory::<u8>::zeroed(3).unwrap();
+        let r = h.region_for_read();
+        std::mem::forget(h);
+        assert_eq!(&*r.lock_read(), &[0, 0, 0]);
+    }
+}

@@ -36,14 +36,9 @@ fn open_host() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
 fn not_built(
     name: &str,
     feature: &str,
+    enabled: bool,
     issue: &str,
 ) -> std::result::Result<Arc<dyn PlatformInterface>, String> {
-    let enabled = match feature {
-        "opencl" => cfg!(feature = "opencl"),
-        "cuda" => cfg!(feature = "cuda"),
-        "hip" => cfg!(feature = "hip"),
-        _ => false,
-    };
     Err(if enabled {
         format!("the {name} backend is not implemented in this version of streamexec ({issue})")
     } else {
@@ -60,17 +55,31 @@ const REGISTRY: &[Registration] = &[
     Registration {
         name: "opencl",
         feature: Some("opencl"),
-        open: || not_built("opencl", "opencl", "tracked in issue #3"),
+        open: || {
+            not_built(
+                "opencl",
+                "opencl",
+                cfg!(feature = "opencl"),
+                "tracked in issue #3",
+            )
+        },
     },
     Registration {
         name: "cuda",
         feature: Some("cuda"),
-        open: || not_built("cuda", "cuda", "tracked in issue #4"),
+        open: || {
+            not_built(
+                "cuda",
+                "cuda",
+                cfg!(feature = "cuda"),
+                "tracked in issue #4",
+            )
+        },
     },
     Registration {
         name: "hip",
         feature: Some("hip"),
-        open: || not_built("hip", "hip", "tracked in issue #4"),
+        open: || not_built("hip", "hip", cfg!(feature = "hip"), "tracked in issue #4"),
     },
 ];
 

@@ -23,8 +23,12 @@ pub fn executors() -> Vec<StreamExecutor> {
     for info in PlatformManager::platforms() {
         match &info.availability {
             Ok(_) => {
-                let p = PlatformManager::platform_with_name(info.name).expect("listed as available");
-                out.push(p.executor_for_device(0).expect("device 0 of an available platform"));
+                let p =
+                    PlatformManager::platform_with_name(info.name).expect("listed as available");
+                out.push(
+                    p.executor_for_device(0)
+                        .expect("device 0 of an available platform"),
+                );
             }
             Err(reason) => {
                 assert!(

@@ -3,13 +3,15 @@
 
 use std::time::Duration;
 
-use streamexec::{DevicePtr, Error, HostMemory, MultiKernelLoaderSpec, SharedMemory, TypedKernel};
+use streamexec::{DevicePtr, Error, HostMemory, MultiKernelLoaderSpec, SharedMemory};
 
 use crate::common::POISON_U32;
 use crate::{kernels, on_each_platform};
 
 fn callback_failure() -> Error {
-    Error::HostCallback { detail: "injected failure".into() }
+    Error::HostCallback {
+        detail: "injected failure".into(),
+    }
 }
 
 #[test]
@@ -23,7 +25,11 @@ fn a_failure_skips_the_rest_of_the_chain_and_sticks() {
             .then_memcpy_d2h(&dev, &mut back);
         let err = s.block_host_until_done().unwrap_err();
         assert_eq!(err, callback_failure());
-        assert_eq!(back.as_slice(), &[POISON_U32; 4], "the copy after the failure must not run");
+        assert_eq!(
+            back.as_slice(),
+            &[POISON_U32; 4],
+            "the copy after the failure must not run"
+        );
         assert!(!s.ok());
         assert_eq!(s.status().unwrap_err(), callback_failure());
         // Later operations are skipped too, and the first error stays.
@@ -32,7 +38,9 @@ fn a_failure_skips_the_rest_of_the_chain_and_sticks() {
         assert_eq!(back.as_slice(), &[POISON_U32; 4]);
         // The executor and other streams are unaffected.
         let mut s2 = exec.create_stream().unwrap();
-        s2.then_memcpy_d2h(&dev, &mut back).block_host_until_done().unwrap();
+        s2.then_memcpy_d2h(&dev, &mut back)
+            .block_host_until_done()
+            .unwrap();
         assert_eq!(back.as_slice(), &[0; 4]);
     });
 }
@@ -43,7 +51,10 @@ fn a_panicking_callback_fails_its_stream_with_the_message() {
         let mut s = exec.create_stream().unwrap();
         s.then_host_callback(|| panic!("callback exploded"));
         let err = s.block_host_until_done().unwrap_err();
-        assert!(matches!(&err, Error::HostCallback { detail } if detail.contains("callback exploded")), "{err}");
+        assert!(
+            matches!(&err, Error::HostCallback { detail } if detail.contains("callback exploded")),
+            "{err}"
+        );
     });
 }
 
@@ -54,11 +65,19 @@ fn an_enqueue_time_error_is_kept_and_skips_the_rest() {
         let mut short = HostMemory::from_slice(&[POISON_U32; 4]).unwrap();
         let mut ok_back = HostMemory::from_slice(&[POISON_U32; 8]).unwrap();
         let mut s = exec.create_stream().unwrap();
-        s.then_memcpy_d2h(&dev, &mut short).then_memcpy_d2h(&dev, &mut ok_back);
+        s.then_memcpy_d2h(&dev, &mut short)
+            .then_memcpy_d2h(&dev, &mut ok_back);
         let err = s.block_host_until_done().unwrap_err();
         assert!(matches!(err, Error::OutOfBounds { .. }), "{err}");
-        assert!(err.to_string().contains("4 elements") && err.to_string().contains("8"), "{err}");
-        assert_eq!(ok_back.as_slice(), &[POISON_U32; 8], "skipped after the error");
+        assert!(
+            err.to_string().contains("4 elements") && err.to_string().contains("8"),
+            "{err}"
+        );
+        assert_eq!(
+            ok_back.as_slice(),
+            &[POISON_U32; 8],
+            "skipped after the error"
+        );
     });
 }
 
@@ -100,10 +119,14 @@ fn an_event_recorded_on_a_failed_stream_fails_its_waiters() {
     on_each_platform(|exec| {
         let ev = exec.create_event().unwrap();
         let mut a = exec.create_stream().unwrap();
-        a.then_host_callback_with_status(|| Err(callback_failure())).then_record_event(&ev);
+        a.then_host_callback_with_status(|| Err(callback_failure()))
+            .then_record_event(&ev);
         let mut b = exec.create_stream().unwrap();
         b.then_wait_for(&ev);
-        assert!(matches!(b.block_host_until_done().unwrap_err(), Error::DependencyFailed { .. }));
+        assert!(matches!(
+            b.block_host_until_done().unwrap_err(),
+            Error::DependencyFailed { .. }
+        ));
         assert_eq!(ev.synchronize().unwrap_err(), callback_failure());
     });
 }
@@ -113,24 +136,41 @@ fn bounds_and_size_errors_are_clear() {
     on_each_platform(|exec| {
         let dev = exec.allocate_array::<u32>(10).unwrap();
         let e = dev.slice(5..11).unwrap_err();
-        assert!(matches!(e, Error::OutOfBounds { .. }) && e.to_string().contains("5..11"), "{e}");
-        assert!(dev.slice(8..3).is_err());
+        assert!(
+            matches!(e, Error::OutOfBounds { .. }) && e.to_string().contains("5..11"),
+            "{e}"
+        );
+        #[allow(clippy::reversed_empty_ranges)]
+        let reversed = dev.slice(8..3);
+        assert!(reversed.is_err());
         assert!(dev.slice(..=10).is_err());
         assert_eq!(dev.slice(10..).unwrap().len(), 0);
 
         let mut small = vec![0u32; 3];
-        assert!(matches!(exec.synchronous_memcpy_d2h(&dev, &mut small), Err(Error::OutOfBounds { .. })));
-        assert!(matches!(exec.synchronous_memcpy_h2d(&small, &dev), Err(Error::OutOfBounds { .. })));
+        assert!(matches!(
+            exec.synchronous_memcpy_d2h(&dev, &mut small),
+            Err(Error::OutOfBounds { .. })
+        ));
+        assert!(matches!(
+            exec.synchronous_memcpy_h2d(&small, &dev),
+            Err(Error::OutOfBounds { .. })
+        ));
 
         let bytes = exec.allocate_array::<u8>(6).unwrap();
         let mut s = exec.create_stream().unwrap();
         s.then_memset32(&bytes, 1);
-        assert!(matches!(s.block_host_until_done(), Err(Error::InvalidArgument { .. })));
+        assert!(matches!(
+            s.block_host_until_done(),
+            Err(Error::InvalidArgument { .. })
+        ));
 
         let mut s = exec.create_stream().unwrap();
         let other = exec.allocate_array::<u32>(9).unwrap();
         s.then_memcpy_d2d(&dev, &other);
-        assert!(matches!(s.block_host_until_done(), Err(Error::OutOfBounds { .. })));
+        assert!(matches!(
+            s.block_host_until_done(),
+            Err(Error::OutOfBounds { .. })
+        ));
 
         let huge = exec.allocate_array::<u8>(usize::MAX / 2);
         assert!(matches!(huge, Err(Error::OutOfMemory { .. })), "{huge:?}");
@@ -140,7 +180,7 @@ fn bounds_and_size_errors_are_clear() {
 #[test]
 fn launches_beyond_device_limits_are_rejected() {
     on_each_platform(|exec| {
-        let k: TypedKernel<(DevicePtr<u32>, u32, u32, u32)> = exec.get_kernel(&kernels::affine()).unwrap();
+        let k: kernels::Affine = exec.get_kernel(&kernels::affine()).unwrap();
         let d = exec.description().clone();
         let dev = exec.copy_to_device(&[1u32; 4]).unwrap();
         let launches: Vec<(streamexec::ThreadDim, streamexec::BlockDim)> = vec![
@@ -153,16 +193,25 @@ fn launches_beyond_device_limits_are_rejected() {
             let mut s = exec.create_stream().unwrap();
             s.then_launch(t, b, &k, (dev.ptr(), 4, 2, 0));
             let err = s.block_host_until_done().unwrap_err();
-            assert!(matches!(err, Error::LaunchConfig { .. }), "{t:?} {b:?}: {err}");
+            assert!(
+                matches!(err, Error::LaunchConfig { .. }),
+                "{t:?} {b:?}: {err}"
+            );
         }
-        let dynk: TypedKernel<(DevicePtr<u32>, DevicePtr<u32>, u32, SharedMemory<u32>)> =
-            exec.get_kernel(&kernels::block_reduce_dyn()).unwrap();
+        let dynk: kernels::ReduceDyn = exec.get_kernel(&kernels::block_reduce_dyn()).unwrap();
         let too_much = SharedMemory::<u32>::new(d.shared_memory_per_block as usize / 4 + 1);
         let mut s = exec.create_stream().unwrap();
         s.then_launch(1, 1, &dynk, (dev.ptr(), dev.ptr(), 4, too_much));
         let err = s.block_host_until_done().unwrap_err();
-        assert!(matches!(err, Error::LaunchConfig { .. }) && err.to_string().contains("shared"), "{err}");
-        assert_eq!(exec.copy_to_vec(&dev).unwrap(), vec![1; 4], "no rejected launch ran");
+        assert!(
+            matches!(err, Error::LaunchConfig { .. }) && err.to_string().contains("shared"),
+            "{err}"
+        );
+        assert_eq!(
+            exec.copy_to_vec(&dev).unwrap(),
+            vec![1; 4],
+            "no rejected launch ran"
+        );
     });
 }
 
@@ -170,14 +219,27 @@ fn launches_beyond_device_limits_are_rejected() {
 fn kernel_loading_errors_name_the_problem() {
     on_each_platform(|exec| {
         // Wrong arity for the spec.
-        let e = exec.get_kernel::<(DevicePtr<u32>, u32)>(&kernels::affine()).unwrap_err();
-        assert!(matches!(e, Error::SignatureMismatch { .. }) && e.to_string().contains("4"), "{e}");
+        let e = exec
+            .get_kernel::<(DevicePtr<u32>, u32)>(&kernels::affine())
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::SignatureMismatch { .. }) && e.to_string().contains("4"),
+            "{e}"
+        );
         // Right arity, wrong types.
-        let e = exec.get_kernel::<(DevicePtr<f32>, u32, u32, u32)>(&kernels::affine()).unwrap_err();
-        assert!(matches!(e, Error::SignatureMismatch { .. }) && e.to_string().contains("argument 0"), "{e}");
+        let e = exec
+            .get_kernel::<(DevicePtr<f32>, u32, u32, u32)>(&kernels::affine())
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::SignatureMismatch { .. }) && e.to_string().contains("argument 0"),
+            "{e}"
+        );
         // A spec with no format this platform loads lists what it holds.
         let spec = MultiKernelLoaderSpec::new(0).add_hsaco_in_memory(&[0u8; 4], "k");
         let e = exec.get_untyped_kernel(&spec).unwrap_err();
-        assert!(matches!(e, Error::NoSuitableFormat { .. }) && e.to_string().contains("HSACO"), "{e}");
+        assert!(
+            matches!(e, Error::NoSuitableFormat { .. }) && e.to_string().contains("HSACO"),
+            "{e}"
+        );
     });
 }

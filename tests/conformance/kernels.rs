@@ -3,7 +3,9 @@
 
 use std::cell::Cell;
 
-use streamexec::{DevicePtr, HostKernel, MultiKernelLoaderSpec, SharedMemory, ThreadCtx};
+use streamexec::{
+    DevicePtr, HostKernel, MultiKernelLoaderSpec, SharedMemory, ThreadCtx, TypedKernel,
+};
 
 /// `y[i] = a * x[i] + y[i]` for `i < n`, one element per thread.
 pub fn saxpy() -> MultiKernelLoaderSpec {
@@ -51,7 +53,8 @@ pub fn affine() -> MultiKernelLoaderSpec {
 
 /// Reference for [`affine`].
 pub fn affine_ref(x: &mut [u32], mul: u32, add: u32) {
-    x.iter_mut().for_each(|v| *v = v.wrapping_mul(mul).wrapping_add(add));
+    x.iter_mut()
+        .for_each(|v| *v = v.wrapping_mul(mul).wrapping_add(add));
 }
 
 fn reduce_in_block(
@@ -64,7 +67,11 @@ fn reduce_in_block(
     let tid = ctx.thread_idx().x as usize;
     let bd = ctx.block_dim().x as usize;
     let i = ctx.block_idx().x as usize * bd + tid;
-    sh[tid].set(if i < n as usize { ctx.global(input).get(i) } else { 0 });
+    sh[tid].set(if i < n as usize {
+        ctx.global(input).get(i)
+    } else {
+        0
+    });
     ctx.sync_threads();
     let mut s = bd.next_power_of_two() / 2;
     while s > 0 {
@@ -147,10 +154,30 @@ pub fn thread_ids() -> MultiKernelLoaderSpec {
              }",
             "thread_ids",
         )
-        .add_host_kernel(HostKernel::new("thread_ids", |ctx, (out,): (DevicePtr<u32>,)| {
-            let (b, g, t, d) = (ctx.block_idx(), ctx.grid_dim(), ctx.thread_idx(), ctx.block_dim());
-            let block = (b.z * g.y + b.y) * g.x + b.x;
-            let tid = (t.z * d.y + t.y) * d.x + t.x;
-            ctx.global(out).set((block * d.x * d.y * d.z + tid) as usize, block * 65536 + tid);
-        }))
+        .add_host_kernel(HostKernel::new(
+            "thread_ids",
+            |ctx, (out,): (DevicePtr<u32>,)| {
+                let (b, g, t, d) = (
+                    ctx.block_idx(),
+                    ctx.grid_dim(),
+                    ctx.thread_idx(),
+                    ctx.block_dim(),
+                );
+                let block = (b.z * g.y + b.y) * g.x + b.x;
+                let tid = (t.z * d.y + t.y) * d.x + t.x;
+                ctx.global(out).set(
+                    (block * d.x * d.y * d.z + tid) as usize,
+                    block * 65536 + tid,
+                );
+            },
+        ))
 }
+
+/// [`saxpy`] as a typed kernel.
+pub type Saxpy = TypedKernel<(u32, f32, DevicePtr<f32>, DevicePtr<f32>)>;
+/// [`affine`] as a typed kernel.
+pub type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
+/// [`block_reduce`] as a typed kernel.
+pub type Reduce = TypedKernel<(DevicePtr<u32>, DevicePtr<u32>, u32)>;
+/// [`block_reduce_dyn`] as a typed kernel.
+pub type ReduceDyn = TypedKernel<(DevicePtr<u32>, DevicePtr<u32>, u32, SharedMemory<u32>)>;

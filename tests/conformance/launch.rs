@@ -1,9 +1,7 @@
 //! Kernel launches: results against a Rust reference, index math, shared memory and barriers.
 
 use rand::RngExt;
-use streamexec::{
-    ArgList, BlockDim, DevicePtr, Error, SharedMemory, ThreadDim, TypedKernel,
-};
+use streamexec::{ArgList, BlockDim, DevicePtr, Error, SharedMemory, ThreadDim, TypedKernel};
 
 use crate::common::{POISON_F32_BITS, POISON_U32, random_f32s, random_u32s, rng};
 use crate::{kernels, on_each_platform};
@@ -11,15 +9,17 @@ use crate::{kernels, on_each_platform};
 #[test]
 fn saxpy_matches_f64_reference() {
     on_each_platform(|exec| {
-        let k: TypedKernel<(u32, f32, DevicePtr<f32>, DevicePtr<f32>)> =
-            exec.get_kernel(&kernels::saxpy()).unwrap();
+        let k: kernels::Saxpy = exec.get_kernel(&kernels::saxpy()).unwrap();
         let mut r = rng("saxpy_matches_f64_reference");
         for _ in 0..6 {
             let n = r.random_range(1..200_000usize);
             let a: f32 = r.random_range(-4.0..4.0);
             let x = random_f32s(&mut r, n);
             let y = random_f32s(&mut r, n);
-            let (dx, dy) = (exec.copy_to_device(&x).unwrap(), exec.copy_to_device(&y).unwrap());
+            let (dx, dy) = (
+                exec.copy_to_device(&x).unwrap(),
+                exec.copy_to_device(&y).unwrap(),
+            );
             let threads = 256u32;
             let blocks = (n as u32).div_ceil(threads);
             let mut s = exec.create_stream().unwrap();
@@ -29,7 +29,11 @@ fn saxpy_matches_f64_reference() {
             for i in 0..n {
                 let want = a as f64 * x[i] as f64 + y[i] as f64;
                 let tol = 1e-5 * (a.abs() as f64 * x[i].abs() as f64 + y[i].abs() as f64) + 1e-6;
-                assert!((got[i] as f64 - want).abs() <= tol, "y[{i}] = {} want {want}", got[i]);
+                assert!(
+                    (got[i] as f64 - want).abs() <= tol,
+                    "y[{i}] = {} want {want}",
+                    got[i]
+                );
             }
         }
     });
@@ -56,7 +60,11 @@ fn thread_and_block_indices_cover_3d_launches() {
             let per_block = td.count() as u32;
             for (i, v) in got.iter().enumerate() {
                 let i = i as u32;
-                assert_eq!(*v, (i / per_block) * 65536 + i % per_block, "{t:?} x {b:?} element {i}");
+                assert_eq!(
+                    *v,
+                    (i / per_block) * 65536 + i % per_block,
+                    "{t:?} x {b:?} element {i}"
+                );
             }
         }
     });
@@ -72,12 +80,12 @@ fn check_block_sums(input: &[u32], block: usize, got: &[u32]) {
 #[test]
 fn block_reduction_with_shared_memory_and_barriers_for_every_block_size() {
     on_each_platform(|exec| {
-        let stat: TypedKernel<(DevicePtr<u32>, DevicePtr<u32>, u32)> =
-            exec.get_kernel(&kernels::block_reduce()).unwrap();
-        let dynk: TypedKernel<(DevicePtr<u32>, DevicePtr<u32>, u32, SharedMemory<u32>)> =
-            exec.get_kernel(&kernels::block_reduce_dyn()).unwrap();
+        let stat: kernels::Reduce = exec.get_kernel(&kernels::block_reduce()).unwrap();
+        let dynk: kernels::ReduceDyn = exec.get_kernel(&kernels::block_reduce_dyn()).unwrap();
         let mut r = rng("block_reduction");
-        let mut sizes = vec![1, 2, 3, 5, 7, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256];
+        let mut sizes = vec![
+            1, 2, 3, 5, 7, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 255, 256,
+        ];
         sizes.extend([257, 383, 500, 511, 512, 513, 640, 777, 1000, 1023, 1024]);
         sizes.extend((0..4).map(|_| r.random_range(1..=1024)));
         for bs in sizes {
@@ -90,13 +98,18 @@ fn block_reduction_with_shared_memory_and_barriers_for_every_block_size() {
             let out1 = exec.copy_to_device(&vec![POISON_U32; blocks]).unwrap();
             let out2 = exec.copy_to_device(&vec![POISON_U32; blocks]).unwrap();
             let mut s = exec.create_stream().unwrap();
-            s.then_launch(bs as u32, blocks as u32, &stat, (din.ptr(), out1.ptr(), n as u32))
-                .then_launch(
-                    bs as u32,
-                    blocks as u32,
-                    &dynk,
-                    (din.ptr(), out2.ptr(), n as u32, SharedMemory::new(bs)),
-                );
+            s.then_launch(
+                bs as u32,
+                blocks as u32,
+                &stat,
+                (din.ptr(), out1.ptr(), n as u32),
+            )
+            .then_launch(
+                bs as u32,
+                blocks as u32,
+                &dynk,
+                (din.ptr(), out2.ptr(), n as u32, SharedMemory::new(bs)),
+            );
             s.block_host_until_done().unwrap();
             check_block_sums(&input, bs, &exec.copy_to_vec(&out1).unwrap());
             check_block_sums(&input, bs, &exec.copy_to_vec(&out2).unwrap());
@@ -110,7 +123,11 @@ fn untyped_launch_checks_arguments_at_run_time() {
         let k = exec.get_untyped_kernel(&kernels::affine()).unwrap();
         let data: Vec<u32> = (0..100).collect();
         let dev = exec.copy_to_device(&data).unwrap();
-        let args = ArgList::new().arg(dev.ptr()).arg(100u32).arg(3u32).arg(1u32);
+        let args = ArgList::new()
+            .arg(dev.ptr())
+            .arg(100u32)
+            .arg(3u32)
+            .arg(1u32);
         let mut s = exec.create_stream().unwrap();
         s.then_launch_untyped(128, 1, &k, &args);
         s.block_host_until_done().unwrap();
@@ -124,21 +141,27 @@ fn untyped_launch_checks_arguments_at_run_time() {
         s.then_launch_untyped(128, 1, &k, &bad);
         let err = s.block_host_until_done().unwrap_err();
         assert!(matches!(err, Error::SignatureMismatch { .. }), "{err}");
-        assert_eq!(exec.copy_to_vec(&dev).unwrap(), want, "the bad launch must not run");
+        assert_eq!(
+            exec.copy_to_vec(&dev).unwrap(),
+            want,
+            "the bad launch must not run"
+        );
     });
 }
 
 #[test]
 fn f32_outputs_are_written_not_left_poisoned() {
     on_each_platform(|exec| {
-        let k: TypedKernel<(u32, f32, DevicePtr<f32>, DevicePtr<f32>)> =
-            exec.get_kernel(&kernels::saxpy()).unwrap();
+        let k: kernels::Saxpy = exec.get_kernel(&kernels::saxpy()).unwrap();
         let n = 1000;
         let x = exec.copy_to_device(&vec![1.0f32; n]).unwrap();
-        let y = exec.copy_to_device(&vec![f32::from_bits(POISON_F32_BITS); n]).unwrap();
+        let y = exec
+            .copy_to_device(&vec![f32::from_bits(POISON_F32_BITS); n])
+            .unwrap();
         let mut s = exec.create_stream().unwrap();
         // Zero y, then y = 2 * x + y over only the first 999 elements.
-        s.then_mem_zero(&y).then_launch(64, 16, &k, (999, 2.0, x.ptr(), y.ptr()));
+        s.then_mem_zero(&y)
+            .then_launch(64, 16, &k, (999, 2.0, x.ptr(), y.ptr()));
         s.block_host_until_done().unwrap();
         let got = exec.copy_to_vec(&y).unwrap();
         assert!(got[..999].iter().all(|&v| v == 2.0));

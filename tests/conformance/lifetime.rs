@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use streamexec::{DevicePtr, HostMemory, PlatformManager, TypedKernel};
+use streamexec::{HostMemory, PlatformManager};
 
 use crate::common::POISON_U32;
 use crate::{kernels, on_each_platform};
@@ -24,14 +24,19 @@ fn memory_keeps_its_executor_alive_after_the_handle_drops() {
         let name = exec.platform_name();
         let data: Vec<u32> = (0..1000).collect();
         let mem = {
-            let e = PlatformManager::platform_with_name(name).unwrap().executor_for_device(0).unwrap();
+            let e = PlatformManager::platform_with_name(name)
+                .unwrap()
+                .executor_for_device(0)
+                .unwrap();
             e.copy_to_device(&data).unwrap()
         };
         // Every user handle except the one inside `mem` (and the suite's) is gone.
         let e = mem.executor().clone();
         let mut s = e.create_stream().unwrap();
         let mut back = HostMemory::from_slice(&vec![POISON_U32; 1000]).unwrap();
-        s.then_memcpy_d2h(&mem, &mut back).block_host_until_done().unwrap();
+        s.then_memcpy_d2h(&mem, &mut back)
+            .block_host_until_done()
+            .unwrap();
         assert_eq!(back.as_slice(), &data[..]);
     });
 }
@@ -39,13 +44,14 @@ fn memory_keeps_its_executor_alive_after_the_handle_drops() {
 #[test]
 fn dropping_memory_that_queued_work_uses_is_safe() {
     on_each_platform(|exec| {
-        let k: TypedKernel<(DevicePtr<u32>, u32, u32, u32)> = exec.get_kernel(&kernels::affine()).unwrap();
+        let k: kernels::Affine = exec.get_kernel(&kernels::affine()).unwrap();
         let keep = exec.copy_to_device(&[1u32; 256]).unwrap();
         let mut s = exec.create_stream().unwrap();
         s.then_host_callback(|| std::thread::sleep(Duration::from_millis(30)));
         {
             let doomed = exec.copy_to_device(&[7u32; 4096]).unwrap();
-            s.then_launch(256, 16, &k, (doomed.ptr(), 4096, 3, 1)).then_memset(&doomed, 0);
+            s.then_launch(256, 16, &k, (doomed.ptr(), 4096, 3, 1))
+                .then_memset(&doomed, 0);
         } // dropped while the launch is still queued behind the sleep
         s.then_launch(256, 1, &k, (keep.ptr(), 256, 2, 0));
         s.block_host_until_done().unwrap();

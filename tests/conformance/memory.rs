@@ -22,7 +22,8 @@ fn h2d_then_d2h_round_trips_random_data() {
             let dev = poisoned(exec, n);
             let mut back = HostMemory::from_slice(&vec![POISON_U32; n]).unwrap();
             let mut s = exec.create_stream().unwrap();
-            s.then_memcpy_h2d(&src, &dev).then_memcpy_d2h(&dev, &mut back);
+            s.then_memcpy_h2d(&src, &dev)
+                .then_memcpy_d2h(&dev, &mut back);
             s.block_host_until_done().unwrap();
             assert_eq!(back.as_slice(), &data[..]);
         }
@@ -36,13 +37,17 @@ fn pinned_host_memory_round_trips() {
         let n = 4099;
         let data = random_u32s(&mut r, n, u32::MAX);
         let mut src = exec.allocate_host::<u32>(n).unwrap();
-        assert!(src.as_slice().iter().all(|&v| v == 0), "pinned memory starts zeroed");
+        assert!(
+            src.as_slice().iter().all(|&v| v == 0),
+            "pinned memory starts zeroed"
+        );
         src.as_mut_slice().copy_from_slice(&data);
         let mut back = exec.allocate_host::<u32>(n).unwrap();
         back.as_mut_slice().fill(POISON_U32);
         let dev = exec.allocate_array::<u32>(n).unwrap();
         let mut s = exec.create_stream().unwrap();
-        s.then_memcpy_h2d(&src, &dev).then_memcpy_d2h(&dev, &mut back);
+        s.then_memcpy_h2d(&src, &dev)
+            .then_memcpy_d2h(&dev, &mut back);
         s.block_host_until_done().unwrap();
         assert_eq!(back.as_slice(), &data[..]);
     });
@@ -65,7 +70,11 @@ fn d2d_copies_between_sub_slices() {
             s.block_host_until_done().unwrap();
             let mut want = vec![POISON_U32; n];
             want[c..c + (b - a)].copy_from_slice(&data[a..b]);
-            assert_eq!(exec.copy_to_vec(&dst).unwrap(), want, "copy {a}..{b} to {c}");
+            assert_eq!(
+                exec.copy_to_vec(&dst).unwrap(),
+                want,
+                "copy {a}..{b} to {c}"
+            );
         }
     });
 }
@@ -116,7 +125,11 @@ fn byte_granular_memset_on_odd_offsets() {
         s.block_host_until_done().unwrap();
         let got = exec.copy_to_vec(&dev).unwrap();
         for (i, v) in got.iter().enumerate().take(n) {
-            assert_eq!(*v, if (3..62).contains(&i) { 0x5C } else { 0xAA }, "byte {i}");
+            assert_eq!(
+                *v,
+                if (3..62).contains(&i) { 0x5C } else { 0xAA },
+                "byte {i}"
+            );
         }
     });
 }
@@ -129,11 +142,20 @@ fn synchronous_copies_and_zeroed_allocations() {
         let dev = exec.copy_to_device(&data).unwrap();
         assert_eq!(exec.copy_to_vec(&dev).unwrap(), data);
         let mut part = vec![POISON_U32; 10];
-        exec.synchronous_memcpy_d2h(dev.slice(5..15).unwrap(), &mut part).unwrap();
+        exec.synchronous_memcpy_d2h(dev.slice(5..15).unwrap(), &mut part)
+            .unwrap();
         assert_eq!(part, data[5..15]);
-        exec.synchronous_memcpy_h2d(&[7, 8, 9], dev.slice(997..).unwrap()).unwrap();
-        assert_eq!(exec.copy_to_vec(dev.slice(995..).unwrap()).unwrap(), [data[995], data[996], 7, 8, 9]);
-        assert_eq!(exec.synchronous_copy_scalar_to_host(dev.slice(998..).unwrap()).unwrap(), 8);
+        exec.synchronous_memcpy_h2d(&[7, 8, 9], dev.slice(997..).unwrap())
+            .unwrap();
+        assert_eq!(
+            exec.copy_to_vec(dev.slice(995..).unwrap()).unwrap(),
+            [data[995], data[996], 7, 8, 9]
+        );
+        assert_eq!(
+            exec.synchronous_copy_scalar_to_host(dev.slice(998..).unwrap())
+                .unwrap(),
+            8
+        );
         drop(dev);
         let z = exec.allocate_zeroed_array::<u32>(1000).unwrap();
         assert!(exec.copy_to_vec(&z).unwrap().iter().all(|&v| v == 0));

@@ -4,12 +4,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rand::RngExt;
-use streamexec::{DevicePtr, EventStatus, HostMemory, TypedKernel};
+use streamexec::{EventStatus, HostMemory};
 
 use crate::common::{POISON_U32, random_u32s, rng};
 use crate::{kernels, on_each_platform};
 
-type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
+use crate::kernels::Affine;
 
 #[test]
 fn operations_run_in_stream_order() {
@@ -28,12 +28,18 @@ fn operations_run_in_stream_order() {
         s.then_memcpy_h2d(&src, &dev);
         for step in 0..20 {
             let (mul, add) = (r.random::<u32>() | 1, r.random::<u32>());
-            s.then_launch(256, (n as u32).div_ceil(256), &k, (dev.ptr(), n as u32, mul, add));
+            s.then_launch(
+                256,
+                (n as u32).div_ceil(256),
+                &k,
+                (dev.ptr(), n as u32, mul, add),
+            );
             kernels::affine_ref(&mut want, mul, add);
             let order = order.clone();
             s.then_host_callback(move || order.lock().unwrap().push(step));
         }
-        s.then_memcpy_d2d(&dev, &copy).then_memcpy_d2h(&copy, &mut back);
+        s.then_memcpy_d2d(&dev, &copy)
+            .then_memcpy_d2h(&copy, &mut back);
         s.block_host_until_done().unwrap();
         assert_eq!(back.as_slice(), &want[..]);
         assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
@@ -51,7 +57,10 @@ fn host_callback_runs_after_earlier_work_and_before_later_work() {
         s.then_launch(64, 1, &k, (dev.ptr(), 64, 2, 0)) // 10
             .then_host_callback(move || {
                 // Sees the first launch's result; the second has not run yet.
-                seen2.lock().unwrap().extend(e2.copy_to_vec(&*dev2).unwrap());
+                seen2
+                    .lock()
+                    .unwrap()
+                    .extend(e2.copy_to_vec(&*dev2).unwrap());
             })
             .then_launch(64, 1, &k, (dev.ptr(), 64, 1, 1)); // 11
         s.block_host_until_done().unwrap();
@@ -104,9 +113,15 @@ fn a_stream_waits_for_another_stream() {
         let mut b = exec.create_stream().unwrap();
         a.then_host_callback(|| std::thread::sleep(Duration::from_millis(60)))
             .then_launch(256, 4, &k, (buf.ptr(), n, 10, 0)); // 10
-        b.then_wait_for(&a).then_launch(256, 4, &k, (buf.ptr(), n, 1, 5)).then_memcpy_d2h(&buf, &mut back); // 15
+        b.then_wait_for(&a)
+            .then_launch(256, 4, &k, (buf.ptr(), n, 1, 5))
+            .then_memcpy_d2h(&buf, &mut back); // 15
         b.block_host_until_done().unwrap();
-        assert!(back.as_slice().iter().all(|&v| v == 15), "{:?}", &back.as_slice()[..4]);
+        assert!(
+            back.as_slice().iter().all(|&v| v == 15),
+            "{:?}",
+            &back.as_slice()[..4]
+        );
         a.block_host_until_done().unwrap();
     });
 }
@@ -142,7 +157,10 @@ fn events_report_their_state() {
 fn timer_measures_time_between_start_and_stop() {
     on_each_platform(|exec| {
         let t = exec.create_timer().unwrap();
-        assert!(t.elapsed().is_err(), "a timer never started has no elapsed time");
+        assert!(
+            t.elapsed().is_err(),
+            "a timer never started has no elapsed time"
+        );
         let mut s = exec.create_stream().unwrap();
         s.then_start_timer(&t)
             .then_host_callback(|| std::thread::sleep(Duration::from_millis(30)))
@@ -158,7 +176,9 @@ fn timer_measures_time_between_start_and_stop() {
 fn many_streams_run_concurrently_and_independently() {
     on_each_platform(|exec| {
         let k: Affine = exec.get_kernel(&kernels::affine()).unwrap();
-        let bufs: Vec<_> = (0..8u32).map(|i| exec.copy_to_device(&vec![i; 500]).unwrap()).collect();
+        let bufs: Vec<_> = (0..8u32)
+            .map(|i| exec.copy_to_device(&vec![i; 500]).unwrap())
+            .collect();
         let mut streams: Vec<_> = (0..8).map(|_| exec.create_stream().unwrap()).collect();
         for (i, (s, b)) in streams.iter_mut().zip(&bufs).enumerate() {
             for _ in 0..=i {

@@ -73,11 +73,11 @@ impl LaunchCtx {
     /// Host address of `[addr, addr + bytes)` if it lies inside live memory of the executor.
     pub(crate) fn resolve(&self, addr: DeviceAddress, bytes: u64) -> Option<*mut u8> {
         if let Some(p) = self.pins.iter().find(|p| p.contains(addr.0, bytes)) {
-            return Some(p.ptr.wrapping_add((addr.0 - p.ptr as u64) as usize));
+            return Some(p.at(addr.0));
         }
         let mut extra = self.extra.lock();
-        if extra.iter().any(|p| p.contains(addr.0, bytes)) {
-            return Some(addr.0 as *mut u8);
+        if let Some(p) = extra.iter().find(|p| p.contains(addr.0, bytes)) {
+            return Some(p.at(addr.0));
         }
         let pinned = self.table.resolve(addr, bytes)?;
         let ptr = pinned.ptr;
@@ -99,7 +99,8 @@ impl<'l> BlockState<'l> {
     pub(crate) fn shared_slice<T: bytemuck::Pod>(&self, offset: usize, len: usize) -> &[Cell<T>] {
         let size = std::mem::size_of::<T>();
         let end = len.checked_mul(size).and_then(|b| b.checked_add(offset));
-        if end.is_none_or(|e| e > self.shared.len() * 16) || offset % std::mem::align_of::<T>() != 0
+        if end.is_none_or(|e| e > self.shared.len() * 16)
+            || !offset.is_multiple_of(std::mem::align_of::<T>())
         {
             fault(format!(
                 "shared memory range {offset}+{len}x{size} bytes is outside the block's {} bytes",

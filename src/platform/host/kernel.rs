@@ -438,7 +438,7 @@ float_atomic!(f64, u64, AtomicU64);
 impl<T: AtomicElement> Global<'_, T> {
     fn atomic_at(&self, i: usize) -> *mut u8 {
         let p = self.at(i, "atomic");
-        if p as usize % std::mem::align_of::<T>() != 0 {
+        if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) {
             fault(format!(
                 "misaligned atomic on element {i} at {:#x}",
                 p as usize

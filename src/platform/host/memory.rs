@@ -51,6 +51,11 @@ impl Pinned {
         self.ptr
     }
     /// True when `[addr, addr + bytes)` lies inside this pinned range.
+    /// Host pointer of device address `addr`, which [`contains`](Self::contains) accepted.
+    pub(crate) fn at(&self, addr: u64) -> *mut u8 {
+        self.ptr.wrapping_add((addr - self.ptr as u64) as usize)
+    }
+
     pub(crate) fn contains(&self, addr: u64, bytes: u64) -> bool {
         let start = self.ptr as u64;
         addr >= start
@@ -89,9 +94,11 @@ impl AllocTable {
         if offset.checked_add(bytes)? > alloc.bytes {
             return None;
         }
+        // Derived from the allocation's own pointer, so it keeps its provenance.
+        let ptr = HostBuffer::as_ptr(&alloc.buf).wrapping_add(offset as usize);
         Some(Pinned {
             _alloc: alloc.clone(),
-            ptr: addr.0 as *mut u8,
+            ptr,
             bytes,
         })
     }
@@ -176,7 +183,7 @@ pub(crate) unsafe fn copy_device(dst: *mut u8, src: *const u8, n: usize) {
 /// `dst` must be 4-aligned and valid for `4 * count` bytes of device memory.
 pub(crate) unsafe fn fill_u32(dst: *mut u8, value: u32, count: usize) {
     let mut i = 0;
-    while i < count && (dst as usize + 4 * i) % 8 != 0 {
+    while i < count && !(dst as usize + 4 * i).is_multiple_of(8) {
         // SAFETY: 4-aligned, in bounds.
         unsafe { AtomicU32::from_ptr(dst.add(4 * i) as *mut u32).store(value, Relaxed) };
         i += 1;
@@ -226,15 +233,15 @@ pub(crate) unsafe fn load<T: Pod>(p: *const u8) -> T {
             1 => {
                 bytemuck::cast_slice::<u8, T>(&[AtomicU8::from_ptr(p as *mut u8).load(Relaxed)])[0]
             }
-            2 if addr % 2 == 0 => {
+            2 if addr.is_multiple_of(2) => {
                 let v = AtomicU16::from_ptr(p as *mut u16).load(Relaxed);
                 bytemuck::pod_read_unaligned(&v.to_ne_bytes())
             }
-            4 if addr % 4 == 0 => {
+            4 if addr.is_multiple_of(4) => {
                 let v = AtomicU32::from_ptr(p as *mut u32).load(Relaxed);
                 bytemuck::pod_read_unaligned(&v.to_ne_bytes())
             }
-            8 if addr % 8 == 0 => {
+            8 if addr.is_multiple_of(8) => {
                 let v = AtomicU64::from_ptr(p as *mut u64).load(Relaxed);
                 bytemuck::pod_read_unaligned(&v.to_ne_bytes())
             }
@@ -259,13 +266,137 @@ pub(crate) unsafe fn store<T: Pod>(p: *mut u8, v: T) {
     unsafe {
         match bytes.len() {
             1 => AtomicU8::from_ptr(p).store(bytes[0], Relaxed),
-            2 if addr % 2 == 0 => AtomicU16::from_ptr(p as *mut u16)
+            2 if addr.is_multiple_of(2) => AtomicU16::from_ptr(p as *mut u16)
                 .store(u16::from_ne_bytes([bytes[0], bytes[1]]), Relaxed),
-            4 if addr % 4 == 0 => AtomicU32::from_ptr(p as *mut u32)
+            4 if addr.is_multiple_of(4) => AtomicU32::from_ptr(p as *mut u32)
                 .store(u32::from_ne_bytes(bytes.try_into().unwrap()), Relaxed), // ok: 4 bytes
-            8 if addr % 8 == 0 => AtomicU64::from_ptr(p as *mut u64)
+            8 if addr.is_multiple_of(8) => AtomicU64::from_ptr(p as *mut u64)
                 .store(u64::from_ne_bytes(bytes.try_into().unwrap()), Relaxed), // ok: 8 bytes
             _ => store_bytes(p, bytes),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Pure-Rust and Miri-checked: `cargo +nightly miri test --lib platform::host::memory`.
+    use super::*;
+
+    fn device(n: usize) -> (AllocTable, Pinned) {
+        let t = AllocTable::default();
+        let a = t.allocate(n as u64).unwrap();
+        let p = t.resolve(a, n as u64).unwrap();
+        (t, p)
+    }
+
+    fn read_all(p: &Pinned, n: usize) -> Vec<u8> {
+        let mut out = vec![0xEE; n];
+        // SAFETY: pinned for n bytes.
+        unsafe { load_bytes(&mut out, p.as_ptr()) };
+        out
+    }
+
+    #[test]
+    fn copies_and_fills_at_every_alignment() {
+        let n = 61;
+        let (_t, p) = device(n);
+        for off in 0..9 {
+            for len in [0, 1, 7, 8, 9, 17, 40] {
+                if off + len > n {
+                    continue;
+                }
+                let src: Vec<u8> = (0..len as u8)
+                    .map(|i| i.wrapping_mul(37).wrapping_add(off as u8))
+                    .collect();
+                // SAFETY: off + len <= n pinned bytes.
+                unsafe { fill_u8(p.as_ptr(), 0, n) };
+                unsafe { store_bytes(p.as_ptr().add(off), &src) };
+                let all = read_all(&p, n);
+                assert_eq!(&all[off..off + len], &src[..], "off {off} len {len}");
+                assert!(all[..off].iter().chain(&all[off + len..]).all(|&b| b == 0));
+                // SAFETY: as above.
+                unsafe { fill_u8(p.as_ptr().add(off), 0xA5, len) };
+                let all = read_all(&p, n);
+                assert!(all[off..off + len].iter().all(|&b| b == 0xA5));
+                assert!(all[..off].iter().chain(&all[off + len..]).all(|&b| b == 0));
+            }
+        }
+    }
+
+    #[test]
+    fn fill_u32_and_typed_access() {
+        let (_t, p) = device(64);
+        for start in [0usize, 4, 8, 12] {
+            for count in 0..7 {
+                // SAFETY: start + 4 * count <= 64, 4-aligned.
+                unsafe { fill_u8(p.as_ptr(), 0, 64) };
+                unsafe { fill_u32(p.as_ptr().add(start), 0x0102_0304, count) };
+                let all = read_all(&p, 64);
+                for (i, b) in all.iter().enumerate() {
+                    let inside = i >= start && i < start + 4 * count;
+                    let want = if inside {
+                        0x0102_0304u32.to_ne_bytes()[(i - start) % 4]
+                    } else {
+                        0
+                    };
+                    assert_eq!(*b, want, "start {start} count {count} byte {i}");
+                }
+            }
+        }
+        // SAFETY: in bounds; each typed access picks a width its address allows.
+        unsafe {
+            store::<f64>(p.as_ptr().add(8), 2.5);
+            assert_eq!(load::<f64>(p.as_ptr().add(8)), 2.5);
+            store::<u16>(p.as_ptr().add(3), 0xBEEF);
+            assert_eq!(load::<u16>(p.as_ptr().add(3)), 0xBEEF);
+            store::<[u8; 3]>(p.as_ptr().add(20), [1, 2, 3]);
+            assert_eq!(load::<[u8; 3]>(p.as_ptr().add(20)), [1, 2, 3]);
+            store::<u64>(p.as_ptr().add(36), u64::MAX - 1);
+            assert_eq!(load::<u64>(p.as_ptr().add(36)), u64::MAX - 1);
+        }
+    }
+
+    #[test]
+    fn device_to_device_copy_handles_overlap_both_ways() {
+        let n = 40_000; // more than one internal chunk
+        let (_t, p) = device(n);
+        let src: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+        for (from, to, len) in [
+            (0, 100, 30_000),
+            (100, 0, 30_000),
+            (5, 5000, 17),
+            (0, 20_000, 20_000),
+        ] {
+            // SAFETY: all ranges within n.
+            unsafe { store_bytes(p.as_ptr(), &src) };
+            unsafe { copy_device(p.as_ptr().add(to), p.as_ptr().add(from), len) };
+            let mut want = src.clone();
+            want.copy_within(from..from + len, to);
+            assert!(read_all(&p, n) == want, "{from} -> {to} ({len})");
+        }
+    }
+
+    #[test]
+    fn the_table_resolves_only_live_in_bounds_ranges() {
+        let t = AllocTable::default();
+        let a = t.allocate(100).unwrap();
+        let b = t.allocate(0).unwrap();
+        assert!(t.resolve(a, 100).is_some());
+        assert!(t.resolve(a.offset(99), 1).is_some());
+        assert!(t.resolve(a.offset(99), 2).is_none());
+        assert!(
+            t.resolve(a.offset(100), 1).is_none()
+                || t.resolve(a.offset(100), 1).unwrap().as_ptr() as u64 == b.0
+        );
+        assert!(t.resolve(b, 0).is_some());
+        assert!(t.resolve(DeviceAddress(8), 1).is_none());
+        let pinned = t.resolve(a, 100).unwrap();
+        assert!(t.free(a));
+        assert!(!t.free(a));
+        assert!(t.resolve(a, 1).is_none(), "freed memory no longer resolves");
+        // The pin keeps the bytes alive after the free.
+        // SAFETY: pinned for 100 bytes.
+        unsafe { fill_u8(pinned.as_ptr(), 7, 100) };
+        assert_eq!(read_all(&pinned, 100), vec![7; 100]);
     }
 }

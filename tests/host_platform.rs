@@ -1,0 +1,387 @@
+//! Host-platform specifics: the CUDA execution model on the CPU, and kernel faults that fail a
+//! stream without taking the process down.
+
+mod common;
+
+use std::cell::Cell;
+
+use streamexec::{
+    BlockDim, DevicePtr, Error, HostKernel, MultiKernelLoaderSpec, PlatformManager, StreamExecutor,
+    ThreadCtx, ThreadDim, TypedKernel,
+};
+
+use common::{POISON_U32, random_u32s, rng};
+
+fn host() -> StreamExecutor {
+    PlatformManager::platform_with_name("HOST")
+        .unwrap()
+        .executor_for_device(0)
+        .unwrap()
+}
+
+fn kernel<A: streamexec::KernelArgs>(
+    exec: &StreamExecutor,
+    name: &str,
+    f: impl Fn(&ThreadCtx<'_>, A) + Send + Sync + 'static,
+) -> TypedKernel<A> {
+    let spec = MultiKernelLoaderSpec::new(A::ARITY).add_host_kernel(HostKernel::new(name, f));
+    exec.get_kernel(&spec).unwrap()
+}
+
+fn run<A: streamexec::KernelArgs>(
+    exec: &StreamExecutor,
+    t: impl Into<ThreadDim>,
+    b: impl Into<BlockDim>,
+    k: &TypedKernel<A>,
+    args: A,
+) -> streamexec::Result<()> {
+    let mut s = exec.create_stream()?;
+    s.then_launch(t, b, k, args);
+    s.block_host_until_done()
+}
+
+fn fault_text(r: streamexec::Result<()>) -> String {
+    match r {
+        Err(e @ Error::KernelFault { .. }) => e.to_string(),
+        other => panic!("expected a KernelFault, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_panicking_kernel_fails_its_stream_and_the_process_lives() {
+    let exec = host();
+    let k = kernel(&exec, "boom", |ctx, (n,): (u32,)| {
+        if ctx.global_id_x() == n as usize {
+            panic!("kernel exploded at {n}");
+        }
+    });
+    let msg = fault_text(run(&exec, 64, 4, &k, (77,)));
+    assert!(
+        msg.contains("kernel exploded at 77") && msg.contains("`boom`"),
+        "{msg}"
+    );
+    assert!(msg.contains("block (1, 0, 0) thread (13, 0, 0)"), "{msg}");
+    // The executor still works.
+    run(&exec, 64, 4, &k, (100_000,)).unwrap();
+}
+
+#[test]
+fn out_of_bounds_access_is_a_fault_naming_the_index() {
+    let exec = host();
+    let k = kernel(&exec, "oob", |ctx, (p,): (DevicePtr<u32>,)| {
+        ctx.global(p).set(ctx.global_id_x(), 1);
+    });
+    let mem = exec.allocate_array::<u32>(100).unwrap();
+    let msg = fault_text(run(&exec, 128, 1, &k, (mem.ptr(),)));
+    assert!(
+        msg.contains("element 100 past the end of a 100-element buffer"),
+        "{msg}"
+    );
+    // A sub-slice pointer is bounded by the slice, not the allocation.
+    let msg = fault_text(run(&exec, 20, 1, &k, (mem.slice(0..10).unwrap().ptr(),)));
+    assert!(
+        msg.contains("element 10 past the end of a 10-element buffer"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_pointer_to_freed_memory_is_a_fault_not_a_use_after_free() {
+    let exec = host();
+    let stale = {
+        let mem = exec.allocate_array::<u32>(16).unwrap();
+        mem.ptr()
+    };
+    let k = kernel(&exec, "stale", move |ctx, (): ()| {
+        ctx.global(stale).set(0, 1);
+    });
+    let msg = fault_text(run(&exec, 1, 1, &k, ()));
+    assert!(msg.contains("does not refer to live memory"), "{msg}");
+    // Passed as an argument, it is rejected when the launch is enqueued.
+    let k2 = kernel(&exec, "arg", |_ctx, (_p,): (DevicePtr<u32>,)| {});
+    let err = run(&exec, 1, 1, &k2, (stale,)).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+}
+
+#[test]
+fn barrier_divergence_is_an_error_not_a_hang() {
+    let exec = host();
+    // Thread 0 exits early; the others reach the barrier.
+    let k = kernel(&exec, "diverge0", |ctx, (): ()| {
+        if ctx.thread_idx().x == 0 {
+            return;
+        }
+        ctx.sync_threads();
+    });
+    let msg = fault_text(run(&exec, 32, 2, &k, ()));
+    assert!(msg.contains("barrier divergence"), "{msg}");
+    // Thread 5 exits early; thread 0 and the others wait at the barrier.
+    let k = kernel(&exec, "diverge5", |ctx, (): ()| {
+        if ctx.thread_idx().x == 5 {
+            return;
+        }
+        ctx.sync_threads();
+    });
+    let msg = fault_text(run(&exec, 32, 2, &k, ()));
+    assert!(
+        msg.contains("barrier divergence") && msg.contains("thread (5, 0, 0)"),
+        "{msg}"
+    );
+    // Uneven barrier counts.
+    let k = kernel(&exec, "uneven", |ctx, (): ()| {
+        ctx.sync_threads();
+        if ctx.thread_idx().x % 2 == 0 {
+            ctx.sync_threads();
+        }
+    });
+    assert!(fault_text(run(&exec, 8, 1, &k, ())).contains("barrier divergence"));
+}
+
+#[test]
+fn a_panic_while_others_wait_at_a_barrier_aborts_the_block_cleanly() {
+    let exec = host();
+    let k = kernel(&exec, "panic_at_barrier", |ctx, (): ()| {
+        ctx.sync_threads();
+        if ctx.thread_idx().x == 17 {
+            panic!("thread 17 gives up");
+        }
+        ctx.sync_threads();
+    });
+    let msg = fault_text(run(&exec, 64, 8, &k, ()));
+    assert!(msg.contains("thread 17 gives up"), "{msg}");
+}
+
+/// Hillis–Steele inclusive scan in shared memory: many barriers inside a loop.
+#[test]
+fn inclusive_scan_in_shared_memory_for_odd_block_sizes() {
+    let exec = host();
+    let k = kernel(&exec, "scan", |ctx, (data,): (DevicePtr<u32>,)| {
+        let bd = ctx.block_dim().x as usize;
+        let t = ctx.thread_idx().x as usize;
+        let base = ctx.block_idx().x as usize * bd;
+        let (a, b) = (ctx.shared_array::<u32>(1024), ctx.shared_array::<u32>(1024));
+        let g = ctx.global(data);
+        a[t].set(g.get(base + t));
+        ctx.sync_threads();
+        let (mut src, mut dst): (&[Cell<u32>], &[Cell<u32>]) = (a, b);
+        let mut off = 1;
+        while off < bd {
+            let v = src[t].get() + if t >= off { src[t - off].get() } else { 0 };
+            dst[t].set(v);
+            ctx.sync_threads();
+            std::mem::swap(&mut src, &mut dst);
+            off *= 2;
+        }
+        g.set(base + t, src[t].get());
+    });
+    let mut r = rng("inclusive_scan");
+    for bs in [1usize, 3, 17, 32, 100, 333, 1000, 1024] {
+        let blocks = 3;
+        let input = random_u32s(&mut r, bs * blocks, 100);
+        let dev = exec.copy_to_device(&input).unwrap();
+        run(&exec, bs as u32, blocks as u32, &k, (dev.ptr(),)).unwrap();
+        let got = exec.copy_to_vec(&dev).unwrap();
+        for (c, chunk) in input.chunks(bs).enumerate() {
+            let mut acc = 0;
+            for (i, v) in chunk.iter().enumerate() {
+                acc += v;
+                assert_eq!(
+                    got[c * bs + i],
+                    acc,
+                    "block size {bs}, block {c}, element {i}"
+                );
+            }
+        }
+    }
+}
+
+/// Matrix transpose through a shared tile with 2-D blocks.
+#[test]
+fn tiled_transpose_with_2d_blocks() {
+    let exec = host();
+    const T: usize = 16;
+    let k = kernel(
+        &exec,
+        "transpose",
+        |ctx, (inp, out, w, h): (DevicePtr<f32>, DevicePtr<f32>, u32, u32)| {
+            let tile = ctx.shared_array::<f32>(T * (T + 1));
+            let (tx, ty) = (ctx.thread_idx().x as usize, ctx.thread_idx().y as usize);
+            let (bx, by) = (
+                ctx.block_idx().x as usize * T,
+                ctx.block_idx().y as usize * T,
+            );
+            let (w, h) = (w as usize, h as usize);
+            if bx + tx < w && by + ty < h {
+                tile[ty * (T + 1) + tx].set(ctx.global(inp).get((by + ty) * w + bx + tx));
+            }
+            ctx.sync_threads();
+            let (ox, oy) = (by + tx, bx + ty);
+            if ox < h && oy < w {
+                ctx.global(out)
+                    .set(oy * h + ox, tile[tx * (T + 1) + ty].get());
+            }
+        },
+    );
+    let mut r = rng("tiled_transpose");
+    let (w, h) = (37usize, 53usize);
+    let input = common::random_f32s(&mut r, w * h);
+    let din = exec.copy_to_device(&input).unwrap();
+    let dout = exec.copy_to_device(&vec![f32::NAN; w * h]).unwrap();
+    let grid = ((w as u32).div_ceil(T as u32), (h as u32).div_ceil(T as u32));
+    run(
+        &exec,
+        (T as u32, T as u32),
+        grid,
+        &k,
+        (din.ptr(), dout.ptr(), w as u32, h as u32),
+    )
+    .unwrap();
+    let got = exec.copy_to_vec(&dout).unwrap();
+    for y in 0..h {
+        for x in 0..w {
+            assert_eq!(got[x * h + y], input[y * w + x], "({x}, {y})");
+        }
+    }
+}
+
+#[test]
+fn device_atomics_from_many_blocks() {
+    let exec = host();
+    let k = kernel(
+        &exec,
+        "histogram",
+        |ctx,
+         (data, hist, sum, mx, n): (
+            DevicePtr<u32>,
+            DevicePtr<u32>,
+            DevicePtr<f64>,
+            DevicePtr<i64>,
+            u32,
+        )| {
+            let i = ctx.global_id_x();
+            if i < n as usize {
+                let v = ctx.global(data).get(i);
+                ctx.global(hist).atomic_add((v % 16) as usize, 1);
+                ctx.global(sum).atomic_add(0, v as f64);
+                ctx.global(mx).atomic_max(0, v as i64);
+                // CAS loop minimum into slot 1.
+                let m = ctx.global(mx);
+                let mut cur = m.get(1);
+                while (v as i64) < cur {
+                    let seen = m.atomic_cas(1, cur, v as i64);
+                    if seen == cur {
+                        break;
+                    }
+                    cur = seen;
+                }
+            }
+        },
+    );
+    let mut r = rng("device_atomics");
+    let n = 100_003usize;
+    let data = random_u32s(&mut r, n, 1_000_000);
+    let d = exec.copy_to_device(&data).unwrap();
+    let hist = exec.allocate_zeroed_array::<u32>(16).unwrap();
+    let sum = exec.allocate_zeroed_array::<f64>(1).unwrap();
+    let mx = exec.copy_to_device(&[i64::MIN, i64::MAX]).unwrap();
+    run(
+        &exec,
+        256,
+        (n as u32).div_ceil(256),
+        &k,
+        (d.ptr(), hist.ptr(), sum.ptr(), mx.ptr(), n as u32),
+    )
+    .unwrap();
+    let mut want = vec![0u32; 16];
+    data.iter().for_each(|v| want[(v % 16) as usize] += 1);
+    assert_eq!(exec.copy_to_vec(&hist).unwrap(), want);
+    assert_eq!(
+        exec.copy_to_vec(&sum).unwrap()[0],
+        data.iter().map(|&v| v as f64).sum::<f64>()
+    );
+    let m = exec.copy_to_vec(&mx).unwrap();
+    assert_eq!(m[0], *data.iter().max().unwrap() as i64);
+    assert_eq!(m[1], *data.iter().min().unwrap() as i64);
+}
+
+#[test]
+fn asking_for_too_much_shared_memory_is_a_fault() {
+    let exec = host();
+    let limit = exec.description().shared_memory_per_block as usize;
+    let k = kernel(&exec, "greedy", move |ctx, (): ()| {
+        let _ = ctx.shared_array::<u8>(limit + 1);
+    });
+    let msg = fault_text(run(&exec, 4, 1, &k, ()));
+    assert!(msg.contains("shared memory per block"), "{msg}");
+}
+
+#[test]
+fn shared_memory_is_zeroed_for_every_block() {
+    let exec = host();
+    let k = kernel(&exec, "dirty", |ctx, (out,): (DevicePtr<u32>,)| {
+        let s = ctx.shared_array::<u32>(256);
+        let t = ctx.thread_idx().x as usize;
+        let before = s[t].get();
+        s[t].set(0xFFFF_FFFF);
+        ctx.global(out).set(ctx.global_id_x(), before);
+    });
+    let out = exec.copy_to_device(&vec![POISON_U32; 256 * 64]).unwrap();
+    run(&exec, 256, 64, &k, (out.ptr(),)).unwrap();
+    assert!(exec.copy_to_vec(&out).unwrap().iter().all(|&v| v == 0));
+}
+
+#[test]
+fn warp_and_lane_ids_follow_cuda() {
+    let exec = host();
+    let k = kernel(&exec, "lanes", |ctx, (out,): (DevicePtr<u32>,)| {
+        let t = ctx.linear_thread_idx();
+        ctx.global(out)
+            .set(t as usize, ctx.warp_id() * 100 + ctx.lane_id());
+    });
+    let out = exec.copy_to_device(&vec![POISON_U32; 8 * 12]).unwrap();
+    run(&exec, (8, 12), 1, &k, (out.ptr(),)).unwrap();
+    let got = exec.copy_to_vec(&out).unwrap();
+    for (t, v) in got.iter().enumerate() {
+        assert_eq!(*v, (t as u32 / 32) * 100 + t as u32 % 32);
+    }
+}
+
+#[test]
+fn a_large_grid_of_small_blocks_runs_every_block_once() {
+    let exec = host();
+    let k = kernel(&exec, "count", |ctx, (c,): (DevicePtr<u64>,)| {
+        ctx.global(c).atomic_add(0, ctx.block_idx().x as u64 + 1);
+    });
+    let c = exec.allocate_zeroed_array::<u64>(1).unwrap();
+    let blocks = 200_000u64;
+    run(&exec, 1, blocks as u32, &k, (c.ptr(),)).unwrap();
+    assert_eq!(exec.copy_to_vec(&c).unwrap()[0], blocks * (blocks + 1) / 2);
+}
+
+#[test]
+fn host_spec_checks_name_arity_and_formats() {
+    let exec = host();
+    let spec = MultiKernelLoaderSpec::new(3)
+        .add_host_kernel(HostKernel::new("two", |_ctx, (_a, _b): (u32, u32)| {}));
+    let e = exec.get_untyped_kernel(&spec).unwrap_err();
+    assert!(
+        matches!(e, Error::SignatureMismatch { .. }) && e.to_string().contains("3"),
+        "{e}"
+    );
+    let spec = MultiKernelLoaderSpec::new(1)
+        .add_opencl_text_in_memory("__kernel void k(int x) {}", "k")
+        .add_cuda_ptx_on_disk("/nonexistent/k.ptx", "k");
+    let e = exec.get_untyped_kernel(&spec).unwrap_err().to_string();
+    assert!(
+        e.contains("OpenCL C text `k`") && e.contains("/nonexistent/k.ptx"),
+        "{e}"
+    );
+    assert!(
+        e.contains("add_host_kernel"),
+        "the error says what to add: {e}"
+    );
+    let e = PlatformManager::platform_with_name("metal")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("host, opencl, cuda, hip"), "{e}");
+}
