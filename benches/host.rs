@@ -14,7 +14,8 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use rayon::prelude::*;
 use streamexec::{
-    DevicePtr, HostKernel, MultiKernelLoaderSpec, PlatformManager, StreamExecutor, TypedKernel,
+    DevicePtr, HostKernel, MultiKernelLoaderSpec, PlatformManager, StreamExecutor, ThreadCtx,
+    TypedKernel,
 };
 
 const SAXPY_N: usize = 16 << 20;
@@ -65,20 +66,46 @@ fn launch_empty(c: &mut Criterion) {
     group.finish();
 }
 
-/// `y = a*x + y`; thread `t` of the grid handles one contiguous chunk of `n / threads` elements
-/// (a grid-stride loop would interleave threads element by element, which is cache-hostile when
-/// a block's threads run one after another on one core).
-fn saxpy_spec() -> MultiKernelLoaderSpec {
+/// The contiguous run of `n` elements that thread `ctx` handles: thread `t` of the grid takes
+/// one chunk of `n / threads` elements (a grid-stride loop would interleave threads element by
+/// element, which is cache-hostile when a block's threads run one after another on one core).
+fn my_run(ctx: &ThreadCtx<'_>, n: usize) -> std::ops::Range<usize> {
+    let chunk = n.div_ceil(ctx.grid_size_x());
+    let start = (ctx.global_id_x() * chunk).min(n);
+    start..(start + chunk).min(n)
+}
+
+/// `y = a*x + y`, one element access at a time (`Global::get`/`set`).
+fn saxpy_elementwise() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(3).add_host_kernel(HostKernel::new(
         "saxpy",
         |ctx, (a, x, y): (f32, DevicePtr<f32>, DevicePtr<f32>)| {
             let (x, y) = (ctx.global(x), ctx.global(y));
-            let n = x.len().min(y.len());
-            let chunk = n.div_ceil(ctx.grid_size_x());
-            let start = (ctx.global_id_x() * chunk).min(n);
-            let end = (start + chunk).min(n);
-            for i in start..end {
+            for i in my_run(ctx, x.len().min(y.len())) {
                 y.set(i, a * x.get(i) + y.get(i));
+            }
+        },
+    ))
+}
+
+/// `y = a*x + y` through stack tiles (`Global::read_slice`/`write_slice`), which vectorise.
+fn saxpy_tiled() -> MultiKernelLoaderSpec {
+    MultiKernelLoaderSpec::new(3).add_host_kernel(HostKernel::new(
+        "saxpy",
+        |ctx, (a, x, y): (f32, DevicePtr<f32>, DevicePtr<f32>)| {
+            let (x, y) = (ctx.global(x), ctx.global(y));
+            let run = my_run(ctx, x.len().min(y.len()));
+            const TILE: usize = 2048;
+            let (mut xs, mut ys) = ([0f32; TILE], [0f32; TILE]);
+            let mut i = run.start;
+            while i < run.end {
+                let len = TILE.min(run.end - i);
+                let (xs, ys) = (&mut xs[..len], &mut ys[..len]);
+                x.read_slice(i, xs);
+                y.read_slice(i, ys);
+                ys.iter_mut().zip(xs.iter()).for_each(|(y, x)| *y += a * *x);
+                y.write_slice(i, ys);
+                i += len;
             }
         },
     ))
@@ -90,10 +117,20 @@ fn rayon_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
         .for_each(|(y, x)| *y += a * *x);
 }
 
+type Saxpy = TypedKernel<(f32, DevicePtr<f32>, DevicePtr<f32>)>;
+
 fn saxpy(c: &mut Criterion) {
     let exec = executor();
-    let kernel: TypedKernel<(f32, DevicePtr<f32>, DevicePtr<f32>)> =
-        exec.get_kernel(&saxpy_spec()).expect("load saxpy");
+    let kernels: Vec<(&str, Saxpy)> = vec![
+        (
+            "streamexec_elementwise",
+            exec.get_kernel(&saxpy_elementwise()).expect("load saxpy"),
+        ),
+        (
+            "streamexec_tiled",
+            exec.get_kernel(&saxpy_tiled()).expect("load saxpy"),
+        ),
+    ];
     let mut stream = exec.create_stream().expect("stream");
 
     let x_host: Vec<f32> = (0..SAXPY_N).map(|i| (i % 1000) as f32 * 0.25).collect();
@@ -101,43 +138,33 @@ fn saxpy(c: &mut Criterion) {
     let x_dev = exec.copy_to_device(&x_host).expect("x to device");
     let y_dev = exec.copy_to_device(&y_init).expect("y to device");
     let mut y_host = y_init.clone();
+    rayon_saxpy(SAXPY_A, &x_host, &mut y_host);
 
     let blocks = 4 * cores() as u32;
     let threads = 256u32;
-    let launch = |stream: &mut streamexec::Stream| {
+    let launch = |stream: &mut streamexec::Stream, k: &Saxpy| {
         stream
-            .then_launch(
-                threads,
-                blocks,
-                &kernel,
-                (SAXPY_A, x_dev.ptr(), y_dev.ptr()),
-            )
+            .then_launch(threads, blocks, k, (SAXPY_A, x_dev.ptr(), y_dev.ptr()))
             .block_host_until_done()
             .expect("saxpy launch")
     };
 
-    // Check once, so a broken kernel cannot report a fast time.
-    launch(&mut stream);
-    rayon_saxpy(SAXPY_A, &x_host, &mut y_host);
-    let got = exec.copy_to_vec(&y_dev).expect("y to host");
-    for i in [
-        0,
-        1,
-        999,
-        SAXPY_N / 3,
-        SAXPY_N / 2 + 7,
-        SAXPY_N - 2,
-        SAXPY_N - 1,
-    ] {
-        assert_eq!(got[i], y_host[i], "saxpy mismatch at index {i}");
+    // Check each kernel once, so a broken kernel cannot report a fast time.
+    for (name, k) in &kernels {
+        exec.synchronous_memcpy_h2d(&y_init, &y_dev)
+            .expect("reset y");
+        launch(&mut stream, k);
+        let got = exec.copy_to_vec(&y_dev).expect("y to host");
+        assert!(got == y_host, "{name}: saxpy result differs from rayon");
     }
-    assert_eq!(got, y_host, "saxpy mismatch");
 
     let mut group = c.benchmark_group("saxpy_16M");
     configure(&mut group);
     // Read x, read y, write y.
     group.throughput(Throughput::Bytes(3 * 4 * SAXPY_N as u64));
-    group.bench_function("streamexec", |b| b.iter(|| launch(&mut stream)));
+    for (name, k) in &kernels {
+        group.bench_function(*name, |b| b.iter(|| launch(&mut stream, k)));
+    }
     group.bench_function("rayon", |b| {
         b.iter(|| rayon_saxpy(SAXPY_A, black_box(&x_host), black_box(&mut y_host)))
     });

@@ -385,3 +385,53 @@ fn host_spec_checks_name_arity_and_formats() {
         .to_string();
     assert!(e.contains("host, opencl, cuda, hip"), "{e}");
 }
+
+#[test]
+fn bulk_slice_access_reads_and_writes_contiguous_runs() {
+    let exec = host();
+    let k = kernel(
+        &exec,
+        "chunks",
+        |ctx, (x, y, chunk): (DevicePtr<f32>, DevicePtr<f32>, u32)| {
+            let (x, y) = (ctx.global(x), ctx.global(y));
+            let start = ctx.global_id_x() * chunk as usize;
+            if start >= x.len() {
+                return;
+            }
+            let len = (chunk as usize).min(x.len() - start);
+            let mut buf = vec![0f32; len];
+            x.read_slice(start, &mut buf);
+            buf.iter_mut().for_each(|v| *v = *v * 2.0 + 1.0);
+            y.write_slice(start, &buf);
+        },
+    );
+    let mut r = rng("bulk_slice_access");
+    let n = 10_007;
+    let xs = common::random_f32s(&mut r, n);
+    let (dx, dy) = (
+        exec.copy_to_device(&xs).unwrap(),
+        exec.copy_to_device(&vec![f32::NAN; n]).unwrap(),
+    );
+    run(
+        &exec,
+        64,
+        4,
+        &k,
+        (dx.ptr(), dy.ptr(), (n as u32).div_ceil(256)),
+    )
+    .unwrap();
+    let got = exec.copy_to_vec(&dy).unwrap();
+    for i in 0..n {
+        assert_eq!(got[i], xs[i] * 2.0 + 1.0, "element {i}");
+    }
+    // A run past the end is a fault, and writes nothing.
+    let k = kernel(&exec, "overrun", |ctx, (y,): (DevicePtr<f32>,)| {
+        ctx.global(y).write_slice(10_000, &[0.0; 8]);
+    });
+    let msg = fault_text(run(&exec, 1, 1, &k, (dy.ptr(),)));
+    assert!(
+        msg.contains("write_slice of element 10007 past the end of a 10007-element buffer"),
+        "{msg}"
+    );
+    assert_eq!(exec.copy_to_vec(&dy).unwrap(), got);
+}

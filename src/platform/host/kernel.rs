@@ -244,6 +244,10 @@ impl<'a> ThreadCtx<'a> {
     pub fn global<T: Pod>(&self, ptr: DevicePtr<T>) -> Global<'_, T> {
         let bytes = ptr.len() as u64 * std::mem::size_of::<T>() as u64;
         match self.block.launch.resolve(ptr.address(), bytes) {
+            Some(p) if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) => fault(format!(
+                "{ptr:?} is not aligned for {}",
+                std::any::type_name::<T>()
+            )),
             Some(p) => Global {
                 ptr: p,
                 len: ptr.len(),
@@ -294,8 +298,9 @@ impl<T: Pod> Global<'_, T> {
     #[inline]
     pub fn get(&self, i: usize) -> T {
         let p = self.at(i, "read");
-        // SAFETY: `at` checked bounds; the allocation is pinned for the launch.
-        unsafe { memory::load(p) }
+        // SAFETY: `at` checked bounds, `global` checked alignment; the allocation is pinned for
+        // the launch.
+        unsafe { memory::load_aligned(p) }
     }
 
     /// Sets element `i`.
@@ -303,7 +308,39 @@ impl<T: Pod> Global<'_, T> {
     pub fn set(&self, i: usize, v: T) {
         let p = self.at(i, "write");
         // SAFETY: as in `get`.
-        unsafe { memory::store(p, v) }
+        unsafe { memory::store_aligned(p, v) }
+    }
+
+    /// Bounds check of elements `start..start + len`.
+    fn range(&self, start: usize, len: usize, what: &'static str) -> *mut u8 {
+        match start.checked_add(len) {
+            Some(end) if end <= self.len => {}
+            _ => out_of_bounds::<T>(
+                what,
+                start.saturating_add(len).max(1) - 1,
+                self.len,
+                self.ptr as usize,
+            ),
+        }
+        // SAFETY: the range is in bounds of the `len` elements the launch pinned at `ptr`.
+        unsafe { self.ptr.add(start * std::mem::size_of::<T>()) }
+    }
+
+    /// Copies elements `start..start + out.len()` into `out`: one bounds check and a word-wide
+    /// copy. The fast way for a host kernel to work on a contiguous run: read a chunk, compute
+    /// on the plain slice (which the compiler vectorises), write it back with
+    /// [`write_slice`](Self::write_slice).
+    pub fn read_slice(&self, start: usize, out: &mut [T]) {
+        let p = self.range(start, out.len(), "read_slice");
+        // SAFETY: `range` checked that `out.len()` elements at `p` are pinned device memory.
+        unsafe { memory::load_bytes(bytemuck::cast_slice_mut(out), p) }
+    }
+
+    /// Copies `data` into elements `start..start + data.len()`.
+    pub fn write_slice(&self, start: usize, data: &[T]) {
+        let p = self.range(start, data.len(), "write_slice");
+        // SAFETY: as in `read_slice`.
+        unsafe { memory::store_bytes(p, bytemuck::cast_slice(data)) }
     }
 }
 

@@ -108,11 +108,37 @@ impl AllocTable {
     }
 }
 
+/// Copies `n` bytes with `rep movsb`: as fast as `memcpy` (ERMS), and, being inline assembly,
+/// opaque to the compiler, so a racing kernel access elsewhere is a hardware-level race on
+/// coherent memory, not a Rust data race (the same argument as byte-wise atomic memcpy). The
+/// ranges must not overlap.
+///
+/// # Safety
+/// `dst` and `src` valid for `n` bytes, not overlapping.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline]
+unsafe fn asm_copy(dst: *mut u8, src: *const u8, n: usize) {
+    // SAFETY: the caller guarantees both ranges; the System V ABI guarantees DF = 0 (forward).
+    unsafe {
+        std::arch::asm!(
+            "rep movsb",
+            inout("rcx") n => _,
+            inout("rdi") dst => _,
+            inout("rsi") src => _,
+            options(nostack, preserves_flags)
+        )
+    }
+}
+
 /// Copies host bytes into device bytes.
 ///
 /// # Safety
 /// `dst` must be valid for `src.len()` bytes of device memory (accessed atomically elsewhere).
 pub(crate) unsafe fn store_bytes(dst: *mut u8, src: &[u8]) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: `dst` is valid for `src.len()` bytes (contract); `src` is a live slice.
+    return unsafe { asm_copy(dst, src.as_ptr(), src.len()) };
+    #[allow(unreachable_code)]
     let n = src.len();
     let head = dst.align_offset(8).min(n);
     for (i, b) in src[..head].iter().enumerate() {
@@ -137,6 +163,10 @@ pub(crate) unsafe fn store_bytes(dst: *mut u8, src: &[u8]) {
 /// # Safety
 /// `src` must be valid for `dst.len()` bytes of device memory.
 pub(crate) unsafe fn load_bytes(dst: &mut [u8], src: *const u8) {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: `src` is valid for `dst.len()` bytes (contract); `dst` is a live slice.
+    return unsafe { asm_copy(dst.as_mut_ptr(), src, dst.len()) };
+    #[allow(unreachable_code)]
     let n = dst.len();
     let head = src.align_offset(8).min(n);
     for (i, b) in dst[..head].iter_mut().enumerate() {
@@ -399,4 +429,51 @@ mod tests {
         unsafe { fill_u8(pinned.as_ptr(), 7, 100) };
         assert_eq!(read_all(&pinned, 100), vec![7; 100]);
     }
+}
+
+/// Loads one `T` from a `T`-aligned address: no run-time alignment test when `T`'s alignment
+/// covers its size (every primitive), so element loops stay tight.
+///
+/// # Safety
+/// `p` must be aligned for `T` and valid for `size_of::<T>()` bytes of device memory.
+#[inline(always)]
+pub(crate) unsafe fn load_aligned<T: Pod>(p: *const u8) -> T {
+    let size = std::mem::size_of::<T>();
+    if std::mem::align_of::<T>() >= size {
+        // SAFETY (all arms): valid per the contract, aligned for an atomic of `size` bytes.
+        unsafe {
+            match size {
+                1 => return bytemuck::cast(AtomicU8::from_ptr(p as *mut u8).load(Relaxed)),
+                2 => return bytemuck::cast(AtomicU16::from_ptr(p as *mut u16).load(Relaxed)),
+                4 => return bytemuck::cast(AtomicU32::from_ptr(p as *mut u32).load(Relaxed)),
+                8 => return bytemuck::cast(AtomicU64::from_ptr(p as *mut u64).load(Relaxed)),
+                _ => {}
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe { load(p) }
+}
+
+/// Stores one `T` at a `T`-aligned address; see [`load_aligned`].
+///
+/// # Safety
+/// As [`load_aligned`].
+#[inline(always)]
+pub(crate) unsafe fn store_aligned<T: Pod>(p: *mut u8, v: T) {
+    let size = std::mem::size_of::<T>();
+    if std::mem::align_of::<T>() >= size {
+        // SAFETY (all arms): valid per the contract, aligned for an atomic of `size` bytes.
+        unsafe {
+            match size {
+                1 => return AtomicU8::from_ptr(p).store(bytemuck::cast(v), Relaxed),
+                2 => return AtomicU16::from_ptr(p as *mut u16).store(bytemuck::cast(v), Relaxed),
+                4 => return AtomicU32::from_ptr(p as *mut u32).store(bytemuck::cast(v), Relaxed),
+                8 => return AtomicU64::from_ptr(p as *mut u64).store(bytemuck::cast(v), Relaxed),
+                _ => {}
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe { store(p, v) }
 }
