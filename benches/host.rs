@@ -111,6 +111,27 @@ fn saxpy_tiled() -> MultiKernelLoaderSpec {
     ))
 }
 
+/// `y = a*x + y` on plain slices of the thread's own run (`Global::as_*slice_unchecked`): each
+/// thread owns its run exclusively, which is what the unsafe contract asks.
+fn saxpy_unchecked() -> MultiKernelLoaderSpec {
+    MultiKernelLoaderSpec::new(3).add_host_kernel(HostKernel::new(
+        "saxpy",
+        |ctx, (a, x, y): (f32, DevicePtr<f32>, DevicePtr<f32>)| {
+            let (x, y) = (ctx.global(x), ctx.global(y));
+            let run = my_run(ctx, x.len().min(y.len()));
+            // SAFETY: runs of different threads are disjoint, and no other work on the stream
+            // or elsewhere touches x or y while the launch runs.
+            let (xs, ys) = unsafe {
+                (
+                    x.as_slice_unchecked(run.start, run.len()),
+                    y.as_mut_slice_unchecked(run.start, run.len()),
+                )
+            };
+            ys.iter_mut().zip(xs).for_each(|(y, x)| *y += a * *x);
+        },
+    ))
+}
+
 fn rayon_saxpy(a: f32, x: &[f32], y: &mut [f32]) {
     y.par_iter_mut()
         .zip(x.par_iter())
@@ -129,6 +150,10 @@ fn saxpy(c: &mut Criterion) {
         (
             "streamexec_tiled",
             exec.get_kernel(&saxpy_tiled()).expect("load saxpy"),
+        ),
+        (
+            "streamexec_unchecked",
+            exec.get_kernel(&saxpy_unchecked()).expect("load saxpy"),
         ),
     ];
     let mut stream = exec.create_stream().expect("stream");

@@ -336,6 +336,30 @@ impl<T: Pod> Global<'_, T> {
         unsafe { memory::load_bytes(bytemuck::cast_slice_mut(out), p) }
     }
 
+    /// Elements `start..start + len` as a plain slice, for vectorised reads.
+    ///
+    /// # Safety
+    /// While the slice lives, no thread of any launch or stream may write these elements
+    /// (plain reads racing a write are undefined behaviour). Bounds are still checked.
+    pub unsafe fn as_slice_unchecked(&self, start: usize, len: usize) -> &[T] {
+        let p = self.range(start, len, "as_slice_unchecked");
+        // SAFETY: in bounds and aligned (checked by `range` and `ThreadCtx::global`); the
+        // caller guarantees no concurrent writer.
+        unsafe { std::slice::from_raw_parts(p as *const T, len) }
+    }
+
+    /// Elements `start..start + len` as a plain mutable slice, for vectorised updates.
+    ///
+    /// # Safety
+    /// While the slice lives, no other thread of any launch or stream may read or write these
+    /// elements (the usual exclusive-access rule of `&mut`). Bounds are still checked.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn as_mut_slice_unchecked(&self, start: usize, len: usize) -> &mut [T] {
+        let p = self.range(start, len, "as_mut_slice_unchecked");
+        // SAFETY: in bounds and aligned; the caller guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(p as *mut T, len) }
+    }
+
     /// Copies `data` into elements `start..start + data.len()`.
     pub fn write_slice(&self, start: usize, data: &[T]) {
         let p = self.range(start, data.len(), "write_slice");

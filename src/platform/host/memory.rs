@@ -307,6 +307,53 @@ pub(crate) unsafe fn store<T: Pod>(p: *mut u8, v: T) {
     }
 }
 
+/// Loads one `T` from a `T`-aligned address: no run-time alignment test when `T`'s alignment
+/// covers its size (every primitive), so element loops stay tight.
+///
+/// # Safety
+/// `p` must be aligned for `T` and valid for `size_of::<T>()` bytes of device memory.
+#[inline(always)]
+pub(crate) unsafe fn load_aligned<T: Pod>(p: *const u8) -> T {
+    let size = std::mem::size_of::<T>();
+    if std::mem::align_of::<T>() >= size {
+        // SAFETY (all arms): valid per the contract, aligned for an atomic of `size` bytes.
+        unsafe {
+            match size {
+                1 => return bytemuck::cast(AtomicU8::from_ptr(p as *mut u8).load(Relaxed)),
+                2 => return bytemuck::cast(AtomicU16::from_ptr(p as *mut u16).load(Relaxed)),
+                4 => return bytemuck::cast(AtomicU32::from_ptr(p as *mut u32).load(Relaxed)),
+                8 => return bytemuck::cast(AtomicU64::from_ptr(p as *mut u64).load(Relaxed)),
+                _ => {}
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe { load(p) }
+}
+
+/// Stores one `T` at a `T`-aligned address; see [`load_aligned`].
+///
+/// # Safety
+/// As [`load_aligned`].
+#[inline(always)]
+pub(crate) unsafe fn store_aligned<T: Pod>(p: *mut u8, v: T) {
+    let size = std::mem::size_of::<T>();
+    if std::mem::align_of::<T>() >= size {
+        // SAFETY (all arms): valid per the contract, aligned for an atomic of `size` bytes.
+        unsafe {
+            match size {
+                1 => return AtomicU8::from_ptr(p).store(bytemuck::cast(v), Relaxed),
+                2 => return AtomicU16::from_ptr(p as *mut u16).store(bytemuck::cast(v), Relaxed),
+                4 => return AtomicU32::from_ptr(p as *mut u32).store(bytemuck::cast(v), Relaxed),
+                8 => return AtomicU64::from_ptr(p as *mut u64).store(bytemuck::cast(v), Relaxed),
+                _ => {}
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe { store(p, v) }
+}
+
 #[cfg(test)]
 mod tests {
     //! Pure-Rust and Miri-checked: `cargo +nightly miri test --lib platform::host::memory`.
@@ -429,51 +476,4 @@ mod tests {
         unsafe { fill_u8(pinned.as_ptr(), 7, 100) };
         assert_eq!(read_all(&pinned, 100), vec![7; 100]);
     }
-}
-
-/// Loads one `T` from a `T`-aligned address: no run-time alignment test when `T`'s alignment
-/// covers its size (every primitive), so element loops stay tight.
-///
-/// # Safety
-/// `p` must be aligned for `T` and valid for `size_of::<T>()` bytes of device memory.
-#[inline(always)]
-pub(crate) unsafe fn load_aligned<T: Pod>(p: *const u8) -> T {
-    let size = std::mem::size_of::<T>();
-    if std::mem::align_of::<T>() >= size {
-        // SAFETY (all arms): valid per the contract, aligned for an atomic of `size` bytes.
-        unsafe {
-            match size {
-                1 => return bytemuck::cast(AtomicU8::from_ptr(p as *mut u8).load(Relaxed)),
-                2 => return bytemuck::cast(AtomicU16::from_ptr(p as *mut u16).load(Relaxed)),
-                4 => return bytemuck::cast(AtomicU32::from_ptr(p as *mut u32).load(Relaxed)),
-                8 => return bytemuck::cast(AtomicU64::from_ptr(p as *mut u64).load(Relaxed)),
-                _ => {}
-            }
-        }
-    }
-    // SAFETY: as above.
-    unsafe { load(p) }
-}
-
-/// Stores one `T` at a `T`-aligned address; see [`load_aligned`].
-///
-/// # Safety
-/// As [`load_aligned`].
-#[inline(always)]
-pub(crate) unsafe fn store_aligned<T: Pod>(p: *mut u8, v: T) {
-    let size = std::mem::size_of::<T>();
-    if std::mem::align_of::<T>() >= size {
-        // SAFETY (all arms): valid per the contract, aligned for an atomic of `size` bytes.
-        unsafe {
-            match size {
-                1 => return AtomicU8::from_ptr(p).store(bytemuck::cast(v), Relaxed),
-                2 => return AtomicU16::from_ptr(p as *mut u16).store(bytemuck::cast(v), Relaxed),
-                4 => return AtomicU32::from_ptr(p as *mut u32).store(bytemuck::cast(v), Relaxed),
-                8 => return AtomicU64::from_ptr(p as *mut u64).store(bytemuck::cast(v), Relaxed),
-                _ => {}
-            }
-        }
-    }
-    // SAFETY: as above.
-    unsafe { store(p, v) }
 }
