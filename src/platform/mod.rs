@@ -9,6 +9,8 @@
 mod description;
 pub mod host;
 pub mod interface;
+#[cfg(feature = "opencl")]
+mod opencl;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, Weak};
@@ -30,6 +32,13 @@ struct Registration {
 
 fn open_host() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
     Ok(Arc::new(host::HostPlatform::new()))
+}
+
+fn open_opencl() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
+    #[cfg(feature = "opencl")]
+    return opencl::open();
+    #[cfg(not(feature = "opencl"))]
+    not_built("opencl", "opencl", false, "")
 }
 
 /// Opener for a backend whose folder is not in this build.
@@ -55,14 +64,7 @@ const REGISTRY: &[Registration] = &[
     Registration {
         name: "opencl",
         feature: Some("opencl"),
-        open: || {
-            not_built(
-                "opencl",
-                "opencl",
-                cfg!(feature = "opencl"),
-                "tracked in issue #3",
-            )
-        },
+        open: open_opencl,
     },
     Registration {
         name: "cuda",

@@ -1,0 +1,456 @@
+//! The OpenCL device: context, allocations, program cache, synchronous copies.
+//!
+//! Device addresses are synthetic: `(allocation id << 40) | byte offset`, so sub-slices are
+//! address arithmetic as on every platform; a launch turns a non-zero offset into a sub-buffer.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
+use opencl3::context::Context;
+use opencl3::device::Device;
+use opencl3::memory::{
+    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, ClMem,
+};
+use opencl3::program::Program;
+use opencl3::types::{CL_BLOCKING, cl_device_id, cl_mem};
+use parking_lot::{Mutex, RwLock};
+
+use super::event::OpenClEvent;
+use super::kernel::OpenClKernel;
+use super::stream::{OpenClStream, StreamShared};
+use super::{PLATFORM, cl_error};
+use crate::error::{Error, Result};
+use crate::loader_spec::MultiKernelLoaderSpec;
+use crate::memory::AlignedHostBuffer;
+use crate::platform::DeviceDescription;
+use crate::platform::interface::{
+    DeviceAddress, EventInterface, HostBuffer, KernelInterface, MemoryUsage,
+    StreamExecutorInterface, StreamInterface,
+};
+
+/// Bits of a device address that hold the byte offset inside an allocation.
+const OFFSET_BITS: u32 = 40;
+
+/// One `cl_mem` buffer.
+pub(crate) struct ClAlloc {
+    pub(crate) buffer: Buffer<u8>,
+    pub(crate) bytes: u64,
+}
+
+// SAFETY: OpenCL memory objects may be used from any thread.
+unsafe impl Send for ClAlloc {}
+// SAFETY: as above; the handle is never mutated.
+unsafe impl Sync for ClAlloc {}
+
+type ProgramKey = (bool, Vec<u8>, String);
+
+/// One OpenCL device.
+pub(crate) struct OpenClExecutor {
+    pub(crate) description: DeviceDescription,
+    pub(crate) context: Context,
+    sync_queue: Arc<Mutex<CommandQueue>>,
+    allocs: RwLock<HashMap<u64, Arc<ClAlloc>>>,
+    next_id: AtomicU64,
+    programs: Mutex<HashMap<ProgramKey, Arc<Program>>>,
+    streams: Mutex<Vec<Weak<StreamShared>>>,
+    me: Weak<OpenClExecutor>,
+}
+
+// SAFETY: OpenCL contexts, devices and queues are thread-safe handles (OpenCL 1.1+); the
+// queue used from several threads is behind a Mutex.
+unsafe impl Send for OpenClExecutor {}
+// SAFETY: as above.
+unsafe impl Sync for OpenClExecutor {}
+
+impl OpenClExecutor {
+    pub(crate) fn new(device: cl_device_id, description: DeviceDescription) -> Result<Arc<Self>> {
+        let context = Context::from_device(&Device::new(device))
+            .map_err(|e| cl_error("clCreateContext", e.0))?;
+        let queue =
+            CommandQueue::create_default_with_properties(&context, CL_QUEUE_PROFILING_ENABLE, 0)
+                .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))?;
+        Ok(Arc::new_cyclic(|me| OpenClExecutor {
+            description,
+            context,
+            sync_queue: Arc::new(Mutex::new(queue)),
+            allocs: RwLock::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            programs: Mutex::new(HashMap::new()),
+            streams: Mutex::new(Vec::new()),
+            me: me.clone(),
+        }))
+    }
+
+    /// The allocation behind `[addr, addr + bytes)` and the byte offset of `addr` in it.
+    pub(crate) fn resolve(
+        &self,
+        addr: DeviceAddress,
+        bytes: u64,
+        what: &str,
+    ) -> Result<(Arc<ClAlloc>, usize)> {
+        let id = addr.0 >> OFFSET_BITS;
+        let offset = addr.0 & ((1 << OFFSET_BITS) - 1);
+        let map = self.allocs.read();
+        match map.get(&id) {
+            Some(a) if offset.checked_add(bytes).is_some_and(|e| e <= a.bytes) => {
+                Ok((a.clone(), offset as usize))
+            }
+            _ => Err(Error::invalid(
+                what,
+                format!(
+                    "{bytes} bytes at {addr} are not inside one live allocation of this device"
+                ),
+            )),
+        }
+    }
+
+    fn register_stream(&self, s: &Arc<StreamShared>) {
+        let mut streams = self.streams.lock();
+        streams.retain(|w| w.strong_count() > 0);
+        streams.push(Arc::downgrade(s));
+    }
+
+    fn program(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<Program>> {
+        let kernel = spec.kernel_name().to_string();
+        let (image, binary) = match (spec.opencl_text(), spec.opencl_binary()) {
+            (Some(t), _) => (t, false),
+            (None, Some(b)) => (b, true),
+            (None, None) => {
+                return Err(spec.no_suitable_format(
+                    PLATFORM,
+                    "OpenCL C text or an OpenCL binary (add_opencl_text_in_memory / _on_disk, \
+                     add_opencl_binary_in_memory / _on_disk)",
+                ));
+            }
+        };
+        let load_err = |detail: String| Error::KernelLoad {
+            platform: PLATFORM.into(),
+            kernel: image.kernel_name.clone(),
+            detail,
+        };
+        let options = format!("-cl-kernel-arg-info {}", spec.opencl_build_options());
+        if options.contains('\0') {
+            return Err(load_err("the build options contain a NUL byte".into()));
+        }
+        let bytes = image.source.bytes()?.into_owned();
+        let key = (binary, bytes, options);
+        if let Some(p) = self.programs.lock().get(&key) {
+            return Ok(p.clone());
+        }
+        let (binary, bytes, options) = &key;
+        let program = if *binary {
+            Program::create_and_build_from_binary(&self.context, &[bytes], options).map_err(
+                |e| {
+                    load_err(format!(
+                        "the OpenCL binary did not load or build: {} ({})",
+                        opencl3::error_codes::error_text(e.0),
+                        e.0
+                    ))
+                },
+            )?
+        } else {
+            let text = std::str::from_utf8(bytes)
+                .map_err(|e| load_err(format!("the OpenCL C source is not UTF-8: {e}")))?;
+            if text.contains('\0') {
+                return Err(load_err("the OpenCL C source contains a NUL byte".into()));
+            }
+            Program::create_and_build_from_source(&self.context, text, options)
+                .map_err(|log| load_err(format!("the OpenCL C compiler failed: {log}")))?
+        };
+        let _ = kernel;
+        let program = Arc::new(program);
+        self.programs.lock().insert(key, program.clone());
+        Ok(program)
+    }
+
+    fn with_sync_queue<T>(&self, f: impl FnOnce(&CommandQueue) -> Result<T>) -> Result<T> {
+        let q = self.sync_queue.lock();
+        f(&q)
+    }
+}
+
+/// Page-locked host memory: a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped for its whole life.
+struct PinnedHost {
+    buffer: Buffer<u8>,
+    ptr: *mut u8,
+    len: usize,
+    queue: Arc<Mutex<CommandQueue>>,
+}
+
+// SAFETY: the mapping is plain host memory owned by this value until drop.
+unsafe impl Send for PinnedHost {}
+// SAFETY: as above; `PinnedHost` hands out only raw pointers.
+unsafe impl Sync for PinnedHost {}
+
+// SAFETY: `ptr` maps `len` bytes, zeroed in `host_allocate`, 64-byte aligned (checked there),
+// valid until `drop` unmaps it.
+unsafe impl HostBuffer for PinnedHost {
+    fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for PinnedHost {
+    fn drop(&mut self) {
+        let q = self.queue.lock();
+        // SAFETY: `ptr` is the live mapping of `buffer`; nothing uses it after this.
+        let r = unsafe {
+            opencl3::command_queue::enqueue_unmap_mem_object(
+                q.get(),
+                self.buffer.get(),
+                self.ptr as *mut c_void,
+                0,
+                std::ptr::null(),
+            )
+        };
+        if let Ok(ev) = r {
+            drop(opencl3::event::Event::new(ev));
+        }
+        let _ = q.finish();
+    }
+}
+
+impl StreamExecutorInterface for OpenClExecutor {
+    fn description(&self) -> &DeviceDescription {
+        &self.description
+    }
+
+    fn allocate(&self, bytes: u64) -> Result<DeviceAddress> {
+        let oom = |detail: String| Error::OutOfMemory {
+            platform: PLATFORM.into(),
+            device: self.description.ordinal,
+            bytes,
+            detail,
+        };
+        if bytes >= 1 << OFFSET_BITS {
+            return Err(oom(format!(
+                "streamexec's OpenCL backend addresses at most 2^{OFFSET_BITS} bytes per allocation"
+            )));
+        }
+        // SAFETY: no host pointer is passed; the size is non-zero.
+        let buffer = unsafe {
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE,
+                bytes.max(1) as usize,
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(|e| {
+            oom(format!(
+                "clCreateBuffer: {}",
+                opencl3::error_codes::error_text(e.0)
+            ))
+        })?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.allocs
+            .write()
+            .insert(id, Arc::new(ClAlloc { buffer, bytes }));
+        Ok(DeviceAddress(id << OFFSET_BITS))
+    }
+
+    fn deallocate(&self, addr: DeviceAddress) {
+        // clReleaseMemObject defers the release until queued commands that use it finish.
+        self.allocs.write().remove(&(addr.0 >> OFFSET_BITS));
+    }
+
+    fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>> {
+        if bytes == 0 {
+            return Ok(Box::new(
+                AlignedHostBuffer::new(0, 64).expect("1-byte allocation"),
+            )); // ok: tiny
+        }
+        // SAFETY: no host pointer is passed; the size is non-zero.
+        let buffer = unsafe {
+            Buffer::<u8>::create(
+                &self.context,
+                CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                bytes,
+                std::ptr::null_mut(),
+            )
+        }
+        .map_err(|e| Error::OutOfMemory {
+            platform: PLATFORM.into(),
+            device: self.description.ordinal,
+            bytes: bytes as u64,
+            detail: format!(
+                "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR): {}",
+                opencl3::error_codes::error_text(e.0)
+            ),
+        })?;
+        let ptr = self.with_sync_queue(|q| {
+            let mut mapped: cl_mem = std::ptr::null_mut();
+            // SAFETY: a blocking map of the whole new buffer.
+            let ev = unsafe {
+                opencl3::command_queue::enqueue_map_buffer(
+                    q.get(),
+                    buffer.get(),
+                    CL_BLOCKING,
+                    CL_MAP_READ | CL_MAP_WRITE,
+                    0,
+                    bytes,
+                    &mut mapped,
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(|e| cl_error("clEnqueueMapBuffer", e))?;
+            drop(opencl3::event::Event::new(ev));
+            Ok(mapped as *mut u8)
+        })?;
+        let pinned = PinnedHost {
+            buffer,
+            ptr,
+            len: bytes,
+            queue: self.sync_queue.clone(),
+        };
+        if ptr.is_null() || !(ptr as usize).is_multiple_of(64) {
+            drop(pinned);
+            // The driver's mapping does not meet HostBuffer's alignment: use ordinary memory.
+            return AlignedHostBuffer::new(bytes, 64)
+                .map(|b| Box::new(b) as Box<dyn HostBuffer>)
+                .ok_or_else(|| Error::OutOfMemory {
+                    platform: PLATFORM.into(),
+                    device: self.description.ordinal,
+                    bytes: bytes as u64,
+                    detail: "the host allocator refused".into(),
+                });
+        }
+        // SAFETY: the mapping is `bytes` long and ours.
+        unsafe { std::ptr::write_bytes(ptr, 0, bytes) };
+        Ok(Box::new(pinned))
+    }
+
+    fn memory_usage(&self) -> Result<MemoryUsage> {
+        let used: u64 = self.allocs.read().values().map(|a| a.bytes).sum();
+        let total = self.description.total_memory;
+        // OpenCL has no free-memory query: total minus what this executor holds.
+        Ok(MemoryUsage {
+            free: total.saturating_sub(used),
+            total,
+        })
+    }
+
+    fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
+        let program = self.program(spec)?;
+        let name = spec
+            .opencl_text()
+            .or(spec.opencl_binary())
+            .map(|i| i.kernel_name.clone())
+            .unwrap_or_default();
+        Ok(Arc::new(OpenClKernel::new(program, &name, spec.arity())?))
+    }
+
+    fn create_stream(&self) -> Result<Box<dyn StreamInterface>> {
+        let me = self
+            .me
+            .upgrade()
+            .ok_or_else(|| Error::invalid("create_stream", "executor is shutting down"))?;
+        let stream = OpenClStream::new(me)?;
+        self.register_stream(stream.shared());
+        Ok(Box::new(stream))
+    }
+
+    fn create_event(&self) -> Result<Arc<dyn EventInterface>> {
+        Ok(Arc::new(OpenClEvent::default()))
+    }
+
+    fn synchronize_all(&self) -> Result<()> {
+        let streams: Vec<_> = self
+            .streams
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for s in streams {
+            let _ = s.finish();
+        }
+        self.with_sync_queue(|q| q.finish().map_err(|e| cl_error("clFinish", e.0)))
+    }
+
+    fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
+        let (alloc, off) = self.resolve(dst, src.len() as u64, "synchronous_memcpy_h2d")?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.with_sync_queue(|q| {
+            // SAFETY: blocking write of `src.len()` bytes into a live buffer range.
+            let ev = unsafe {
+                opencl3::command_queue::enqueue_write_buffer(
+                    q.get(),
+                    alloc.buffer.get(),
+                    CL_BLOCKING,
+                    off,
+                    src.len(),
+                    src.as_ptr() as *const c_void,
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(|e| cl_error("clEnqueueWriteBuffer", e))?;
+            drop(opencl3::event::Event::new(ev));
+            Ok(())
+        })
+    }
+
+    fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
+        let (alloc, off) = self.resolve(src, dst.len() as u64, "synchronous_memcpy_d2h")?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.with_sync_queue(|q| {
+            // SAFETY: blocking read of `dst.len()` bytes from a live buffer range.
+            let ev = unsafe {
+                opencl3::command_queue::enqueue_read_buffer(
+                    q.get(),
+                    alloc.buffer.get(),
+                    CL_BLOCKING,
+                    off,
+                    dst.len(),
+                    dst.as_mut_ptr() as *mut c_void,
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(|e| cl_error("clEnqueueReadBuffer", e))?;
+            drop(opencl3::event::Event::new(ev));
+            Ok(())
+        })
+    }
+
+    fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+        let (alloc, off) = self.resolve(dst, bytes, "memset")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.with_sync_queue(|q| {
+            // SAFETY: fill of a live buffer range with a 1-byte pattern.
+            let ev = unsafe {
+                opencl3::command_queue::enqueue_fill_buffer(
+                    q.get(),
+                    alloc.buffer.get(),
+                    &value as *const u8 as *const c_void,
+                    1,
+                    off,
+                    bytes as usize,
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .map_err(|e| cl_error("clEnqueueFillBuffer", e))?;
+            let ev = opencl3::event::Event::new(ev);
+            ev.wait().map_err(|e| cl_error("clWaitForEvents", e.0))
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

@@ -1,0 +1,642 @@
+//! OpenCL streams: one in-order, profiling command queue per stream.
+//!
+//! Host memory lent to a copy (`HostRegion` and its lock guard) is released by an event
+//! callback when the copy completes.
+//!
+//! Two submission modes. Direct: each `then_*` enqueues its OpenCL command at once. Deferred,
+//! from the first host callback (or wait on a deferred record) on: operations go to a per-stream
+//! worker thread that enqueues them in order, waits for earlier commands before running a host
+//! callback, and skips everything after a failure — so a failed callback really stops the rest
+//! of the chain (failing a user event instead crashes PoCL 3.1) and callbacks may call blocking
+//! OpenCL APIs.
+
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
+use opencl3::event::{CL_COMPLETE, Event};
+use opencl3::memory::{CL_MEM_READ_WRITE, ClMem};
+use opencl3::types::{CL_NON_BLOCKING, cl_event, cl_int, cl_mem};
+use parking_lot::{Condvar, Mutex};
+
+use super::PLATFORM;
+use super::cl_error;
+use super::event::{DeferredRecord, OpenClEvent, WaitTarget, wait_event};
+use super::executor::OpenClExecutor;
+use super::kernel::OpenClKernel;
+use crate::error::{Error, Result};
+use crate::kernel::PackedArg;
+use crate::memory::HostRegion;
+use crate::platform::interface::{
+    DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
+};
+
+type ErrorSlot = Arc<Mutex<Option<Error>>>;
+type RunFn = Box<dyn FnOnce() -> Result<()> + Send>;
+type SkipFn = Box<dyn FnOnce(&Error) + Send>;
+
+#[derive(Default)]
+struct Work {
+    ops: VecDeque<(RunFn, Option<SkipFn>)>,
+    enqueued: u64,
+    completed: u64,
+    started: bool,
+    closed: bool,
+}
+
+/// The part of a stream the executor keeps to synchronise it.
+pub(crate) struct StreamShared {
+    queue: CommandQueue,
+    error: ErrorSlot,
+    /// Commands since the last `finish`, checked for failure then.
+    pending: Mutex<Vec<Event>>,
+    deferred: AtomicBool,
+    work: Mutex<Work>,
+    work_cv: Condvar,
+    done_cv: Condvar,
+}
+
+// SAFETY: OpenCL queues and events are thread-safe handles; the rest is behind Mutexes.
+unsafe impl Send for StreamShared {}
+// SAFETY: as above.
+unsafe impl Sync for StreamShared {}
+
+impl StreamShared {
+    /// Waits for the worker and every command, then reports the first failure.
+    pub(crate) fn finish(&self) -> Result<()> {
+        let mut w = self.work.lock();
+        let target = w.enqueued;
+        while w.completed < target {
+            self.done_cv.wait(&mut w);
+        }
+        drop(w);
+        let finished = self.queue.finish().map_err(|e| cl_error("clFinish", e.0));
+        let pending = std::mem::take(&mut *self.pending.lock());
+        for ev in pending {
+            if let Ok(s) = ev.command_execution_status()
+                && s.0 < 0
+            {
+                self.error
+                    .lock()
+                    .get_or_insert_with(|| cl_error("a queued command", s.0));
+            }
+        }
+        if let Err(e) = finished {
+            self.error.lock().get_or_insert(e);
+        }
+        self.error.lock().clone().map_or(Ok(()), Err)
+    }
+
+    fn track(&self, raw: cl_event) -> Event {
+        // SAFETY: `raw` is live; the pending list's Event releases this extra reference.
+        let _ = unsafe { opencl3::event::retain_event(raw) };
+        let mut pending = self.pending.lock();
+        if pending.len() >= 1024 {
+            pending.retain(|e| {
+                e.command_execution_status()
+                    .is_ok_and(|s| s.0 != CL_COMPLETE)
+            });
+        }
+        pending.push(Event::new(raw));
+        drop(pending);
+        let _ = self.queue.flush();
+        Event::new(raw)
+    }
+
+    fn worker(self: Arc<Self>) {
+        loop {
+            let (run, skip) = {
+                let mut w = self.work.lock();
+                loop {
+                    if let Some(op) = w.ops.pop_front() {
+                        break op;
+                    }
+                    if w.closed {
+                        return;
+                    }
+                    self.work_cv.wait(&mut w);
+                }
+            };
+            let failed = self.error.lock().clone();
+            match failed {
+                Some(e) => {
+                    if let Some(skip) = skip {
+                        skip(&e);
+                    }
+                }
+                None => {
+                    if let Err(e) = run() {
+                        self.error.lock().get_or_insert(e);
+                    }
+                }
+            }
+            self.work.lock().completed += 1;
+            self.done_cv.notify_all();
+        }
+    }
+
+    /// Runs `run` now (direct mode) or queues it for the worker (deferred mode).
+    fn submit(
+        self: &Arc<Self>,
+        run: RunFn,
+        skip: Option<SkipFn>,
+        force_deferred: bool,
+    ) -> Result<()> {
+        if force_deferred && !self.deferred.swap(true, Ordering::SeqCst) {
+            let mut w = self.work.lock();
+            if !w.started {
+                let me = self.clone();
+                std::thread::Builder::new()
+                    .name("streamexec-opencl-stream".into())
+                    .spawn(move || me.worker())
+                    .map_err(|e| Error::Driver {
+                        platform: PLATFORM.into(),
+                        call: "std::thread::spawn (stream worker)".into(),
+                        code: e.raw_os_error().unwrap_or(0) as i64,
+                        detail: e.to_string(),
+                    })?;
+                w.started = true;
+            }
+        }
+        if !self.deferred.load(Ordering::SeqCst) {
+            return run();
+        }
+        let mut w = self.work.lock();
+        w.ops.push_back((run, skip));
+        w.enqueued += 1;
+        drop(w);
+        self.work_cv.notify_one();
+        Ok(())
+    }
+
+    fn is_deferred(&self) -> bool {
+        self.deferred.load(Ordering::SeqCst)
+    }
+
+    fn marker(&self) -> Result<Event> {
+        // SAFETY: a marker with no wait list: it completes when earlier commands have.
+        let raw = unsafe {
+            opencl3::command_queue::enqueue_marker_with_wait_list(
+                self.queue.get(),
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(|e| cl_error("clEnqueueMarkerWithWaitList", e))?;
+        Ok(self.track(raw))
+    }
+
+    fn barrier_on(&self, ev: &Event) -> Result<()> {
+        let raw = ev.get();
+        // SAFETY: a barrier waiting for a live event of the same context.
+        let barrier = unsafe {
+            opencl3::command_queue::enqueue_barrier_with_wait_list(self.queue.get(), 1, &raw)
+        }
+        .map_err(|e| cl_error("clEnqueueBarrierWithWaitList", e))?;
+        self.track(barrier);
+        Ok(())
+    }
+}
+
+impl Drop for OpenClStream {
+    fn drop(&mut self) {
+        // The worker (if any) drains what is queued, then exits.
+        self.shared.work.lock().closed = true;
+        self.shared.work_cv.notify_all();
+    }
+}
+
+extern "C" fn release_keepalive(_ev: cl_event, _status: cl_int, user: *mut c_void) {
+    // SAFETY: `user` is the box leaked in `keep_until_complete`; OpenCL calls this once.
+    drop(unsafe { Box::from_raw(user as *mut Box<dyn Send>) });
+}
+
+/// Keeps `keep` alive until `ev` completes (or fails).
+fn keep_until_complete(ev: &Event, keep: Box<dyn Send>) {
+    let raw = Box::into_raw(Box::new(keep));
+    if ev
+        .set_callback(CL_COMPLETE, release_keepalive, raw as *mut c_void)
+        .is_err()
+    {
+        // SAFETY: the callback was not registered, so the box is still ours.
+        let keep = unsafe { Box::from_raw(raw) };
+        let _ = ev.wait();
+        drop(keep);
+    }
+}
+
+/// A streamexec stream on OpenCL.
+pub(crate) struct OpenClStream {
+    exec: Arc<OpenClExecutor>,
+    shared: Arc<StreamShared>,
+}
+
+impl OpenClStream {
+    pub(crate) fn new(exec: Arc<OpenClExecutor>) -> Result<Self> {
+        let queue = CommandQueue::create_default_with_properties(
+            &exec.context,
+            CL_QUEUE_PROFILING_ENABLE,
+            0,
+        )
+        .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))?;
+        let shared = Arc::new(StreamShared {
+            queue,
+            error: Arc::new(Mutex::new(None)),
+            pending: Mutex::new(Vec::new()),
+            deferred: AtomicBool::new(false),
+            work: Mutex::new(Work::default()),
+            work_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+        });
+        Ok(OpenClStream { exec, shared })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<StreamShared> {
+        &self.shared
+    }
+}
+
+/// A `Send` wrapper for an OpenCL handle moved into a queued operation.
+struct SendHandle<T>(T);
+// SAFETY: OpenCL handles (kernels under their Mutex, events, memory) are thread-safe.
+unsafe impl<T> Send for SendHandle<T> {}
+
+impl StreamInterface for OpenClStream {
+    fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
+        let (alloc, off) = self
+            .exec
+            .resolve(dst, src.len() as u64, "then_memcpy_h2d")?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        let shared = self.shared.clone();
+        self.shared.submit(
+            Box::new(move || {
+                let guard = src.lock_read();
+                // SAFETY: `guard` keeps the host bytes readable until the callback registered
+                // below releases it after the copy; the device range is live and in bounds.
+                let raw = unsafe {
+                    opencl3::command_queue::enqueue_write_buffer(
+                        shared.queue.get(),
+                        alloc.buffer.get(),
+                        CL_NON_BLOCKING,
+                        off,
+                        guard.len(),
+                        guard.as_ptr() as *const c_void,
+                        0,
+                        std::ptr::null(),
+                    )
+                }
+                .map_err(|e| cl_error("clEnqueueWriteBuffer", e))?;
+                keep_until_complete(&shared.track(raw), Box::new((guard, src)));
+                Ok(())
+            }),
+            None,
+            false,
+        )
+    }
+
+    fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
+        let (alloc, off) = self
+            .exec
+            .resolve(src, dst.len() as u64, "then_memcpy_d2h")?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let shared = self.shared.clone();
+        self.shared.submit(
+            Box::new(move || {
+                let mut guard = dst.lock_write().ok_or_else(|| {
+                    Error::invalid("then_memcpy_d2h", "the host region was lent read-only")
+                })?;
+                // SAFETY: `guard` gives exclusive access to the host bytes until the callback
+                // releases it after the copy; the device range is live and in bounds.
+                let raw = unsafe {
+                    opencl3::command_queue::enqueue_read_buffer(
+                        shared.queue.get(),
+                        alloc.buffer.get(),
+                        CL_NON_BLOCKING,
+                        off,
+                        guard.len(),
+                        guard.as_mut_ptr() as *mut c_void,
+                        0,
+                        std::ptr::null(),
+                    )
+                }
+                .map_err(|e| cl_error("clEnqueueReadBuffer", e))?;
+                keep_until_complete(&shared.track(raw), Box::new((guard, dst)));
+                Ok(())
+            }),
+            None,
+            false,
+        )
+    }
+
+    fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
+        let (sa, so) = self.exec.resolve(src, bytes, "then_memcpy_d2d")?;
+        let (da, doff) = self.exec.resolve(dst, bytes, "then_memcpy_d2d")?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let shared = self.shared.clone();
+        self.shared.submit(
+            Box::new(move || {
+                // SAFETY: both ranges are live and in bounds.
+                let raw = unsafe {
+                    opencl3::command_queue::enqueue_copy_buffer(
+                        shared.queue.get(),
+                        sa.buffer.get(),
+                        da.buffer.get(),
+                        so,
+                        doff,
+                        bytes as usize,
+                        0,
+                        std::ptr::null(),
+                    )
+                }
+                .map_err(|e| cl_error("clEnqueueCopyBuffer", e))?;
+                shared.track(raw);
+                Ok(())
+            }),
+            None,
+            false,
+        )
+    }
+
+    fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+        self.fill(dst, value.to_ne_bytes().to_vec(), bytes, "then_memset")
+    }
+
+    fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
+        self.fill(
+            dst,
+            value.to_ne_bytes().to_vec(),
+            count * 4,
+            "then_memset32",
+        )
+    }
+
+    fn launch(
+        &self,
+        kernel: &Arc<dyn KernelInterface>,
+        dims: &LaunchDims,
+        args: &[PackedArg],
+    ) -> Result<()> {
+        if kernel.as_any().downcast_ref::<OpenClKernel>().is_none() {
+            return Err(Error::invalid(
+                "then_launch",
+                "the kernel was not loaded by the OpenCL platform",
+            ));
+        }
+        let name = kernel.name().to_string();
+        // Resolve pointers now, so a bad pointer is an enqueue-time error.
+        let mut resolved = Vec::with_capacity(args.len());
+        for (i, a) in args.iter().enumerate() {
+            resolved.push(match a {
+                PackedArg::Pointer { addr, bytes, .. } => Some(self.exec.resolve(
+                    *addr,
+                    *bytes,
+                    &format!("then_launch of `{name}` (argument {i})"),
+                )?),
+                _ => None,
+            });
+        }
+        let (kernel, args, dims) = (kernel.clone(), args.to_vec(), *dims);
+        let shared = self.shared.clone();
+        self.shared.submit(
+            Box::new(move || {
+                let k = kernel
+                    .as_any()
+                    .downcast_ref::<OpenClKernel>()
+                    .expect("checked above"); // ok: checked
+                enqueue_kernel(&shared, k, &dims, &args, resolved)
+            }),
+            None,
+            false,
+        )
+    }
+
+    fn host_callback(&self, f: HostCallbackFn) -> Result<()> {
+        let shared = self.shared.clone();
+        self.shared.submit(
+            Box::new(move || {
+                wait_event(&shared.marker()?)?;
+                f()
+            }),
+            None,
+            true,
+        )
+    }
+
+    fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = event
+            .as_any()
+            .downcast_ref::<OpenClEvent>()
+            .ok_or_else(|| {
+                Error::invalid("then_record_event", "the event belongs to another platform")
+            })?;
+        if !self.shared.is_deferred() {
+            ev.set_recorded(self.shared.marker()?);
+            return Ok(());
+        }
+        let rec = Arc::new(DeferredRecord::default());
+        ev.set_deferred(rec.clone());
+        let (shared, skipped) = (self.shared.clone(), rec.clone());
+        self.shared.submit(
+            Box::new(move || {
+                let marker = shared.marker();
+                match marker {
+                    Ok(m) => {
+                        rec.resolve(Ok(m));
+                        Ok(())
+                    }
+                    Err(e) => {
+                        rec.resolve(Err(e.clone()));
+                        Err(e)
+                    }
+                }
+            }),
+            Some(Box::new(move |e: &Error| skipped.resolve(Err(e.clone())))),
+            false,
+        )
+    }
+
+    fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = event
+            .as_any()
+            .downcast_ref::<OpenClEvent>()
+            .ok_or_else(|| {
+                Error::invalid("then_wait_for", "the event belongs to another platform")
+            })?;
+        let shared = self.shared.clone();
+        match ev.wait_target() {
+            WaitTarget::Nothing => Ok(()),
+            WaitTarget::Failed(e) => Err(Error::dependency("then_wait_for", e)),
+            WaitTarget::Event(target) => {
+                let target = SendHandle(target);
+                self.shared
+                    .submit(Box::new(move || shared.barrier_on(&target.0)), None, false)
+            }
+            WaitTarget::Deferred(rec) => self.shared.submit(
+                Box::new(move || {
+                    let target = rec
+                        .wait()
+                        .map_err(|e| Error::dependency("then_wait_for", e))?;
+                    shared.barrier_on(&target)
+                }),
+                None,
+                true,
+            ),
+        }
+    }
+
+    fn block_until_done(&self) -> Result<()> {
+        self.shared.finish()
+    }
+
+    fn async_error(&self) -> Option<Error> {
+        self.shared.error.lock().clone()
+    }
+}
+
+fn enqueue_kernel(
+    shared: &StreamShared,
+    k: &OpenClKernel,
+    dims: &LaunchDims,
+    args: &[PackedArg],
+    resolved: Vec<Option<(Arc<super::executor::ClAlloc>, usize)>>,
+) -> Result<()> {
+    let name = k.name().to_string();
+    let set_err = |i: usize, e: cl_int| {
+        Error::invalid(
+            format!("then_launch of `{name}`"),
+            format!(
+                "argument {i}: clSetKernelArg failed: {}",
+                opencl3::error_codes::error_text(e)
+            ),
+        )
+    };
+    let guard = k.kernel.lock();
+    let kh = guard.get();
+    let mut subs = Vec::new();
+    for (i, (a, res)) in args.iter().zip(resolved).enumerate() {
+        let r = match (a, res) {
+            // SAFETY: `bytes` is the scalar's value, of the size the signature check accepted.
+            (PackedArg::Scalar { bytes, .. }, _) => unsafe {
+                opencl3::kernel::set_kernel_arg(
+                    kh,
+                    i as u32,
+                    bytes.len(),
+                    bytes.as_ptr() as *const c_void,
+                )
+            },
+            (PackedArg::Pointer { bytes, .. }, Some((alloc, off))) => {
+                let mem: cl_mem = if off == 0 || *bytes == 0 {
+                    alloc.buffer.get()
+                } else {
+                    // SAFETY: a region inside the live parent buffer.
+                    let sub = unsafe { alloc.buffer.create_sub_buffer(CL_MEM_READ_WRITE, off, *bytes as usize) }
+                        .map_err(|e| {
+                            Error::invalid(
+                                format!("then_launch of `{name}`"),
+                                format!(
+                                    "argument {i}: a sub-slice at byte offset {off} needs a sub-buffer, which \
+                                     failed: {}; slice at multiples of the device's base address alignment",
+                                    opencl3::error_codes::error_text(e.0)
+                                ),
+                            )
+                        })?;
+                    let m = sub.get();
+                    subs.push(sub);
+                    m
+                };
+                // SAFETY: a cl_mem argument by value.
+                unsafe {
+                    opencl3::kernel::set_kernel_arg(
+                        kh,
+                        i as u32,
+                        std::mem::size_of::<cl_mem>(),
+                        &mem as *const cl_mem as *const c_void,
+                    )
+                }
+            }
+            // SAFETY: a __local argument: size only, no value.
+            (PackedArg::SharedMemory { bytes, .. }, _) => unsafe {
+                opencl3::kernel::set_kernel_arg(
+                    kh,
+                    i as u32,
+                    (*bytes).max(1) as usize,
+                    std::ptr::null(),
+                )
+            },
+            (PackedArg::Pointer { .. }, None) => unreachable!("pointers are resolved at enqueue"), // ok
+        };
+        r.map_err(|e| set_err(i, e))?;
+    }
+    let (t, b) = (dims.threads.0, dims.blocks.0);
+    let local = [t.x as usize, t.y as usize, t.z as usize];
+    let global = [
+        local[0] * b.x as usize,
+        local[1] * b.y as usize,
+        local[2] * b.z as usize,
+    ];
+    // SAFETY: every argument is set; the sizes describe a 3-D range.
+    let raw = unsafe {
+        opencl3::command_queue::enqueue_nd_range_kernel(
+            shared.queue.get(),
+            kh,
+            3,
+            std::ptr::null(),
+            global.as_ptr(),
+            local.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    }
+    .map_err(|e| Error::LaunchConfig {
+        platform: PLATFORM.into(),
+        kernel: name.clone(),
+        detail: format!(
+            "clEnqueueNDRangeKernel failed: {} ({e})",
+            opencl3::error_codes::error_text(e)
+        ),
+    })?;
+    drop(subs); // OpenCL keeps sub-buffers alive for the enqueued command
+    drop(guard);
+    shared.track(raw);
+    Ok(())
+}
+
+impl OpenClStream {
+    fn fill(&self, dst: DeviceAddress, pattern: Vec<u8>, bytes: u64, what: &str) -> Result<()> {
+        let (alloc, off) = self.exec.resolve(dst, bytes, what)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let shared = self.shared.clone();
+        self.shared.submit(
+            Box::new(move || {
+                // SAFETY: a fill of a live, in-bounds range; the pattern is copied at enqueue.
+                let raw = unsafe {
+                    opencl3::command_queue::enqueue_fill_buffer(
+                        shared.queue.get(),
+                        alloc.buffer.get(),
+                        pattern.as_ptr() as *const c_void,
+                        pattern.len(),
+                        off,
+                        bytes as usize,
+                        0,
+                        std::ptr::null(),
+                    )
+                }
+                .map_err(|e| cl_error("clEnqueueFillBuffer", e))?;
+                shared.track(raw);
+                Ok(())
+            }),
+            None,
+            false,
+        )
+    }
+}
