@@ -79,3 +79,47 @@ fn device_query_lists_every_platform() {
     );
     assert!(text.contains("max threads per block:   1024"), "{text}");
 }
+
+#[test]
+fn a_missing_opencl_driver_is_reported_not_a_crash() {
+    // An ICD loader with no vendor files finds no OpenCL platform.
+    let out = Command::new(example("add_mystery_value"))
+        .args(["--platform", "opencl"])
+        .env("OCL_ICD_VENDORS", "/nonexistent-streamexec-test")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("platform `opencl` is unavailable") && !err.contains("panicked"),
+        "{err}"
+    );
+    let out = Command::new(example("device_query"))
+        .env("OCL_ICD_VENDORS", "/nonexistent-streamexec-test")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("Platform opencl (cargo feature `opencl`): unavailable")
+    );
+}
+
+#[test]
+fn seed_example_runs_on_every_available_platform() {
+    for info in streamexec::PlatformManager::platforms()
+        .into_iter()
+        .filter(|i| i.is_available())
+    {
+        let out = Command::new(example("add_mystery_value"))
+            .args(["--platform", info.name])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "result = 165.5\n",
+            "{}",
+            info.name
+        );
+    }
+}
