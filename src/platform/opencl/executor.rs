@@ -92,20 +92,28 @@ impl OpenClExecutor {
         bytes: u64,
         what: &str,
     ) -> Result<(Arc<ClAlloc>, usize)> {
-        let id = addr.0 >> OFFSET_BITS;
-        let offset = addr.0 & ((1 << OFFSET_BITS) - 1);
-        let map = self.allocs.read();
-        match map.get(&id) {
-            Some(a) if offset.checked_add(bytes).is_some_and(|e| e <= a.bytes) => {
-                Ok((a.clone(), offset as usize))
-            }
-            _ => Err(Error::invalid(
+        self.try_resolve(addr, bytes).ok_or_else(|| {
+            Error::invalid(
                 what,
                 format!(
                     "{bytes} bytes at {addr} are not inside one live allocation of this device"
                 ),
-            )),
-        }
+            )
+        })
+    }
+
+    /// As [`resolve`](Self::resolve), without building an error (hot paths build it lazily).
+    pub(crate) fn try_resolve(
+        &self,
+        addr: DeviceAddress,
+        bytes: u64,
+    ) -> Option<(Arc<ClAlloc>, usize)> {
+        let id = addr.0 >> OFFSET_BITS;
+        let offset = addr.0 & ((1 << OFFSET_BITS) - 1);
+        let map = self.allocs.read();
+        let a = map.get(&id)?;
+        offset.checked_add(bytes).filter(|&e| e <= a.bytes)?;
+        Some((a.clone(), offset as usize))
     }
 
     fn register_stream(&self, s: &Arc<StreamShared>) {

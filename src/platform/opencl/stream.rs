@@ -390,16 +390,18 @@ impl StreamInterface for OpenClStream {
                 "the kernel was not loaded by the OpenCL platform",
             ));
         }
-        let name = kernel.name().to_string();
         // Resolve pointers now, so a bad pointer is an enqueue-time error.
         let mut resolved = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
             resolved.push(match a {
-                PackedArg::Pointer { addr, bytes, .. } => Some(self.exec.resolve(
-                    *addr,
-                    *bytes,
-                    &format!("then_launch of `{name}` (argument {i})"),
-                )?),
+                PackedArg::Pointer { addr, bytes, .. } => {
+                    Some(self.exec.try_resolve(*addr, *bytes).ok_or_else(|| {
+                        Error::invalid(
+                            format!("then_launch of `{}` (argument {i})", kernel.name()),
+                            format!("{bytes} bytes at {addr} are not inside one live allocation of this device"),
+                        )
+                    })?)
+                }
                 _ => None,
             });
         }
@@ -508,7 +510,7 @@ fn enqueue_kernel(
     args: &[PackedArg],
     resolved: Vec<Option<(Arc<super::executor::ClAlloc>, usize)>>,
 ) -> Result<()> {
-    let name = k.name().to_string();
+    let name = k.name();
     let set_err = |i: usize, e: cl_int| {
         Error::invalid(
             format!("then_launch of `{name}`"),
@@ -597,7 +599,7 @@ fn enqueue_kernel(
     }
     .map_err(|e| Error::LaunchConfig {
         platform: PLATFORM.into(),
-        kernel: name.clone(),
+        kernel: name.to_string(),
         detail: format!(
             "clEnqueueNDRangeKernel failed: {} ({e})",
             opencl3::error_codes::error_text(e)
