@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::event::{Event, Timer};
 use crate::kernel::{Kernel, KernelArgs, TypedKernel};
 use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::memory::{DeviceMemory, DeviceSlice, HostMemory};
+use crate::memory::{DeviceMemory, DeviceSlice, HostMemory, UnifiedMemory};
 use crate::platform::DeviceDescription;
 use crate::platform::interface::{MemoryUsage, StreamExecutorInterface};
 use crate::stream::Stream;
@@ -129,6 +129,15 @@ impl StreamExecutor {
             .iface
             .memset_sync(mem.address(), 0, mem.size_bytes())?;
         Ok(mem)
+    }
+
+    /// `len` zeroed elements of unified memory, reachable by kernels and the host at once.
+    /// `Unsupported` on devices without it (OpenCL devices without fine-grained SVM atomics).
+    pub fn allocate_unified<T: Pod>(&self, len: usize) -> Result<UnifiedMemory<T>> {
+        let bytes = self.bytes_for::<T>(len, "allocate_unified")?;
+        let (addr, host) = self.inner.iface.allocate_unified(bytes)?;
+        let mem = DeviceMemory::from_raw(self.clone(), addr, len);
+        Ok(UnifiedMemory::from_raw(mem, host))
     }
 
     /// One element of device memory, contents unspecified.

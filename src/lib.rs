@@ -45,7 +45,7 @@ pub use kernel::{
 pub use loader_spec::{KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec};
 pub use memory::{
     AlignedHostBuffer, DeviceMemory, DevicePtr, DeviceSlice, HostMemory, HostReadGuard, HostRegion,
-    HostWriteGuard,
+    HostWriteGuard, UnifiedMemory,
 };
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 pub use platform::interface::{DeviceAddress, EventStatus, MemoryUsage};

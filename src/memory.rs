@@ -261,6 +261,83 @@ impl<T> DevicePtr<T> {
     }
 }
 
+/// Unified memory: one allocation that kernels and the host reach at the same time, with no
+/// copies (fine-grained SVM on OpenCL, ordinary memory on host). Kernels take [`ptr`](Self::ptr)
+/// like any device memory; the host uses [`load`](Self::load) / [`store`](Self::store), which
+/// are atomic (relaxed), so host and kernel accesses that race are not undefined behaviour.
+/// This is the memory device-initiated RPC mailboxes live in.
+pub struct UnifiedMemory<T: Pod> {
+    mem: DeviceMemory<T>,
+    host: *mut u8,
+}
+
+// SAFETY: the host pointer is only dereferenced through atomics; the allocation is owned.
+unsafe impl<T: Pod> Send for UnifiedMemory<T> {}
+// SAFETY: as above.
+unsafe impl<T: Pod> Sync for UnifiedMemory<T> {}
+
+impl<T: Pod> UnifiedMemory<T> {
+    pub(crate) fn from_raw(mem: DeviceMemory<T>, host: *mut u8) -> Self {
+        UnifiedMemory { mem, host }
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.mem.len()
+    }
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.mem.is_empty()
+    }
+    /// As a kernel argument.
+    pub fn ptr(&self) -> DevicePtr<T> {
+        self.mem.ptr()
+    }
+    /// As device memory, for stream copies and fills.
+    pub fn as_device(&self) -> &DeviceMemory<T> {
+        &self.mem
+    }
+    /// The host address of element 0, for protocol code that builds its own atomics on it.
+    /// Valid while `self` lives; any access through it must be atomic.
+    pub fn host_ptr(&self) -> *mut T {
+        self.host as *mut T
+    }
+
+    fn at(&self, i: usize) -> *mut u8 {
+        assert!(
+            i < self.len(),
+            "UnifiedMemory index {i} out of bounds for {} elements",
+            self.len()
+        );
+        self.host.wrapping_add(i * std::mem::size_of::<T>())
+    }
+
+    /// Element `i`, read with a relaxed atomic load. Panics if `i` is out of bounds.
+    pub fn load(&self, i: usize) -> T {
+        let p = self.at(i);
+        // SAFETY: in bounds of the live allocation, aligned for T (64-byte aligned base,
+        // whole elements); accessed atomically.
+        unsafe { crate::platform::host::memory::load_aligned(p) }
+    }
+
+    /// Sets element `i` with a relaxed atomic store. Panics if `i` is out of bounds.
+    pub fn store(&self, i: usize, v: T) {
+        let p = self.at(i);
+        // SAFETY: as in `load`.
+        unsafe { crate::platform::host::memory::store_aligned(p, v) }
+    }
+}
+
+impl<T: Pod> std::fmt::Debug for UnifiedMemory<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "UnifiedMemory<{}>[{}]",
+            std::any::type_name::<T>(),
+            self.len()
+        )
+    }
+}
+
 /// Zeroed host memory from the global allocator, 64-byte aligned: the host platform's "pinned"
 /// memory, and the backing of [`HostMemory::from_slice`].
 pub struct AlignedHostBuffer {

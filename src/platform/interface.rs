@@ -91,6 +91,23 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// Allocates `bytes` of zeroed host memory, page-locked where the platform has it.
     fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>>;
 
+    /// Allocates `bytes` of unified memory: one zeroed allocation that kernels reach through the
+    /// returned `DeviceAddress` (as any device memory: kernel arguments, copies, fills) and the
+    /// host through the returned pointer, both at once, with atomics on both sides (fine-grained
+    /// SVM with atomics on OpenCL, ordinary memory on host). Freed with `deallocate`, which must
+    /// not free it under queued work. `Unsupported` where the device has no such memory.
+    fn allocate_unified(&self, _bytes: u64) -> Result<(DeviceAddress, *mut u8)> {
+        let d = self.description();
+        Err(crate::Error::unsupported(
+            d.platform.clone(),
+            "allocate_unified",
+            format!(
+                "{} has no host-coherent unified memory; use device memory and copies",
+                d.name
+            ),
+        ))
+    }
+
     /// Free and total device memory.
     fn memory_usage(&self) -> Result<MemoryUsage>;
 

@@ -11,6 +11,7 @@ mod launch;
 mod lifetime;
 mod memory;
 mod streams;
+mod unified;
 
 use streamexec::StreamExecutor;
 

@@ -5,7 +5,7 @@
 mod block;
 mod event;
 mod kernel;
-mod memory;
+pub(crate) mod memory;
 mod stream;
 mod sysinfo;
 
@@ -146,6 +146,13 @@ impl StreamExecutorInterface for HostExecutor {
                 bytes,
                 detail: "the system allocator refused".into(),
             })
+    }
+
+    fn allocate_unified(&self, bytes: u64) -> Result<(DeviceAddress, *mut u8)> {
+        // Device memory on the host platform is host memory already.
+        let addr = self.allocate(bytes)?;
+        let ptr = self.pin_sync(addr, bytes, "allocate_unified")?.as_ptr();
+        Ok((addr, ptr))
     }
 
     fn deallocate(&self, addr: DeviceAddress) {

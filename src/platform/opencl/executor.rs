@@ -13,7 +13,8 @@ use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::device::Device;
 use opencl3::memory::{
-    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE, ClMem,
+    Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
+    CL_MEM_SVM_ATOMICS, CL_MEM_SVM_FINE_GRAIN_BUFFER, ClMem,
 };
 use opencl3::program::Program;
 use opencl3::types::{CL_BLOCKING, cl_device_id, cl_mem};
@@ -21,6 +22,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::event::OpenClEvent;
 use super::kernel::OpenClKernel;
+use super::memory::{ClAlloc, ClMemory, Reaper, reap};
 use super::stream::{OpenClStream, StreamShared};
 use super::{PLATFORM, cl_error};
 use crate::error::{Error, Result};
@@ -35,17 +37,6 @@ use crate::platform::interface::{
 /// Bits of a device address that hold the byte offset inside an allocation.
 const OFFSET_BITS: u32 = 40;
 
-/// One `cl_mem` buffer.
-pub(crate) struct ClAlloc {
-    pub(crate) buffer: Buffer<u8>,
-    pub(crate) bytes: u64,
-}
-
-// SAFETY: OpenCL memory objects may be used from any thread.
-unsafe impl Send for ClAlloc {}
-// SAFETY: as above; the handle is never mutated.
-unsafe impl Sync for ClAlloc {}
-
 type ProgramKey = (bool, Vec<u8>, String);
 
 /// One OpenCL device.
@@ -57,6 +48,7 @@ pub(crate) struct OpenClExecutor {
     next_id: AtomicU64,
     programs: Mutex<HashMap<ProgramKey, Arc<Program>>>,
     streams: Mutex<Vec<Weak<StreamShared>>>,
+    reaper: Reaper,
     me: Weak<OpenClExecutor>,
 }
 
@@ -81,6 +73,7 @@ impl OpenClExecutor {
             next_id: AtomicU64::new(1),
             programs: Mutex::new(HashMap::new()),
             streams: Mutex::new(Vec::new()),
+            reaper: Reaper::default(),
             me: me.clone(),
         }))
     }
@@ -100,6 +93,12 @@ impl OpenClExecutor {
                 ),
             )
         })
+    }
+
+    fn insert(&self, alloc: ClAlloc) -> DeviceAddress {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.allocs.write().insert(id, Arc::new(alloc));
+        DeviceAddress(id << OFFSET_BITS)
     }
 
     /// As [`resolve`](Self::resolve), without building an error (hot paths build it lazily).
@@ -242,6 +241,7 @@ impl StreamExecutorInterface for OpenClExecutor {
                 "streamexec's OpenCL backend addresses at most 2^{OFFSET_BITS} bytes per allocation"
             )));
         }
+        reap(self.context.get(), &self.reaper);
         // SAFETY: no host pointer is passed; the size is non-zero.
         let buffer = unsafe {
             Buffer::<u8>::create(
@@ -257,11 +257,54 @@ impl StreamExecutorInterface for OpenClExecutor {
                 opencl3::error_codes::error_text(e.0)
             ))
         })?;
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.allocs
-            .write()
-            .insert(id, Arc::new(ClAlloc { buffer, bytes }));
-        Ok(DeviceAddress(id << OFFSET_BITS))
+        Ok(self.insert(ClAlloc {
+            mem: ClMemory::Buffer(buffer),
+            bytes,
+        }))
+    }
+
+    fn allocate_unified(&self, bytes: u64) -> Result<(DeviceAddress, *mut u8)> {
+        if !self.description.unified_memory {
+            return Err(Error::unsupported(
+                PLATFORM,
+                "allocate_unified",
+                format!(
+                    "{} has no fine-grained SVM with atomics; use device memory and copies",
+                    self.description.name
+                ),
+            ));
+        }
+        reap(self.context.get(), &self.reaper);
+        // SAFETY: a fine-grained SVM allocation of a non-zero size.
+        let ptr = unsafe {
+            opencl3::memory::svm_alloc(
+                self.context.get(),
+                CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS,
+                bytes.max(1) as usize,
+                64,
+            )
+        }
+        .map_err(|e| Error::OutOfMemory {
+            platform: PLATFORM.into(),
+            device: self.description.ordinal,
+            bytes,
+            detail: format!("clSVMAlloc: {}", opencl3::error_codes::error_text(e)),
+        })?;
+        if ptr.is_null() {
+            return Err(Error::OutOfMemory {
+                platform: PLATFORM.into(),
+                device: self.description.ordinal,
+                bytes,
+                detail: "clSVMAlloc returned NULL".into(),
+            });
+        }
+        // SAFETY: the new allocation is ours; fine-grained SVM is host-accessible.
+        unsafe { std::ptr::write_bytes(ptr as *mut u8, 0, bytes.max(1) as usize) };
+        let mem = ClMemory::Svm {
+            ptr,
+            reaper: self.reaper.clone(),
+        };
+        Ok((self.insert(ClAlloc { mem, bytes }), ptr as *mut u8))
     }
 
     fn deallocate(&self, addr: DeviceAddress) {
@@ -391,15 +434,12 @@ impl StreamExecutorInterface for OpenClExecutor {
         self.with_sync_queue(|q| {
             // SAFETY: blocking write of `src.len()` bytes into a live buffer range.
             let ev = unsafe {
-                opencl3::command_queue::enqueue_write_buffer(
+                alloc.write(
                     q.get(),
-                    alloc.buffer.get(),
                     CL_BLOCKING,
                     off,
-                    src.len(),
                     src.as_ptr() as *const c_void,
-                    0,
-                    std::ptr::null(),
+                    src.len(),
                 )
             }
             .map_err(|e| cl_error("clEnqueueWriteBuffer", e))?;
@@ -416,15 +456,12 @@ impl StreamExecutorInterface for OpenClExecutor {
         self.with_sync_queue(|q| {
             // SAFETY: blocking read of `dst.len()` bytes from a live buffer range.
             let ev = unsafe {
-                opencl3::command_queue::enqueue_read_buffer(
+                alloc.read(
                     q.get(),
-                    alloc.buffer.get(),
                     CL_BLOCKING,
                     off,
-                    dst.len(),
                     dst.as_mut_ptr() as *mut c_void,
-                    0,
-                    std::ptr::null(),
+                    dst.len(),
                 )
             }
             .map_err(|e| cl_error("clEnqueueReadBuffer", e))?;
@@ -440,19 +477,8 @@ impl StreamExecutorInterface for OpenClExecutor {
         }
         self.with_sync_queue(|q| {
             // SAFETY: fill of a live buffer range with a 1-byte pattern.
-            let ev = unsafe {
-                opencl3::command_queue::enqueue_fill_buffer(
-                    q.get(),
-                    alloc.buffer.get(),
-                    &value as *const u8 as *const c_void,
-                    1,
-                    off,
-                    bytes as usize,
-                    0,
-                    std::ptr::null(),
-                )
-            }
-            .map_err(|e| cl_error("clEnqueueFillBuffer", e))?;
+            let ev = unsafe { alloc.fill(q.get(), off, &[value], bytes as usize) }
+                .map_err(|e| cl_error("clEnqueueFillBuffer", e))?;
             let ev = opencl3::event::Event::new(ev);
             ev.wait().map_err(|e| cl_error("clWaitForEvents", e.0))
         })
@@ -460,5 +486,14 @@ impl StreamExecutorInterface for OpenClExecutor {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+impl Drop for OpenClExecutor {
+    fn drop(&mut self) {
+        // Every stream (each holds this executor) is gone; SVM still held by a queued command
+        // stays parked, and leaks rather than being freed under that command.
+        let _ = self.sync_queue.lock().finish();
+        reap(self.context.get(), &self.reaper);
     }
 }

@@ -7,6 +7,7 @@
 mod event;
 mod executor;
 mod kernel;
+mod memory;
 mod stream;
 
 use std::sync::Arc;

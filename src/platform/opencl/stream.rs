@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::event::{CL_COMPLETE, Event};
-use opencl3::memory::{CL_MEM_READ_WRITE, ClMem};
+use opencl3::memory::{Buffer, CL_BUFFER_CREATE_TYPE_REGION, CL_MEM_READ_WRITE, cl_buffer_region};
 use opencl3::types::{CL_NON_BLOCKING, cl_event, cl_int, cl_mem};
 use parking_lot::{Condvar, Mutex};
 
@@ -214,7 +214,7 @@ extern "C" fn release_keepalive(_ev: cl_event, _status: cl_int, user: *mut c_voi
 }
 
 /// Keeps `keep` alive until `ev` completes (or fails).
-fn keep_until_complete(ev: &Event, keep: Box<dyn Send>) {
+pub(crate) fn keep_until_complete(ev: &Event, keep: Box<dyn Send>) {
     let raw = Box::into_raw(Box::new(keep));
     if ev
         .set_callback(CL_COMPLETE, release_keepalive, raw as *mut c_void)
@@ -278,19 +278,16 @@ impl StreamInterface for OpenClStream {
                 // SAFETY: `guard` keeps the host bytes readable until the callback registered
                 // below releases it after the copy; the device range is live and in bounds.
                 let raw = unsafe {
-                    opencl3::command_queue::enqueue_write_buffer(
+                    alloc.write(
                         shared.queue.get(),
-                        alloc.buffer.get(),
                         CL_NON_BLOCKING,
                         off,
-                        guard.len(),
                         guard.as_ptr() as *const c_void,
-                        0,
-                        std::ptr::null(),
+                        guard.len(),
                     )
                 }
-                .map_err(|e| cl_error("clEnqueueWriteBuffer", e))?;
-                keep_until_complete(&shared.track(raw), Box::new((guard, src)));
+                .map_err(|e| cl_error("clEnqueueWriteBuffer / clEnqueueSVMMemcpy", e))?;
+                keep_until_complete(&shared.track(raw), Box::new((guard, src, alloc)));
                 Ok(())
             }),
             None,
@@ -314,19 +311,16 @@ impl StreamInterface for OpenClStream {
                 // SAFETY: `guard` gives exclusive access to the host bytes until the callback
                 // releases it after the copy; the device range is live and in bounds.
                 let raw = unsafe {
-                    opencl3::command_queue::enqueue_read_buffer(
+                    alloc.read(
                         shared.queue.get(),
-                        alloc.buffer.get(),
                         CL_NON_BLOCKING,
                         off,
-                        guard.len(),
                         guard.as_mut_ptr() as *mut c_void,
-                        0,
-                        std::ptr::null(),
+                        guard.len(),
                     )
                 }
-                .map_err(|e| cl_error("clEnqueueReadBuffer", e))?;
-                keep_until_complete(&shared.track(raw), Box::new((guard, dst)));
+                .map_err(|e| cl_error("clEnqueueReadBuffer / clEnqueueSVMMemcpy", e))?;
+                keep_until_complete(&shared.track(raw), Box::new((guard, dst, alloc)));
                 Ok(())
             }),
             None,
@@ -345,19 +339,10 @@ impl StreamInterface for OpenClStream {
             Box::new(move || {
                 // SAFETY: both ranges are live and in bounds.
                 let raw = unsafe {
-                    opencl3::command_queue::enqueue_copy_buffer(
-                        shared.queue.get(),
-                        sa.buffer.get(),
-                        da.buffer.get(),
-                        so,
-                        doff,
-                        bytes as usize,
-                        0,
-                        std::ptr::null(),
-                    )
+                    super::memory::copy(shared.queue.get(), &sa, so, &da, doff, bytes as usize)
                 }
-                .map_err(|e| cl_error("clEnqueueCopyBuffer", e))?;
-                shared.track(raw);
+                .map_err(|e| cl_error("clEnqueueCopyBuffer / clEnqueueSVMMemcpy", e))?;
+                super::memory::keep_svm(&shared.track(raw), &[&sa, &da]);
                 Ok(())
             }),
             None,
@@ -508,7 +493,7 @@ fn enqueue_kernel(
     k: &OpenClKernel,
     dims: &LaunchDims,
     args: &[PackedArg],
-    resolved: Vec<Option<(Arc<super::executor::ClAlloc>, usize)>>,
+    resolved: Vec<Option<(Arc<super::memory::ClAlloc>, usize)>>,
 ) -> Result<()> {
     let name = k.name();
     let set_err = |i: usize, e: cl_int| {
@@ -523,6 +508,7 @@ fn enqueue_kernel(
     let guard = k.kernel.lock();
     let kh = guard.get();
     let mut subs = Vec::new();
+    let mut svm = Vec::new();
     for (i, (a, res)) in args.iter().zip(resolved).enumerate() {
         let r = match (a, res) {
             // SAFETY: `bytes` is the scalar's value, of the size the signature check accepted.
@@ -535,33 +521,51 @@ fn enqueue_kernel(
                 )
             },
             (PackedArg::Pointer { bytes, .. }, Some((alloc, off))) => {
-                let mem: cl_mem = if off == 0 || *bytes == 0 {
-                    alloc.buffer.get()
+                if let Some(p) = alloc.svm_ptr(off) {
+                    svm.push(alloc);
+                    // SAFETY: an SVM pointer into a live fine-grained allocation.
+                    unsafe { opencl3::kernel::set_kernel_arg_svm_pointer(kh, i as u32, p) }
                 } else {
-                    // SAFETY: a region inside the live parent buffer.
-                    let sub = unsafe { alloc.buffer.create_sub_buffer(CL_MEM_READ_WRITE, off, *bytes as usize) }
+                    let parent = alloc.buffer().expect("not SVM, so a buffer"); // ok: checked
+                    let mem: cl_mem = if off == 0 || *bytes == 0 {
+                        parent
+                    } else {
+                        let region = cl_buffer_region {
+                            origin: off,
+                            size: *bytes as usize,
+                        };
+                        // SAFETY: a region inside the live parent buffer.
+                        let sub = unsafe {
+                            opencl3::memory::create_sub_buffer(
+                                parent,
+                                CL_MEM_READ_WRITE,
+                                CL_BUFFER_CREATE_TYPE_REGION,
+                                &region as *const cl_buffer_region as *const c_void,
+                            )
+                        }
                         .map_err(|e| {
                             Error::invalid(
                                 format!("then_launch of `{name}`"),
                                 format!(
-                                    "argument {i}: a sub-slice at byte offset {off} needs a sub-buffer, which \
-                                     failed: {}; slice at multiples of the device's base address alignment",
-                                    opencl3::error_codes::error_text(e.0)
+                                    "argument {i}: a sub-slice at byte offset {off} needs a sub-buffer, \
+                                     which failed: {}; slice at multiples of the device's base address \
+                                     alignment",
+                                    opencl3::error_codes::error_text(e)
                                 ),
                             )
                         })?;
-                    let m = sub.get();
-                    subs.push(sub);
-                    m
-                };
-                // SAFETY: a cl_mem argument by value.
-                unsafe {
-                    opencl3::kernel::set_kernel_arg(
-                        kh,
-                        i as u32,
-                        std::mem::size_of::<cl_mem>(),
-                        &mem as *const cl_mem as *const c_void,
-                    )
+                        subs.push(Buffer::<u8>::new(sub));
+                        sub
+                    };
+                    // SAFETY: a cl_mem argument by value.
+                    unsafe {
+                        opencl3::kernel::set_kernel_arg(
+                            kh,
+                            i as u32,
+                            std::mem::size_of::<cl_mem>(),
+                            &mem as *const cl_mem as *const c_void,
+                        )
+                    }
                 }
             }
             // SAFETY: a __local argument: size only, no value.
@@ -607,7 +611,10 @@ fn enqueue_kernel(
     })?;
     drop(subs); // OpenCL keeps sub-buffers alive for the enqueued command
     drop(guard);
-    shared.track(raw);
+    let ev = shared.track(raw);
+    if !svm.is_empty() {
+        keep_until_complete(&ev, Box::new(svm)); // SVM must outlive the kernel
+    }
     Ok(())
 }
 
@@ -621,20 +628,9 @@ impl OpenClStream {
         self.shared.submit(
             Box::new(move || {
                 // SAFETY: a fill of a live, in-bounds range; the pattern is copied at enqueue.
-                let raw = unsafe {
-                    opencl3::command_queue::enqueue_fill_buffer(
-                        shared.queue.get(),
-                        alloc.buffer.get(),
-                        pattern.as_ptr() as *const c_void,
-                        pattern.len(),
-                        off,
-                        bytes as usize,
-                        0,
-                        std::ptr::null(),
-                    )
-                }
-                .map_err(|e| cl_error("clEnqueueFillBuffer", e))?;
-                shared.track(raw);
+                let raw = unsafe { alloc.fill(shared.queue.get(), off, &pattern, bytes as usize) }
+                    .map_err(|e| cl_error("clEnqueueFillBuffer / clEnqueueSVMMemFill", e))?;
+                super::memory::keep_svm(&shared.track(raw), &[&alloc]);
                 Ok(())
             }),
             None,
