@@ -74,12 +74,17 @@ fn cl_names_for(rust: &str) -> Option<&'static [&'static str]> {
     })
 }
 
-/// Does a Rust value of `rust` (`size` bytes) fit OpenCL type `cl`?
+/// Does a Rust value of `rust` (`size` bytes) fit OpenCL type `cl`? Built-in OpenCL types are
+/// checked by name (primitives) or size (vectors); other names (typedefs, structs) cannot be
+/// resolved from the argument info and are accepted.
 fn scalar_matches(rust: &str, size: usize, cl: &str) -> bool {
     let cl = cl.trim().trim_start_matches("const ").trim();
+    let Some(cl_size) = cl_type_size(cl) else {
+        return true;
+    };
     match cl_names_for(rust) {
         Some(names) => names.contains(&cl),
-        None => cl_type_size(cl).is_none_or(|s| s == size),
+        None => cl_size == size,
     }
 }
 
@@ -221,5 +226,9 @@ mod tests {
         assert!(scalar_matches("[f32; 4]", 16, "float4"));
         assert!(!scalar_matches("[f32; 3]", 12, "float4"));
         assert!(scalar_matches("my::Pod", 24, "my_struct"));
+        assert!(
+            scalar_matches("f32", 4, "real"),
+            "typedefs cannot be resolved: accepted"
+        );
     }
 }
