@@ -49,6 +49,9 @@ pub(crate) struct OpenClExecutor {
     programs: Mutex<HashMap<ProgramKey, Arc<Program>>>,
     streams: Mutex<Vec<Weak<StreamShared>>>,
     reaper: Reaper,
+    /// The device works on host memory directly (CPU drivers such as PoCL): page-locked
+    /// staging buffers buy nothing there, so host allocations are ordinary memory.
+    host_unified: bool,
     me: Weak<OpenClExecutor>,
 }
 
@@ -74,6 +77,7 @@ impl OpenClExecutor {
             programs: Mutex::new(HashMap::new()),
             streams: Mutex::new(Vec::new()),
             reaper: Reaper::default(),
+            host_unified: Device::new(device).host_unified_memory().unwrap_or(false),
             me: me.clone(),
         }))
     }
@@ -313,10 +317,15 @@ impl StreamExecutorInterface for OpenClExecutor {
     }
 
     fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>> {
-        if bytes == 0 {
-            return Ok(Box::new(
-                AlignedHostBuffer::new(0, 64).expect("1-byte allocation"),
-            )); // ok: tiny
+        if bytes == 0 || self.host_unified {
+            return AlignedHostBuffer::new(bytes, 64)
+                .map(|b| Box::new(b) as Box<dyn HostBuffer>)
+                .ok_or_else(|| Error::OutOfMemory {
+                    platform: PLATFORM.into(),
+                    device: self.description.ordinal,
+                    bytes: bytes as u64,
+                    detail: "the host allocator refused".into(),
+                });
         }
         // SAFETY: no host pointer is passed; the size is non-zero.
         let buffer = unsafe {
