@@ -11,6 +11,7 @@ pub mod host;
 pub mod interface;
 #[cfg(feature = "opencl")]
 mod opencl;
+mod work_queue;
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, Weak};

@@ -25,9 +25,10 @@ use crate::platform::interface::{
     DeviceAddress, EventInterface, HostBuffer, KernelInterface, MemoryUsage, PlatformInterface,
     StreamExecutorInterface, StreamInterface,
 };
+use crate::platform::work_queue::WorkQueue;
 use event::HostEvent;
 use memory::AllocTable;
-use stream::{HostStream, StreamShared};
+use stream::HostStream;
 
 /// Threads per block, as on CUDA devices.
 pub const MAX_THREADS_PER_BLOCK: u32 = 1024;
@@ -88,7 +89,7 @@ pub(crate) struct HostExecutor {
     description: DeviceDescription,
     table: Arc<AllocTable>,
     pool: Arc<rayon::ThreadPool>,
-    streams: Mutex<Vec<Weak<StreamShared>>>,
+    streams: Mutex<Vec<Weak<WorkQueue>>>,
     me: Weak<HostExecutor>,
     next_stream: AtomicU64,
 }
@@ -116,7 +117,7 @@ impl HostExecutor {
         }))
     }
 
-    fn register_stream(&self, s: &Arc<StreamShared>) {
+    fn register_stream(&self, s: &Arc<WorkQueue>) {
         let mut streams = self.streams.lock();
         streams.retain(|w| w.strong_count() > 0);
         streams.push(Arc::downgrade(s));

@@ -1,133 +1,36 @@
 //! Host-platform streams: one worker thread per stream runs its operations in order.
 
-use std::collections::VecDeque;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-
-use parking_lot::{Condvar, Mutex};
 
 use super::HostExecutor;
 use super::block::{LaunchCtx, run_grid};
 use super::event::HostEvent;
 use super::kernel::HostKernel;
 use super::memory::{self, Pinned};
-use crate::error::{Error, Result, panic_message};
+use crate::error::{Error, Result};
 use crate::kernel::PackedArg;
 use crate::memory::HostRegion;
 use crate::platform::interface::{
     DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
 };
-
-type RunFn = Box<dyn FnOnce() -> Result<()> + Send>;
-type SkipFn = Box<dyn FnOnce(&Error) + Send>;
-
-struct Op {
-    run: RunFn,
-    /// Called instead of `run` when the stream has already failed.
-    skip: Option<SkipFn>,
-}
-
-#[derive(Default)]
-struct Queue {
-    ops: VecDeque<Op>,
-    enqueued: u64,
-    completed: u64,
-    closed: bool,
-}
-
-/// The part of a stream its worker thread shares.
-#[derive(Default)]
-pub(crate) struct StreamShared {
-    queue: Mutex<Queue>,
-    work: Condvar,
-    done: Condvar,
-    error: Mutex<Option<Error>>,
-}
-
-impl StreamShared {
-    fn worker(self: Arc<Self>) {
-        loop {
-            let op = {
-                let mut q = self.queue.lock();
-                loop {
-                    if let Some(op) = q.ops.pop_front() {
-                        break op;
-                    }
-                    if q.closed {
-                        return;
-                    }
-                    self.work.wait(&mut q);
-                }
-            };
-            let failed = self.error.lock().clone();
-            match failed {
-                Some(e) => {
-                    if let Some(skip) = op.skip {
-                        skip(&e);
-                    }
-                }
-                None => {
-                    let result = catch_unwind(AssertUnwindSafe(op.run)).unwrap_or_else(|p| {
-                        Err(Error::HostCallback {
-                            detail: format!(
-                                "stream operation panicked: {}",
-                                panic_message(p.as_ref())
-                            ),
-                        })
-                    });
-                    if let Err(e) = result {
-                        self.error.lock().get_or_insert(e);
-                    }
-                }
-            }
-            let mut q = self.queue.lock();
-            q.completed += 1;
-            drop(q);
-            self.done.notify_all();
-        }
-    }
-
-    /// Blocks until everything enqueued so far has run.
-    pub(crate) fn wait_idle(&self) -> Result<()> {
-        let mut q = self.queue.lock();
-        let target = q.enqueued;
-        while q.completed < target {
-            self.done.wait(&mut q);
-        }
-        drop(q);
-        self.error.lock().clone().map_or(Ok(()), Err)
-    }
-}
+use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue};
 
 /// A host-platform stream.
 pub(crate) struct HostStream {
-    shared: Arc<StreamShared>,
+    shared: Arc<WorkQueue>,
     exec: Arc<HostExecutor>,
 }
 
 impl HostStream {
     pub(crate) fn new(exec: Arc<HostExecutor>, name: String) -> Result<Self> {
-        let shared = Arc::new(StreamShared::default());
-        let worker = shared.clone();
-        std::thread::Builder::new()
-            .name(name)
-            .spawn(move || worker.worker())
-            .map_err(|e| Error::Driver {
-                platform: "host".into(),
-                call: "std::thread::spawn (stream worker)".into(),
-                code: e.raw_os_error().unwrap_or(0) as i64,
-                detail: format!("{e}; too many streams alive?"),
-            })?;
+        let shared = Arc::new(WorkQueue::default());
+        shared.spawn(name, "host")?;
         exec.register_stream(&shared);
         Ok(HostStream { shared, exec })
     }
 
     fn push(&self, run: RunFn, skip: Option<SkipFn>) -> Result<()> {
-        let mut q = self.shared.queue.lock();
-        q.ops.push_back(Op { run, skip });
-        q.enqueued += 1;
-        drop(q);
-        self.shared.work.notify_one();
+        self.shared.push(run, skip);
         Ok(())
     }
 
@@ -162,8 +65,7 @@ fn as_host_event(e: &Arc<dyn EventInterface>) -> &HostEvent {
 impl Drop for HostStream {
     fn drop(&mut self) {
         // The worker drains what is queued, then exits; nobody waits for it here.
-        self.shared.queue.lock().closed = true;
-        self.shared.work.notify_all();
+        self.shared.close();
     }
 }
 
@@ -337,6 +239,6 @@ impl StreamInterface for HostStream {
     }
 
     fn async_error(&self) -> Option<Error> {
-        self.shared.error.lock().clone()
+        self.shared.error()
     }
 }

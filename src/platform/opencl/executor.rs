@@ -432,6 +432,7 @@ impl StreamExecutorInterface for OpenClExecutor {
         for s in streams {
             let _ = s.finish();
         }
+        reap(self.context.get(), &self.reaper);
         self.with_sync_queue(|q| q.finish().map_err(|e| cl_error("clFinish", e.0)))
     }
 

@@ -10,7 +10,6 @@
 //! of the chain (failing a user event instead crashes PoCL 3.1) and callbacks may call blocking
 //! OpenCL APIs.
 
-use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,7 +18,7 @@ use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::event::{CL_COMPLETE, Event};
 use opencl3::memory::{Buffer, CL_BUFFER_CREATE_TYPE_REGION, CL_MEM_READ_WRITE, cl_buffer_region};
 use opencl3::types::{CL_NON_BLOCKING, cl_event, cl_int, cl_mem};
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use super::PLATFORM;
 use super::cl_error;
@@ -32,20 +31,9 @@ use crate::memory::HostRegion;
 use crate::platform::interface::{
     DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
 };
+use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue};
 
 type ErrorSlot = Arc<Mutex<Option<Error>>>;
-type RunFn = Box<dyn FnOnce() -> Result<()> + Send>;
-type SkipFn = Box<dyn FnOnce(&Error) + Send>;
-
-#[derive(Default)]
-struct Work {
-    ops: VecDeque<(RunFn, Option<SkipFn>)>,
-    enqueued: u64,
-    completed: u64,
-    started: bool,
-    closed: bool,
-}
-
 /// The part of a stream the executor keeps to synchronise it.
 pub(crate) struct StreamShared {
     queue: CommandQueue,
@@ -53,9 +41,8 @@ pub(crate) struct StreamShared {
     /// Commands since the last `finish`, checked for failure then.
     pending: Mutex<Vec<Event>>,
     deferred: AtomicBool,
-    work: Mutex<Work>,
-    work_cv: Condvar,
-    done_cv: Condvar,
+    /// The worker of deferred mode, started on the first deferred operation.
+    work: Arc<WorkQueue>,
 }
 
 // SAFETY: OpenCL queues and events are thread-safe handles; the rest is behind Mutexes.
@@ -66,12 +53,7 @@ unsafe impl Sync for StreamShared {}
 impl StreamShared {
     /// Waits for the worker and every command, then reports the first failure.
     pub(crate) fn finish(&self) -> Result<()> {
-        let mut w = self.work.lock();
-        let target = w.enqueued;
-        while w.completed < target {
-            self.done_cv.wait(&mut w);
-        }
-        drop(w);
+        let _ = self.work.wait_idle(); // its failure is in the shared error slot
         let finished = self.queue.finish().map_err(|e| cl_error("clFinish", e.0));
         let pending = std::mem::take(&mut *self.pending.lock());
         for ev in pending {
@@ -105,38 +87,6 @@ impl StreamShared {
         Event::new(raw)
     }
 
-    fn worker(self: Arc<Self>) {
-        loop {
-            let (run, skip) = {
-                let mut w = self.work.lock();
-                loop {
-                    if let Some(op) = w.ops.pop_front() {
-                        break op;
-                    }
-                    if w.closed {
-                        return;
-                    }
-                    self.work_cv.wait(&mut w);
-                }
-            };
-            let failed = self.error.lock().clone();
-            match failed {
-                Some(e) => {
-                    if let Some(skip) = skip {
-                        skip(&e);
-                    }
-                }
-                None => {
-                    if let Err(e) = run() {
-                        self.error.lock().get_or_insert(e);
-                    }
-                }
-            }
-            self.work.lock().completed += 1;
-            self.done_cv.notify_all();
-        }
-    }
-
     /// Runs `run` now (direct mode) or queues it for the worker (deferred mode).
     fn submit(
         self: &Arc<Self>,
@@ -144,30 +94,17 @@ impl StreamShared {
         skip: Option<SkipFn>,
         force_deferred: bool,
     ) -> Result<()> {
-        if force_deferred && !self.deferred.swap(true, Ordering::SeqCst) {
-            let mut w = self.work.lock();
-            if !w.started {
-                let me = self.clone();
-                std::thread::Builder::new()
-                    .name("streamexec-opencl-stream".into())
-                    .spawn(move || me.worker())
-                    .map_err(|e| Error::Driver {
-                        platform: PLATFORM.into(),
-                        call: "std::thread::spawn (stream worker)".into(),
-                        code: e.raw_os_error().unwrap_or(0) as i64,
-                        detail: e.to_string(),
-                    })?;
-                w.started = true;
-            }
+        if force_deferred
+            && !self.deferred.swap(true, Ordering::SeqCst)
+            && let Err(e) = self.work.spawn("streamexec-opencl-stream".into(), PLATFORM)
+        {
+            self.deferred.store(false, Ordering::SeqCst);
+            return Err(e);
         }
         if !self.deferred.load(Ordering::SeqCst) {
             return run();
         }
-        let mut w = self.work.lock();
-        w.ops.push_back((run, skip));
-        w.enqueued += 1;
-        drop(w);
-        self.work_cv.notify_one();
+        self.work.push(run, skip);
         Ok(())
     }
 
@@ -203,8 +140,7 @@ impl StreamShared {
 impl Drop for OpenClStream {
     fn drop(&mut self) {
         // The worker (if any) drains what is queued, then exits.
-        self.shared.work.lock().closed = true;
-        self.shared.work_cv.notify_all();
+        self.shared.work.close();
     }
 }
 
@@ -241,14 +177,13 @@ impl OpenClStream {
             0,
         )
         .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))?;
+        let error: ErrorSlot = Arc::new(Mutex::new(None));
         let shared = Arc::new(StreamShared {
             queue,
-            error: Arc::new(Mutex::new(None)),
+            error: error.clone(),
             pending: Mutex::new(Vec::new()),
             deferred: AtomicBool::new(false),
-            work: Mutex::new(Work::default()),
-            work_cv: Condvar::new(),
-            done_cv: Condvar::new(),
+            work: Arc::new(WorkQueue::with_error_slot(error)),
         });
         Ok(OpenClStream { exec, shared })
     }

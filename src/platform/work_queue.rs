@@ -1,0 +1,130 @@
+//! An in-order queue of host-side operations run by one worker thread: the host platform's
+//! streams, and OpenCL streams in deferred mode, both use it.
+//!
+//! The first failing operation is stored in the queue's error slot; every later operation is
+//! skipped (its `skip` hook runs instead, so an event record can mark its event failed).
+
+use std::collections::VecDeque;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result, panic_message};
+
+/// An operation.
+pub(crate) type RunFn = Box<dyn FnOnce() -> Result<()> + Send>;
+/// What to do instead of an operation when the queue has already failed.
+pub(crate) type SkipFn = Box<dyn FnOnce(&Error) + Send>;
+
+#[derive(Default)]
+struct State {
+    ops: VecDeque<(RunFn, Option<SkipFn>)>,
+    enqueued: u64,
+    completed: u64,
+    closed: bool,
+}
+
+/// The queue; share it with its worker through an `Arc`.
+#[derive(Default)]
+pub(crate) struct WorkQueue {
+    state: Mutex<State>,
+    work: Condvar,
+    done: Condvar,
+    error: Arc<Mutex<Option<Error>>>,
+}
+
+impl WorkQueue {
+    /// A queue that stores its first failure in `error` (which others may also write).
+    pub(crate) fn with_error_slot(error: Arc<Mutex<Option<Error>>>) -> Self {
+        WorkQueue {
+            error,
+            ..Default::default()
+        }
+    }
+
+    /// The first failure, if any.
+    pub(crate) fn error(&self) -> Option<Error> {
+        self.error.lock().clone()
+    }
+
+    /// Starts the worker thread.
+    pub(crate) fn spawn(self: &Arc<Self>, name: String, platform: &str) -> Result<()> {
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || me.run_worker())
+            .map(drop)
+            .map_err(|e| Error::Driver {
+                platform: platform.into(),
+                call: "std::thread::spawn (stream worker)".into(),
+                code: e.raw_os_error().unwrap_or(0) as i64,
+                detail: format!("{e}; too many streams alive?"),
+            })
+    }
+
+    /// Queues `run` (or `skip`, if the queue has failed by the time it is reached).
+    pub(crate) fn push(&self, run: RunFn, skip: Option<SkipFn>) {
+        let mut s = self.state.lock();
+        s.ops.push_back((run, skip));
+        s.enqueued += 1;
+        drop(s);
+        self.work.notify_one();
+    }
+
+    /// Lets the worker exit once it has drained the queue.
+    pub(crate) fn close(&self) {
+        self.state.lock().closed = true;
+        self.work.notify_all();
+    }
+
+    /// Blocks until everything queued so far has run or been skipped; the first failure.
+    pub(crate) fn wait_idle(&self) -> Result<()> {
+        let mut s = self.state.lock();
+        let target = s.enqueued;
+        while s.completed < target {
+            self.done.wait(&mut s);
+        }
+        drop(s);
+        self.error().map_or(Ok(()), Err)
+    }
+
+    fn run_worker(&self) {
+        loop {
+            let (run, skip) = {
+                let mut s = self.state.lock();
+                loop {
+                    if let Some(op) = s.ops.pop_front() {
+                        break op;
+                    }
+                    if s.closed {
+                        return;
+                    }
+                    self.work.wait(&mut s);
+                }
+            };
+            match self.error() {
+                Some(e) => {
+                    if let Some(skip) = skip {
+                        skip(&e);
+                    }
+                }
+                None => {
+                    let result = catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|p| {
+                        Err(Error::HostCallback {
+                            detail: format!(
+                                "stream operation panicked: {}",
+                                panic_message(p.as_ref())
+                            ),
+                        })
+                    });
+                    if let Err(e) = result {
+                        self.error.lock().get_or_insert(e);
+                    }
+                }
+            }
+            self.state.lock().completed += 1;
+            self.done.notify_all();
+        }
+    }
+}
