@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -126,5 +126,28 @@ impl WorkQueue {
             self.state.lock().completed += 1;
             self.done.notify_all();
         }
+    }
+}
+
+/// The live streams of an executor, for `synchronize_all`; streams that dropped fall out.
+pub(crate) struct StreamSet<T>(Mutex<Vec<Weak<T>>>);
+
+impl<T> Default for StreamSet<T> {
+    fn default() -> Self {
+        StreamSet(Mutex::new(Vec::new()))
+    }
+}
+
+impl<T> StreamSet<T> {
+    /// Adds `s`, forgetting streams that have dropped.
+    pub(crate) fn insert(&self, s: &Arc<T>) {
+        let mut v = self.0.lock();
+        v.retain(|w| w.strong_count() > 0);
+        v.push(Arc::downgrade(s));
+    }
+
+    /// The streams still alive.
+    pub(crate) fn live(&self) -> Vec<Arc<T>> {
+        self.0.lock().iter().filter_map(Weak::upgrade).collect()
     }
 }

@@ -13,8 +13,6 @@ use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use parking_lot::Mutex;
-
 pub use kernel::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 
 use crate::error::{Error, Result};
@@ -25,7 +23,7 @@ use crate::platform::interface::{
     DeviceAddress, EventInterface, HostBuffer, KernelInterface, MemoryUsage, PlatformInterface,
     StreamExecutorInterface, StreamInterface,
 };
-use crate::platform::work_queue::WorkQueue;
+use crate::platform::work_queue::{StreamSet, WorkQueue};
 use event::HostEvent;
 use memory::AllocTable;
 use stream::HostStream;
@@ -89,7 +87,7 @@ pub(crate) struct HostExecutor {
     description: DeviceDescription,
     table: Arc<AllocTable>,
     pool: Arc<rayon::ThreadPool>,
-    streams: Mutex<Vec<Weak<WorkQueue>>>,
+    streams: StreamSet<WorkQueue>,
     me: Weak<HostExecutor>,
     next_stream: AtomicU64,
 }
@@ -111,23 +109,25 @@ impl HostExecutor {
             description,
             table: Arc::new(AllocTable::default()),
             pool: Arc::new(pool),
-            streams: Mutex::new(Vec::new()),
+            streams: StreamSet::default(),
             me: me.clone(),
             next_stream: AtomicU64::new(0),
         }))
     }
 
-    fn register_stream(&self, s: &Arc<WorkQueue>) {
-        let mut streams = self.streams.lock();
-        streams.retain(|w| w.strong_count() > 0);
-        streams.push(Arc::downgrade(s));
-    }
-
-    fn pin_sync(&self, addr: DeviceAddress, bytes: u64, what: &str) -> Result<memory::Pinned> {
+    /// Pins `[addr, addr + bytes)` for an operation, or says why it is not live memory.
+    pub(crate) fn pin(
+        &self,
+        addr: DeviceAddress,
+        bytes: u64,
+        what: &str,
+    ) -> Result<memory::Pinned> {
         self.table.resolve(addr, bytes).ok_or_else(|| {
             Error::invalid(
                 what,
-                format!("{bytes} bytes at {addr} are not inside one live allocation"),
+                format!(
+                    "{bytes} bytes at {addr} are not inside one live allocation of this executor"
+                ),
             )
         })
     }
@@ -152,7 +152,7 @@ impl StreamExecutorInterface for HostExecutor {
     fn allocate_unified(&self, bytes: u64) -> Result<(DeviceAddress, *mut u8)> {
         // Device memory on the host platform is host memory already.
         let addr = self.allocate(bytes)?;
-        let ptr = self.pin_sync(addr, bytes, "allocate_unified")?.as_ptr();
+        let ptr = self.pin(addr, bytes, "allocate_unified")?.as_ptr();
         Ok((addr, ptr))
     }
 
@@ -217,13 +217,7 @@ impl StreamExecutorInterface for HostExecutor {
     }
 
     fn synchronize_all(&self) -> Result<()> {
-        let streams: Vec<_> = self
-            .streams
-            .lock()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for s in streams {
+        for s in self.streams.live() {
             // Stream failures are reported by their streams, not here.
             let _ = s.wait_idle();
         }
@@ -231,21 +225,21 @@ impl StreamExecutorInterface for HostExecutor {
     }
 
     fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
-        let dst = self.pin_sync(dst, src.len() as u64, "synchronous_memcpy_h2d")?;
+        let dst = self.pin(dst, src.len() as u64, "synchronous_memcpy_h2d")?;
         // SAFETY: pinned for `src.len()` bytes.
         unsafe { memory::store_bytes(dst.as_ptr(), src) };
         Ok(())
     }
 
     fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
-        let src = self.pin_sync(src, dst.len() as u64, "synchronous_memcpy_d2h")?;
+        let src = self.pin(src, dst.len() as u64, "synchronous_memcpy_d2h")?;
         // SAFETY: pinned for `dst.len()` bytes.
         unsafe { memory::load_bytes(dst, src.as_ptr()) };
         Ok(())
     }
 
     fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
-        let dst = self.pin_sync(dst, bytes, "memset")?;
+        let dst = self.pin(dst, bytes, "memset")?;
         // SAFETY: pinned for `bytes` bytes.
         unsafe { memory::fill_u8(dst.as_ptr(), value, bytes as usize) };
         Ok(())

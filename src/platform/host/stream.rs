@@ -6,7 +6,7 @@ use super::HostExecutor;
 use super::block::{LaunchCtx, run_grid};
 use super::event::HostEvent;
 use super::kernel::HostKernel;
-use super::memory::{self, Pinned};
+use super::memory;
 use crate::error::{Error, Result};
 use crate::kernel::PackedArg;
 use crate::memory::HostRegion;
@@ -25,24 +25,13 @@ impl HostStream {
     pub(crate) fn new(exec: Arc<HostExecutor>, name: String) -> Result<Self> {
         let shared = Arc::new(WorkQueue::default());
         shared.spawn(name, "host")?;
-        exec.register_stream(&shared);
+        exec.streams.insert(&shared);
         Ok(HostStream { shared, exec })
     }
 
     fn push(&self, run: RunFn, skip: Option<SkipFn>) -> Result<()> {
         self.shared.push(run, skip);
         Ok(())
-    }
-
-    fn pin(&self, addr: DeviceAddress, bytes: u64, what: &str) -> Result<Pinned> {
-        self.exec.table.resolve(addr, bytes).ok_or_else(|| {
-            Error::invalid(
-                what,
-                format!(
-                    "{bytes} bytes at {addr} are not inside one live allocation of this executor"
-                ),
-            )
-        })
     }
 
     fn host_event(event: &Arc<dyn EventInterface>) -> Result<Arc<dyn EventInterface>> {
@@ -71,7 +60,7 @@ impl Drop for HostStream {
 
 impl StreamInterface for HostStream {
     fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
-        let dst = self.pin(dst, src.len() as u64, "then_memcpy_h2d")?;
+        let dst = self.exec.pin(dst, src.len() as u64, "then_memcpy_h2d")?;
         self.push(
             Box::new(move || {
                 let bytes = src.lock_read();
@@ -84,7 +73,7 @@ impl StreamInterface for HostStream {
     }
 
     fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
-        let src = self.pin(src, dst.len() as u64, "then_memcpy_d2h")?;
+        let src = self.exec.pin(src, dst.len() as u64, "then_memcpy_d2h")?;
         self.push(
             Box::new(move || {
                 let mut bytes = dst.lock_write().ok_or_else(|| {
@@ -99,8 +88,8 @@ impl StreamInterface for HostStream {
     }
 
     fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
-        let src = self.pin(src, bytes, "then_memcpy_d2d")?;
-        let dst = self.pin(dst, bytes, "then_memcpy_d2d")?;
+        let src = self.exec.pin(src, bytes, "then_memcpy_d2d")?;
+        let dst = self.exec.pin(dst, bytes, "then_memcpy_d2d")?;
         self.push(
             Box::new(move || {
                 // SAFETY: both pinned for `bytes` bytes.
@@ -112,7 +101,7 @@ impl StreamInterface for HostStream {
     }
 
     fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
-        let dst = self.pin(dst, bytes, "then_memset")?;
+        let dst = self.exec.pin(dst, bytes, "then_memset")?;
         self.push(
             Box::new(move || {
                 // SAFETY: pinned for `bytes` bytes.
@@ -124,7 +113,7 @@ impl StreamInterface for HostStream {
     }
 
     fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
-        let dst = self.pin(dst, count * 4, "then_memset32")?;
+        let dst = self.exec.pin(dst, count * 4, "then_memset32")?;
         self.push(
             Box::new(move || {
                 // SAFETY: pinned for `4 * count` bytes; the caller checked 4-byte alignment.
@@ -156,7 +145,7 @@ impl StreamInterface for HostStream {
         let mut dynamic = 0u64;
         for (i, a) in args.iter_mut().enumerate() {
             match a {
-                PackedArg::Pointer { addr, bytes, .. } => pins.push(self.pin(
+                PackedArg::Pointer { addr, bytes, .. } => pins.push(self.exec.pin(
                     *addr,
                     *bytes,
                     &format!("then_launch of `{name}` (argument {i})"),

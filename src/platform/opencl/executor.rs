@@ -33,6 +33,7 @@ use crate::platform::interface::{
     DeviceAddress, EventInterface, HostBuffer, KernelInterface, MemoryUsage,
     StreamExecutorInterface, StreamInterface,
 };
+use crate::platform::work_queue::StreamSet;
 
 /// Bits of a device address that hold the byte offset inside an allocation.
 const OFFSET_BITS: u32 = 40;
@@ -47,7 +48,7 @@ pub(crate) struct OpenClExecutor {
     allocs: RwLock<HashMap<u64, Arc<ClAlloc>>>,
     next_id: AtomicU64,
     programs: Mutex<HashMap<ProgramKey, Arc<Program>>>,
-    streams: Mutex<Vec<Weak<StreamShared>>>,
+    streams: StreamSet<StreamShared>,
     reaper: Reaper,
     /// The device works on host memory directly (CPU drivers such as PoCL): page-locked
     /// staging buffers buy nothing there, so host allocations are ordinary memory.
@@ -75,7 +76,7 @@ impl OpenClExecutor {
             allocs: RwLock::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             programs: Mutex::new(HashMap::new()),
-            streams: Mutex::new(Vec::new()),
+            streams: StreamSet::default(),
             reaper: Reaper::default(),
             host_unified: Device::new(device).host_unified_memory().unwrap_or(false),
             me: me.clone(),
@@ -119,14 +120,8 @@ impl OpenClExecutor {
         Some((a.clone(), offset as usize))
     }
 
-    fn register_stream(&self, s: &Arc<StreamShared>) {
-        let mut streams = self.streams.lock();
-        streams.retain(|w| w.strong_count() > 0);
-        streams.push(Arc::downgrade(s));
-    }
-
-    fn program(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<Program>> {
-        let kernel = spec.kernel_name().to_string();
+    /// The built program for the spec's OpenCL image (cached), and that image's kernel name.
+    fn program(&self, spec: &MultiKernelLoaderSpec) -> Result<(Arc<Program>, String)> {
         let (image, binary) = match (spec.opencl_text(), spec.opencl_binary()) {
             (Some(t), _) => (t, false),
             (None, Some(b)) => (b, true),
@@ -150,7 +145,7 @@ impl OpenClExecutor {
         let bytes = image.source.bytes()?.into_owned();
         let key = (binary, bytes, options);
         if let Some(p) = self.programs.lock().get(&key) {
-            return Ok(p.clone());
+            return Ok((p.clone(), image.kernel_name.clone()));
         }
         let (binary, bytes, options) = &key;
         let program = if *binary {
@@ -172,10 +167,9 @@ impl OpenClExecutor {
             Program::create_and_build_from_source(&self.context, text, options)
                 .map_err(|log| load_err(format!("the OpenCL C compiler failed: {log}")))?
         };
-        let _ = kernel;
         let program = Arc::new(program);
         self.programs.lock().insert(key, program.clone());
-        Ok(program)
+        Ok((program, image.kernel_name.clone()))
     }
 
     fn with_sync_queue<T>(&self, f: impl FnOnce(&CommandQueue) -> Result<T>) -> Result<T> {
@@ -399,12 +393,7 @@ impl StreamExecutorInterface for OpenClExecutor {
     }
 
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
-        let program = self.program(spec)?;
-        let name = spec
-            .opencl_text()
-            .or(spec.opencl_binary())
-            .map(|i| i.kernel_name.clone())
-            .unwrap_or_default();
+        let (program, name) = self.program(spec)?;
         Ok(Arc::new(OpenClKernel::new(program, &name, spec.arity())?))
     }
 
@@ -414,7 +403,7 @@ impl StreamExecutorInterface for OpenClExecutor {
             .upgrade()
             .ok_or_else(|| Error::invalid("create_stream", "executor is shutting down"))?;
         let stream = OpenClStream::new(me)?;
-        self.register_stream(stream.shared());
+        self.streams.insert(stream.shared());
         Ok(Box::new(stream))
     }
 
@@ -423,13 +412,7 @@ impl StreamExecutorInterface for OpenClExecutor {
     }
 
     fn synchronize_all(&self) -> Result<()> {
-        let streams: Vec<_> = self
-            .streams
-            .lock()
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for s in streams {
+        for s in self.streams.live() {
             let _ = s.finish();
         }
         reap(self.context.get(), &self.reaper);
