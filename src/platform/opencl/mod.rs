@@ -13,7 +13,8 @@ mod stream;
 use std::sync::Arc;
 
 use opencl3::device::{
-    CL_DEVICE_SVM_ATOMICS, CL_DEVICE_SVM_FINE_GRAIN_BUFFER, CL_DEVICE_TYPE_ALL, Device,
+    CL_DEVICE_SVM_ATOMICS, CL_DEVICE_SVM_FINE_GRAIN_BUFFER, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU,
+    Device,
 };
 use opencl3::types::cl_device_id;
 
@@ -85,12 +86,14 @@ fn describe(id: cl_device_id, ordinal: usize) -> Result<DeviceDescription> {
     let dim = |i: usize| sizes.get(i).map_or(1, |&s| s.min(u32::MAX as usize) as u32);
     let svm = d.svm_mem_capability();
     let fine_svm = svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER != 0 && svm & CL_DEVICE_SVM_ATOMICS != 0;
+    // SIMD width of one hardware thread: none on CPUs; NVIDIA warps and AMD wavefronts.
     let lower = vendor.to_ascii_lowercase();
-    let warp = if lower.contains("nvidia") {
+    let cpu = d.dev_type().is_ok_and(|t| t & CL_DEVICE_TYPE_CPU != 0);
+    let warp = if cpu {
+        1
+    } else if lower.contains("nvidia") {
         32
-    } else if lower.contains("advanced micro devices")
-        || lower.contains("amd") && !name.contains("EPYC")
-    {
+    } else if lower.contains("advanced micro devices") || lower.contains("amd") {
         64
     } else {
         1
