@@ -92,6 +92,8 @@ pub enum KernelFormat {
     CudaPtx,
     /// CUDA binary.
     CudaCubin,
+    /// CUDA C++ source, compiled by NVRTC at load time.
+    CudaSource,
     /// OpenCL C source.
     OpenClText,
     /// OpenCL program binary.
@@ -107,6 +109,7 @@ impl std::fmt::Display for KernelFormat {
         f.write_str(match self {
             KernelFormat::CudaPtx => "CUDA PTX",
             KernelFormat::CudaCubin => "CUDA cubin",
+            KernelFormat::CudaSource => "CUDA C++ source",
             KernelFormat::OpenClText => "OpenCL C text",
             KernelFormat::OpenClBinary => "OpenCL binary",
             KernelFormat::Hsaco => "HSACO",
@@ -121,6 +124,7 @@ pub struct MultiKernelLoaderSpec {
     arity: usize,
     ptx: Vec<KernelImage>,
     cubin: Vec<KernelImage>,
+    cuda_source: Option<KernelImage>,
     opencl_text: Option<KernelImage>,
     opencl_binary: Option<KernelImage>,
     hsaco: Option<KernelImage>,
@@ -135,6 +139,7 @@ impl MultiKernelLoaderSpec {
             arity,
             ptx: Vec::new(),
             cubin: Vec::new(),
+            cuda_source: None,
             opencl_text: None,
             opencl_binary: None,
             hsaco: None,
@@ -201,6 +206,16 @@ impl MultiKernelLoaderSpec {
     pub fn add_cuda_cubin_on_disk(mut self, path: impl Into<PathBuf>, kernel_name: &str) -> Self {
         self.cubin.push(KernelImage::new(
             KernelSource::File(path.into()),
+            kernel_name,
+        ));
+        self
+    }
+    /// CUDA C++ source, compiled at load time by NVRTC for the device's compute capability
+    /// (used when the spec holds no PTX or cubin). Mark the kernel `extern "C"` so that
+    /// `kernel_name` is its symbol.
+    pub fn add_cuda_source_in_memory(mut self, source: &str, kernel_name: &str) -> Self {
+        self.cuda_source = Some(KernelImage::new(
+            KernelSource::Text(source.into()),
             kernel_name,
         ));
         self
@@ -290,6 +305,10 @@ impl MultiKernelLoaderSpec {
     pub fn cuda_cubin(&self) -> &[KernelImage] {
         &self.cubin
     }
+    /// The CUDA C++ source for NVRTC, if any.
+    pub fn cuda_source(&self) -> Option<&KernelImage> {
+        self.cuda_source.as_ref()
+    }
     /// The OpenCL C source, if any.
     pub fn opencl_text(&self) -> Option<&KernelImage> {
         self.opencl_text.as_ref()
@@ -320,6 +339,9 @@ impl MultiKernelLoaderSpec {
         if !self.cubin.is_empty() {
             f.push(KernelFormat::CudaCubin);
         }
+        if self.cuda_source.is_some() {
+            f.push(KernelFormat::CudaSource);
+        }
         if self.opencl_text.is_some() {
             f.push(KernelFormat::OpenClText);
         }
@@ -340,6 +362,7 @@ impl MultiKernelLoaderSpec {
         self.ptx
             .iter()
             .chain(&self.cubin)
+            .chain(&self.cuda_source)
             .chain(&self.opencl_text)
             .chain(&self.opencl_binary)
             .chain(&self.hsaco)
@@ -371,6 +394,7 @@ impl MultiKernelLoaderSpec {
             ));
         }
         for (what, img) in [
+            ("CUDA C++ source", &self.cuda_source),
             ("OpenCL C text", &self.opencl_text),
             ("OpenCL binary", &self.opencl_binary),
             ("HSACO", &self.hsaco),

@@ -6,7 +6,13 @@
 //! most one live executor: `executor_for_device` hands out the same one while any handle to it
 //! lives, and opens a fresh one after every handle has dropped.
 
+#[cfg(feature = "cuda")]
+mod cuda;
 mod description;
+#[cfg(any(feature = "cuda", feature = "hip"))]
+mod gpu;
+#[cfg(feature = "hip")]
+mod hip;
 pub mod host;
 pub mod interface;
 #[cfg(feature = "opencl")]
@@ -39,21 +45,29 @@ fn open_opencl() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
     #[cfg(feature = "opencl")]
     return opencl::open();
     #[cfg(not(feature = "opencl"))]
-    not_built("opencl", "opencl", false, "")
+    not_built("opencl")
+}
+
+fn open_cuda() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
+    #[cfg(feature = "cuda")]
+    return cuda::open();
+    #[cfg(not(feature = "cuda"))]
+    not_built("cuda")
+}
+
+fn open_hip() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
+    #[cfg(feature = "hip")]
+    return hip::open();
+    #[cfg(not(feature = "hip"))]
+    not_built("hip")
 }
 
 /// Opener for a backend whose folder is not in this build.
-fn not_built(
-    name: &str,
-    feature: &str,
-    enabled: bool,
-    issue: &str,
-) -> std::result::Result<Arc<dyn PlatformInterface>, String> {
-    Err(if enabled {
-        format!("the {name} backend is not implemented in this version of streamexec ({issue})")
-    } else {
-        format!("not compiled in; rebuild with `--features {feature}`")
-    })
+#[allow(dead_code)] // used only by builds without some backend feature
+fn not_built(feature: &str) -> std::result::Result<Arc<dyn PlatformInterface>, String> {
+    Err(format!(
+        "not compiled in; rebuild with `--features {feature}`"
+    ))
 }
 
 const REGISTRY: &[Registration] = &[
@@ -70,19 +84,12 @@ const REGISTRY: &[Registration] = &[
     Registration {
         name: "cuda",
         feature: Some("cuda"),
-        open: || {
-            not_built(
-                "cuda",
-                "cuda",
-                cfg!(feature = "cuda"),
-                "tracked in issue #4",
-            )
-        },
+        open: open_cuda,
     },
     Registration {
         name: "hip",
         feature: Some("hip"),
-        open: || not_built("hip", "hip", cfg!(feature = "hip"), "tracked in issue #4"),
+        open: open_hip,
     },
 ];
 

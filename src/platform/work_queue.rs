@@ -6,6 +6,7 @@
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex};
@@ -126,6 +127,65 @@ impl WorkQueue {
             self.state.lock().completed += 1;
             self.done.notify_all();
         }
+    }
+}
+
+/// A driver stream's submission path. Direct: each operation is handed to the driver at once.
+/// Deferred, from the first operation that must run on the host in stream order (a host
+/// callback, a wait on a record not yet made) on: operations go through a [`WorkQueue`]
+/// worker, so a failure really skips the rest and callbacks may call the driver.
+pub(crate) struct Submitter {
+    deferred: AtomicBool,
+    work: Arc<WorkQueue>,
+    thread_name: &'static str,
+    platform: &'static str,
+}
+
+impl Submitter {
+    /// A direct-mode submitter whose worker (once started) stores failures in `error`.
+    pub(crate) fn new(
+        error: Arc<Mutex<Option<Error>>>,
+        thread_name: &'static str,
+        platform: &'static str,
+    ) -> Self {
+        Submitter {
+            deferred: AtomicBool::new(false),
+            work: Arc::new(WorkQueue::with_error_slot(error)),
+            thread_name,
+            platform,
+        }
+    }
+
+    /// Runs `run` now (direct mode) or queues it (deferred mode); `force_deferred` switches to
+    /// deferred mode first. Direct mode returns `run`'s error as an enqueue-time error.
+    pub(crate) fn submit(
+        &self,
+        run: RunFn,
+        skip: Option<SkipFn>,
+        force_deferred: bool,
+    ) -> Result<()> {
+        if force_deferred
+            && !self.deferred.swap(true, Ordering::SeqCst)
+            && let Err(e) = self.work.spawn(self.thread_name.into(), self.platform)
+        {
+            self.deferred.store(false, Ordering::SeqCst);
+            return Err(e);
+        }
+        if !self.deferred.load(Ordering::SeqCst) {
+            return run();
+        }
+        self.work.push(run, skip);
+        Ok(())
+    }
+
+    /// True once the stream has switched to deferred mode.
+    pub(crate) fn is_deferred(&self) -> bool {
+        self.deferred.load(Ordering::SeqCst)
+    }
+
+    /// The worker's queue.
+    pub(crate) fn work(&self) -> &Arc<WorkQueue> {
+        &self.work
     }
 }
 

@@ -12,7 +12,6 @@
 
 use std::ffi::c_void;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::event::{CL_COMPLETE, Event};
@@ -31,7 +30,7 @@ use crate::memory::HostRegion;
 use crate::platform::interface::{
     DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
 };
-use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue};
+use crate::platform::work_queue::{RunFn, SkipFn, Submitter};
 
 type ErrorSlot = Arc<Mutex<Option<Error>>>;
 /// The part of a stream the executor keeps to synchronise it.
@@ -40,9 +39,8 @@ pub(crate) struct StreamShared {
     error: ErrorSlot,
     /// Commands since the last `finish`, checked for failure then.
     pending: Mutex<Vec<Event>>,
-    deferred: AtomicBool,
-    /// The worker of deferred mode, started on the first deferred operation.
-    work: Arc<WorkQueue>,
+    /// Direct or deferred submission.
+    submitter: Submitter,
 }
 
 // SAFETY: OpenCL queues and events are thread-safe handles; the rest is behind Mutexes.
@@ -53,7 +51,7 @@ unsafe impl Sync for StreamShared {}
 impl StreamShared {
     /// Waits for the worker and every command, then reports the first failure.
     pub(crate) fn finish(&self) -> Result<()> {
-        let _ = self.work.wait_idle(); // its failure is in the shared error slot
+        let _ = self.submitter.work().wait_idle(); // its failure is in the shared error slot
         let finished = self.queue.finish().map_err(|e| cl_error("clFinish", e.0));
         let pending = std::mem::take(&mut *self.pending.lock());
         for ev in pending {
@@ -87,29 +85,12 @@ impl StreamShared {
         Event::new(raw)
     }
 
-    /// Runs `run` now (direct mode) or queues it for the worker (deferred mode).
-    fn submit(
-        self: &Arc<Self>,
-        run: RunFn,
-        skip: Option<SkipFn>,
-        force_deferred: bool,
-    ) -> Result<()> {
-        if force_deferred
-            && !self.deferred.swap(true, Ordering::SeqCst)
-            && let Err(e) = self.work.spawn("streamexec-opencl-stream".into(), PLATFORM)
-        {
-            self.deferred.store(false, Ordering::SeqCst);
-            return Err(e);
-        }
-        if !self.deferred.load(Ordering::SeqCst) {
-            return run();
-        }
-        self.work.push(run, skip);
-        Ok(())
+    fn submit(&self, run: RunFn, skip: Option<SkipFn>, force_deferred: bool) -> Result<()> {
+        self.submitter.submit(run, skip, force_deferred)
     }
 
     fn is_deferred(&self) -> bool {
-        self.deferred.load(Ordering::SeqCst)
+        self.submitter.is_deferred()
     }
 
     fn marker(&self) -> Result<Event> {
@@ -140,7 +121,7 @@ impl StreamShared {
 impl Drop for OpenClStream {
     fn drop(&mut self) {
         // The worker (if any) drains what is queued, then exits.
-        self.shared.work.close();
+        self.shared.submitter.work().close();
     }
 }
 
@@ -182,8 +163,7 @@ impl OpenClStream {
             queue,
             error: error.clone(),
             pending: Mutex::new(Vec::new()),
-            deferred: AtomicBool::new(false),
-            work: Arc::new(WorkQueue::with_error_slot(error)),
+            submitter: Submitter::new(error, "streamexec-opencl-stream", PLATFORM),
         });
         Ok(OpenClStream { exec, shared })
     }

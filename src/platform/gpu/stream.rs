@@ -1,0 +1,331 @@
+//! Streams on a CUDA-like driver: one non-blocking driver stream each, direct submission until
+//! the first host callback (see `Submitter`), then a worker thread that runs callbacks after
+//! `stream_synchronize`, so a failed callback skips the rest and callbacks may call the driver.
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::event::GpuEvent;
+use super::executor::GpuExecutor;
+use super::kernel::GpuKernel;
+use super::{Driver, RawStream};
+use crate::error::{Error, Result};
+use crate::kernel::PackedArg;
+use crate::memory::HostRegion;
+use crate::platform::interface::{
+    DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
+};
+use crate::platform::work_queue::Submitter;
+
+/// The part of a stream that queued operations and the executor share.
+pub(crate) struct StreamShared<D: Driver> {
+    drv: Arc<D>,
+    /// Queued work keeps the executor (and so its modules and parked allocations) alive.
+    _exec: Arc<GpuExecutor<D>>,
+    pub(crate) raw: RawStream,
+    error: Arc<Mutex<Option<Error>>>,
+    submitter: Submitter,
+}
+
+impl<D: Driver> StreamShared<D> {
+    /// Waits for the worker and the driver stream; the first failure.
+    pub(crate) fn finish(&self) -> Result<()> {
+        let _ = self.submitter.work().wait_idle(); // its failure is in the error slot
+        if let Err(e) = self.drv.stream_synchronize(self.raw) {
+            self.error.lock().get_or_insert(e);
+        }
+        self.error.lock().clone().map_or(Ok(()), Err)
+    }
+
+    /// Records `event` in stream order (after everything submitted so far); its generation.
+    pub(crate) fn record(self: &Arc<Self>, event: Arc<GpuEvent<D>>) -> Result<u64> {
+        let generation = event.begin_record();
+        if !self.submitter.is_deferred() {
+            event.record(generation, self.raw)?;
+            return Ok(generation);
+        }
+        let (me, skipped, skip_me) = (self.clone(), event.clone(), self.clone());
+        self.submitter.submit(
+            Box::new(move || event.record(generation, me.raw)),
+            Some(Box::new(move |e: &Error| {
+                skipped.skip(generation, skip_me.raw, e)
+            })),
+            false,
+        )?;
+        Ok(generation)
+    }
+
+    fn submit(&self, run: impl FnOnce() -> Result<()> + Send + 'static) -> Result<()> {
+        self.submitter.submit(Box::new(run), None, false)
+    }
+}
+
+impl<D: Driver> Drop for StreamShared<D> {
+    fn drop(&mut self) {
+        // SAFETY: the last reference; the driver releases the stream once its work is done.
+        unsafe { self.drv.stream_destroy(self.raw) };
+    }
+}
+
+/// A streamexec stream on a CUDA-like driver.
+pub(crate) struct GpuStream<D: Driver> {
+    shared: Arc<StreamShared<D>>,
+}
+
+impl<D: Driver> GpuStream<D> {
+    pub(crate) fn new(exec: Arc<GpuExecutor<D>>) -> Result<Self> {
+        let drv = exec.driver().clone();
+        let raw = drv.stream_create()?;
+        let error = Arc::new(Mutex::new(None));
+        let shared = Arc::new(StreamShared {
+            drv,
+            _exec: exec.clone(),
+            raw,
+            error: error.clone(),
+            submitter: Submitter::new(error, "streamexec-gpu-stream", D::PLATFORM),
+        });
+        Ok(GpuStream { shared })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<StreamShared<D>> {
+        &self.shared
+    }
+
+    fn event(&self, event: &Arc<dyn EventInterface>, what: &str) -> Result<Arc<GpuEvent<D>>> {
+        let any: &dyn Any = event.as_any();
+        let same_object = std::ptr::eq(
+            any as *const dyn Any as *const u8,
+            Arc::as_ptr(event) as *const u8,
+        );
+        if !same_object || any.downcast_ref::<GpuEvent<D>>().is_none() {
+            return Err(Error::invalid(
+                what,
+                format!("the event does not belong to the {} platform", D::PLATFORM),
+            ));
+        }
+        let raw = Arc::into_raw(event.clone());
+        // SAFETY: the checks above show the Arc's object is a `GpuEvent<D>` (its `as_any` is
+        // the object itself), so the pointer has that type and the reference count is kept.
+        Ok(unsafe { Arc::from_raw(raw as *const GpuEvent<D>) })
+    }
+}
+
+impl<D: Driver> Drop for GpuStream<D> {
+    fn drop(&mut self) {
+        // The worker (if any) drains what is queued, then exits.
+        self.shared.submitter.work().close();
+    }
+}
+
+/// Releases what an async copy borrowed once the copy is done: through a driver host function
+/// where possible, else by waiting for the stream.
+fn release_after<D: Driver>(drv: &D, s: RawStream, keep: Box<dyn Send>) -> Result<()> {
+    let keep = Arc::new(Mutex::new(Some(keep)));
+    let in_fn = keep.clone();
+    if let Err(e) = drv.launch_host_fn(s, Box::new(move || drop(in_fn.lock().take()))) {
+        let synced = drv.stream_synchronize(s);
+        drop(keep.lock().take());
+        synced?;
+        return Err(e);
+    }
+    Ok(())
+}
+
+impl<D: Driver> StreamInterface for GpuStream<D> {
+    fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
+        if src.is_empty() {
+            return Ok(());
+        }
+        let sh = self.shared.clone();
+        self.shared.submit(move || {
+            let guard = src.lock_read();
+            // SAFETY: `guard` keeps the host bytes readable until `release_after` drops it
+            // once the copy is done; the caller checked the device range.
+            unsafe {
+                sh.drv
+                    .memcpy_htod_async(dst.0, guard.as_ptr(), guard.len(), sh.raw)?
+            };
+            release_after(&*sh.drv, sh.raw, Box::new((guard, src)))
+        })
+    }
+
+    fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
+        if dst.is_empty() {
+            return Ok(());
+        }
+        let sh = self.shared.clone();
+        self.shared.submit(move || {
+            let mut guard = dst.lock_write().ok_or_else(|| {
+                Error::invalid("then_memcpy_d2h", "the host region was lent read-only")
+            })?;
+            // SAFETY: `guard` gives exclusive access to the host bytes until `release_after`
+            // drops it once the copy is done; the caller checked the device range.
+            unsafe {
+                sh.drv
+                    .memcpy_dtoh_async(guard.as_mut_ptr(), src.0, guard.len(), sh.raw)?
+            };
+            release_after(&*sh.drv, sh.raw, Box::new((guard, dst)))
+        })
+    }
+
+    fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let sh = self.shared.clone();
+        // SAFETY: the caller checked both ranges; deallocation fences keep them live.
+        self.shared.submit(move || unsafe {
+            sh.drv
+                .memcpy_dtod_async(dst.0, src.0, bytes as usize, sh.raw)
+        })
+    }
+
+    fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        let sh = self.shared.clone();
+        // SAFETY: the caller checked the range; deallocation fences keep it live.
+        self.shared
+            .submit(move || unsafe { sh.drv.memset_d8_async(dst.0, value, bytes as usize, sh.raw) })
+    }
+
+    fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let sh = self.shared.clone();
+        // SAFETY: the caller checked the range and its 4-byte alignment.
+        self.shared.submit(move || unsafe {
+            sh.drv
+                .memset_d32_async(dst.0, value, count as usize, sh.raw)
+        })
+    }
+
+    fn launch(
+        &self,
+        kernel: &Arc<dyn KernelInterface>,
+        dims: &LaunchDims,
+        args: &[PackedArg],
+    ) -> Result<()> {
+        let Some(k) = kernel.as_any().downcast_ref::<GpuKernel<D>>() else {
+            return Err(Error::invalid(
+                "then_launch",
+                format!("the kernel was not loaded by the {} platform", D::PLATFORM),
+            ));
+        };
+        let shared_bytes =
+            u32::try_from(dims.dynamic_shared_bytes).map_err(|_| Error::LaunchConfig {
+                platform: D::PLATFORM.into(),
+                kernel: k.name().into(),
+                detail: format!(
+                    "{} bytes of dynamic shared memory do not fit the driver's 32-bit size",
+                    dims.dynamic_shared_bytes
+                ),
+            })?;
+        // Parameter values, each at an 8-byte aligned slot of one buffer: SharedMemory
+        // arguments are a launch attribute in CUDA and HIP, not parameters.
+        let mut slots: Vec<(usize, &[u8])> = Vec::with_capacity(args.len());
+        let mut words = 0;
+        let ptrs: Vec<[u8; 8]> = args
+            .iter()
+            .map(|a| match a {
+                PackedArg::Pointer { addr, .. } => addr.0.to_ne_bytes(),
+                _ => [0; 8],
+            })
+            .collect();
+        for (a, p) in args.iter().zip(&ptrs) {
+            let bytes: &[u8] = match a {
+                PackedArg::Scalar { bytes, .. } => bytes,
+                PackedArg::Pointer { .. } => p,
+                PackedArg::SharedMemory { .. } => continue,
+            };
+            slots.push((words, bytes));
+            words += bytes.len().div_ceil(8).max(1);
+        }
+        let mut storage = vec![0u64; words];
+        for (w, bytes) in &slots {
+            bytemuck::cast_slice_mut::<u64, u8>(&mut storage[*w..])[..bytes.len()]
+                .copy_from_slice(bytes);
+        }
+        let offsets: Vec<usize> = slots.iter().map(|(w, _)| *w).collect();
+        let (t, b) = (dims.threads.0, dims.blocks.0);
+        let (grid, block) = ([b.x, b.y, b.z], [t.x, t.y, t.z]);
+        let (sh, kernel) = (self.shared.clone(), kernel.clone());
+        self.shared.submit(move || {
+            let k = kernel
+                .as_any()
+                .downcast_ref::<GpuKernel<D>>()
+                .expect("checked above"); // ok: checked
+            let mut storage = storage;
+            let base = storage.as_mut_ptr();
+            // SAFETY: every offset is inside `storage`, which outlives the launch call (the
+            // driver copies parameter values when the launch is enqueued).
+            let mut params: Vec<*mut c_void> = offsets
+                .iter()
+                .map(|&w| unsafe { base.add(w) } as *mut c_void)
+                .collect();
+            // SAFETY: one pointer per kernel parameter (the signature was checked at load and
+            // launch), each to a value of that parameter's size; memory is fenced on free.
+            unsafe {
+                sh.drv
+                    .launch(k.function(), grid, block, shared_bytes, sh.raw, &mut params)
+            }
+            .map_err(|e| Error::LaunchConfig {
+                platform: D::PLATFORM.into(),
+                kernel: k.name().into(),
+                detail: e.to_string(),
+            })
+        })
+    }
+
+    fn host_callback(&self, f: HostCallbackFn) -> Result<()> {
+        let sh = self.shared.clone();
+        self.shared.submitter.submit(
+            Box::new(move || {
+                sh.drv.stream_synchronize(sh.raw)?;
+                f()
+            }),
+            None,
+            true,
+        )
+    }
+
+    fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = self.event(event, "then_record_event")?;
+        self.shared.record(ev).map(drop)
+    }
+
+    fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = self.event(event, "then_wait_for")?;
+        let (generation, failed) = ev.latest();
+        if generation == 0 {
+            return Ok(());
+        }
+        if let Some(e) = failed {
+            return Err(Error::dependency("then_wait_for", e));
+        }
+        let sh = self.shared.clone();
+        let published = ev.is_published(generation);
+        self.shared.submitter.submit(
+            Box::new(move || {
+                ev.wait_published(generation)
+                    .map_err(|e| Error::dependency("then_wait_for", e))?;
+                sh.drv.stream_wait_event(sh.raw, ev.raw)
+            }),
+            None,
+            !published,
+        )
+    }
+
+    fn block_until_done(&self) -> Result<()> {
+        self.shared.finish()
+    }
+
+    fn async_error(&self) -> Option<Error> {
+        self.shared.error.lock().clone()
+    }
+}
