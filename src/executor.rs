@@ -80,6 +80,38 @@ impl StreamExecutor {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// True when `other` is another device of the same platform whose memory this device can
+    /// be given direct access to ([`enable_peer_access_to`](Self::enable_peer_access_to)).
+    pub fn can_enable_peer_access_to(&self, other: &StreamExecutor) -> bool {
+        !self.same_as(other)
+            && self.platform_name() == other.platform_name()
+            && self
+                .inner
+                .iface
+                .can_enable_peer_access(other.inner.iface.as_ref())
+    }
+
+    /// Gives this device direct access to `other`'s memory (for peer copies and kernels).
+    /// Errors: `InvalidArgument` for the same executor or another platform, `Unsupported` where
+    /// the devices cannot reach each other.
+    pub fn enable_peer_access_to(&self, other: &StreamExecutor) -> Result<()> {
+        if self.same_as(other) || self.platform_name() != other.platform_name() {
+            return Err(Error::invalid(
+                "enable_peer_access_to",
+                format!(
+                    "peer access needs two devices of one platform; got {} device {} and {}                      device {}",
+                    self.platform_name(),
+                    self.device_ordinal(),
+                    other.platform_name(),
+                    other.device_ordinal()
+                ),
+            ));
+        }
+        self.inner
+            .iface
+            .enable_peer_access(other.inner.iface.as_ref())
+    }
+
     /// `InvalidArgument` unless memory with `owner` id belongs to this executor.
     pub(crate) fn check_owner(&self, owner: u64, operation: &str) -> Result<()> {
         if owner != self.id() {

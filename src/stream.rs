@@ -253,6 +253,44 @@ impl Stream {
         })
     }
 
+    /// Copies `src`, memory of `src_exec` (another device of the same platform), into `dst` on
+    /// this stream's device (same length). Where the platform has no peer copies the stream
+    /// fails with `Unsupported`.
+    pub fn then_memcpy_peer<'a, 'b, T: Pod>(
+        &mut self,
+        src_exec: &StreamExecutor,
+        src: impl Into<DeviceSlice<'a, T>>,
+        dst: impl Into<DeviceSlice<'b, T>>,
+    ) -> &mut Self {
+        let (src, dst) = (src.into(), dst.into());
+        self.enqueue(|s| {
+            src_exec.check_owner(src.owner(), "then_memcpy_peer (source)")?;
+            s.check_slice(&dst, "then_memcpy_peer (destination)")?;
+            if src_exec.platform_name() != s.exec.platform_name() {
+                return Err(Error::invalid(
+                    "then_memcpy_peer",
+                    "the source belongs to another platform; stage the copy through host memory",
+                ));
+            }
+            if src.len() != dst.len() {
+                return Err(Error::bounds(
+                    "then_memcpy_peer",
+                    format!(
+                        "source has {} elements, destination {}; slice one side",
+                        src.len(),
+                        dst.len()
+                    ),
+                ));
+            }
+            s.iface.memcpy_peer(
+                src_exec.interface().as_ref(),
+                src.address(),
+                dst.address(),
+                dst.size_bytes(),
+            )
+        })
+    }
+
     /// Sets every byte of `dst` to `value`.
     pub fn then_memset<'a, T: Pod>(
         &mut self,

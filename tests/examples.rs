@@ -1,25 +1,11 @@
 //! The examples do what the README says: the seed example prints `result = 165.5` on the host
 //! platform, fails cleanly on a platform that is not there, and device_query lists all four.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-fn example(name: &str) -> PathBuf {
-    // Test binaries live in target/<profile>/deps; examples in target/<profile>/examples.
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().join("examples");
-    let path = dir.join(name);
-    if !path.exists() {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--example", name]);
-        if !cfg!(debug_assertions) {
-            cmd.arg("--release");
-        }
-        assert!(cmd.status().unwrap().success(), "building example {name}");
-    }
-    path
-}
+#[path = "common/mod.rs"]
+mod common;
+use common::example;
 
 #[test]
 fn seed_example_prints_the_result_on_host() {

@@ -111,6 +111,21 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// Free and total device memory.
     fn memory_usage(&self) -> Result<MemoryUsage>;
 
+    /// True when this device can be given direct access to `other`'s memory (another device
+    /// of the same platform). Default: no.
+    fn can_enable_peer_access(&self, _other: &dyn StreamExecutorInterface) -> bool {
+        false
+    }
+
+    /// Lets this device's kernels and copies reach `other`'s memory directly.
+    fn enable_peer_access(&self, _other: &dyn StreamExecutorInterface) -> Result<()> {
+        Err(crate::Error::unsupported(
+            self.description().platform.clone(),
+            "enable_peer_access",
+            "this platform has no peer access; stage copies through host memory",
+        ))
+    }
+
     /// Loads the format of `spec` this platform prefers. Errors: `NoSuitableFormat` listing what
     /// the spec holds, `KernelLoad` with the compiler/JIT log, `Io` for unreadable files.
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>>;
@@ -146,6 +161,22 @@ pub trait StreamInterface: Send + Sync {
     fn memcpy_d2h(&self, src: DeviceAddress, dst: HostRegion) -> Result<()>;
     /// Copies `bytes` between two device ranges (they may belong to different allocations).
     fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()>;
+    /// Copies `bytes` from `src` in the memory of `src_exec` (another device of this
+    /// platform) to `dst` on this stream's device. The backend must keep `src` valid until the
+    /// copy is done even if `src_exec`'s owner frees it.
+    fn memcpy_peer(
+        &self,
+        _src_exec: &dyn StreamExecutorInterface,
+        _src: DeviceAddress,
+        _dst: DeviceAddress,
+        _bytes: u64,
+    ) -> Result<()> {
+        Err(crate::Error::unsupported(
+            "this platform",
+            "then_memcpy_peer",
+            "no peer copies between devices; stage the copy through host memory",
+        ))
+    }
     /// Sets `bytes` bytes to `value`.
     fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()>;
     /// Sets `count` 32-bit words to `value` (`dst` is 4-byte aligned).

@@ -77,3 +77,21 @@ pub fn random_f32s(rng: &mut StdRng, n: usize) -> Vec<f32> {
 pub const POISON_U32: u32 = 0xDEAD_BEEF;
 /// Bytes of `POISON_U32` as f32 bits: a NaN.
 pub const POISON_F32_BITS: u32 = 0x7FBA_DBAD;
+
+/// The built example `name` (built on demand when a test runs alone).
+pub fn example(name: &str) -> std::path::PathBuf {
+    // Test binaries live in target/<profile>/deps; examples in target/<profile>/examples.
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().join("examples");
+    let path = dir.join(name);
+    if !path.exists() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "--example", name]);
+        if !cfg!(debug_assertions) {
+            cmd.arg("--release");
+        }
+        assert!(cmd.status().unwrap().success(), "building example {name}");
+    }
+    path
+}

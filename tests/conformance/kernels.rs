@@ -1,7 +1,10 @@
 //! The kernels the conformance suite launches, in every format the platforms load: a native
-//! host kernel and OpenCL C text (PTX joins when the CUDA backend and the PTX engine land).
+//! host kernel, OpenCL C text, and PTX compiled by clang-19 from kernels/conformance.cu.
 
 use std::cell::Cell;
+
+/// PTX of kernels/conformance.cu (regenerate with scripts/gen-ptx.sh).
+const PTX: &str = include_str!("../../kernels/ptx/conformance.O3.ptx");
 
 use streamexec::{
     DevicePtr, HostKernel, MultiKernelLoaderSpec, SharedMemory, ThreadCtx, TypedKernel,
@@ -10,6 +13,7 @@ use streamexec::{
 /// `y[i] = a * x[i] + y[i]` for `i < n`, one element per thread.
 pub fn saxpy() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(4)
+        .add_cuda_ptx_in_memory(PTX, "saxpy")
         .add_opencl_text_in_memory(
             "__kernel void saxpy(uint n, float a, __global const float* x, __global float* y) {
                  uint i = get_global_id(0);
@@ -32,6 +36,7 @@ pub fn saxpy() -> MultiKernelLoaderSpec {
 /// `x[i] = x[i] * mul + add` (wrapping) for `i < n`: non-commuting steps to test ordering.
 pub fn affine() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(4)
+        .add_cuda_ptx_in_memory(PTX, "affine")
         .add_opencl_text_in_memory(
             "__kernel void affine(__global uint* x, uint n, uint mul, uint add) {
                  uint i = get_global_id(0);
@@ -115,6 +120,7 @@ __kernel void block_reduce_dyn(__global const uint* input, __global uint* out, u
 /// Per-block sum of `input` into `out[block]`, through a static shared array and barriers.
 pub fn block_reduce() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(3)
+        .add_cuda_ptx_in_memory(PTX, "block_reduce")
         .add_opencl_text_in_memory(REDUCE_CL, "block_reduce")
         .add_host_kernel(HostKernel::new(
             "block_reduce",
@@ -128,6 +134,7 @@ pub fn block_reduce() -> MultiKernelLoaderSpec {
 /// As [`block_reduce`], with the shared array passed as dynamic shared memory.
 pub fn block_reduce_dyn() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(4)
+        .add_cuda_ptx_in_memory(PTX, "block_reduce_dyn")
         .add_opencl_text_in_memory(REDUCE_CL, "block_reduce_dyn")
         .add_host_kernel(HostKernel::new(
             "block_reduce_dyn",
@@ -142,6 +149,7 @@ pub fn block_reduce_dyn() -> MultiKernelLoaderSpec {
 /// 3-D launch: checks index math on every platform.
 pub fn thread_ids() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(1)
+        .add_cuda_ptx_in_memory(PTX, "thread_ids")
         .add_opencl_text_in_memory(
             "__kernel void thread_ids(__global uint* out) {
                  uint bx = get_group_id(0), by = get_group_id(1), bz = get_group_id(2);

@@ -2,7 +2,7 @@
 
 use rand::RngExt;
 use std::time::Duration;
-use streamexec::{HostMemory, StreamExecutor};
+use streamexec::{Error, HostMemory, PlatformManager, StreamExecutor};
 
 use crate::common::{POISON_U32, random_u32s, rng};
 use crate::on_each_platform;
@@ -188,5 +188,52 @@ fn memory_usage_reports_sane_numbers() {
         let u = exec.memory_usage().unwrap();
         assert!(u.total > 0 && u.free <= u.total, "{u:?}");
         assert_eq!(u.total, exec.description().total_memory);
+    });
+}
+
+#[test]
+fn peer_copies_move_data_between_devices_or_fail_cleanly() {
+    on_each_platform(|exec| {
+        let err = exec.enable_peer_access_to(exec).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+        assert!(!exec.can_enable_peer_access_to(exec));
+        let mut r = rng("peer_copy");
+        let data: Vec<u32> = (0..4099).map(|_| r.random()).collect();
+        let platform = PlatformManager::platform_with_name(exec.platform_name()).unwrap();
+        let mut dst = exec.copy_to_device(&vec![POISON_U32; data.len()]).unwrap();
+        let Ok(other) = platform.executor_for_device(1) else {
+            // One device: a copy "from a peer" that is this device is refused, not run.
+            let src = exec.copy_to_device(&data).unwrap();
+            let mut s = exec.create_stream().unwrap();
+            let status = s
+                .then_memcpy_peer(exec, &src, &mut dst)
+                .block_host_until_done();
+            if let Err(e) = status {
+                assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            } else {
+                assert_eq!(exec.copy_to_vec(&dst).unwrap(), data);
+            }
+            return;
+        };
+        let src = other.copy_to_device(&data).unwrap();
+        if exec.can_enable_peer_access_to(&other) {
+            exec.enable_peer_access_to(&other).unwrap();
+        }
+        let mut s = exec.create_stream().unwrap();
+        match s
+            .then_memcpy_peer(&other, &src, &mut dst)
+            .block_host_until_done()
+        {
+            Ok(()) => assert_eq!(exec.copy_to_vec(&dst).unwrap(), data),
+            Err(e) => assert!(matches!(e, Error::Unsupported { .. }), "{e}"),
+        }
+        // The source's owner must be named correctly: memory of `exec` passed as `other`'s.
+        let mut s = exec.create_stream().unwrap();
+        let mine = exec.copy_to_device(&data).unwrap();
+        let err = s
+            .then_memcpy_peer(&other, &mine, &mut dst)
+            .block_host_until_done()
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
     });
 }

@@ -297,6 +297,40 @@ unsafe impl Driver for CudaDriver {
         })
     }
 
+    fn can_access_peer(&self, peer: &Self) -> Result<bool> {
+        let mut can = 0;
+        // SAFETY: valid devices; writes one int.
+        self.call("cuDeviceCanAccessPeer", || unsafe {
+            sys::cuDeviceCanAccessPeer(&mut can, self.dev, peer.dev)
+        })?;
+        Ok(can != 0)
+    }
+
+    fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: a retained context of another device.
+        match unsafe { sys::cuCtxEnablePeerAccess(peer.ctx, 0) } {
+            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
+                Ok(())
+            }
+            e => Err(cu_error("cuCtxEnablePeerAccess", result::DriverError(e))),
+        }
+    }
+
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        src_dev: &Self,
+        src: u64,
+        bytes: usize,
+        s: RawStream,
+    ) -> Result<()> {
+        // SAFETY: both ranges are live on their devices (caller).
+        self.call("cuMemcpyPeerAsync", || unsafe {
+            sys::cuMemcpyPeerAsync(dst, self.ctx, src, src_dev.ctx, bytes, stream(s))
+        })
+    }
+
     unsafe fn memset_d8_async(
         &self,
         dst: u64,

@@ -66,6 +66,12 @@ impl<D: Driver> GpuExecutor<D> {
         &self.drv
     }
 
+    /// Makes this executor's frees also fence `stream` (of another device), which is about to
+    /// read this executor's memory in a peer copy.
+    pub(crate) fn fence_also(&self, stream: &Arc<StreamShared<D>>) {
+        self.streams.insert(stream);
+    }
+
     fn oom(&self, bytes: u64, e: Error) -> Error {
         Error::OutOfMemory {
             platform: D::PLATFORM.into(),
@@ -265,6 +271,33 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     fn memory_usage(&self) -> Result<MemoryUsage> {
         let (free, total) = self.drv.mem_info()?;
         Ok(MemoryUsage { free, total })
+    }
+
+    fn can_enable_peer_access(&self, other: &dyn StreamExecutorInterface) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<GpuExecutor<D>>()
+            .is_some_and(|o| self.drv.can_access_peer(&o.drv).unwrap_or(false))
+    }
+
+    fn enable_peer_access(&self, other: &dyn StreamExecutorInterface) -> Result<()> {
+        let o = other
+            .as_any()
+            .downcast_ref::<GpuExecutor<D>>()
+            .ok_or_else(|| {
+                Error::invalid("enable_peer_access_to", "not a device of this platform")
+            })?;
+        if !self.drv.can_access_peer(&o.drv)? {
+            return Err(Error::unsupported(
+                D::PLATFORM,
+                "enable_peer_access_to",
+                format!(
+                    "device {} cannot reach device {} directly; stage copies through host memory",
+                    self.description.ordinal, o.description.ordinal
+                ),
+            ));
+        }
+        self.drv.enable_peer_access(&o.drv)
     }
 
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {

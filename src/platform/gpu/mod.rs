@@ -131,6 +131,22 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
         bytes: usize,
         s: RawStream,
     ) -> Result<()>;
+    /// True when this device can map `peer`'s memory.
+    fn can_access_peer(&self, peer: &Self) -> Result<bool>;
+    /// Maps `peer`'s memory into this device (already enabled is success).
+    fn enable_peer_access(&self, peer: &Self) -> Result<()>;
+    /// Async copy from `src` on device `src_dev` to `dst` on this device.
+    ///
+    /// # Safety
+    /// Both ranges are live device memory of their devices.
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        src_dev: &Self,
+        src: u64,
+        bytes: usize,
+        s: RawStream,
+    ) -> Result<()>;
     /// Async byte fill.
     ///
     /// # Safety

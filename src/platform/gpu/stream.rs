@@ -183,6 +183,32 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         })
     }
 
+    fn memcpy_peer(
+        &self,
+        src_exec: &dyn crate::platform::interface::StreamExecutorInterface,
+        src: DeviceAddress,
+        dst: DeviceAddress,
+        bytes: u64,
+    ) -> Result<()> {
+        let Some(src_exec) = src_exec.as_any().downcast_ref::<GpuExecutor<D>>() else {
+            return Err(Error::invalid(
+                "then_memcpy_peer",
+                format!("the source is not memory of a {} device", D::PLATFORM),
+            ));
+        };
+        if bytes == 0 {
+            return Ok(());
+        }
+        // The source device's frees must wait for this stream too.
+        src_exec.fence_also(&self.shared);
+        let (sh, src_drv) = (self.shared.clone(), src_exec.driver().clone());
+        // SAFETY: the caller checked both ranges; fences on both devices keep them live.
+        self.shared.submit(move || unsafe {
+            sh.drv
+                .memcpy_peer_async(dst.0, &src_drv, src.0, bytes as usize, sh.raw)
+        })
+    }
+
     fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
         if bytes == 0 {
             return Ok(());

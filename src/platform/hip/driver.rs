@@ -273,6 +273,45 @@ unsafe impl Driver for HipDriver {
         })
     }
 
+    fn can_access_peer(&self, peer: &Self) -> Result<bool> {
+        let mut can = 0;
+        // SAFETY: writes one int.
+        self.call("hipDeviceCanAccessPeer", || unsafe {
+            ffi::hipDeviceCanAccessPeer(&mut can, self.ordinal as i32, peer.ordinal as i32)
+        })?;
+        Ok(can != 0)
+    }
+
+    fn enable_peer_access(&self, peer: &Self) -> Result<()> {
+        self.bind()?;
+        // SAFETY: plain call on the current device.
+        match unsafe { ffi::hipDeviceEnablePeerAccess(peer.ordinal as i32, 0) } {
+            HipStatus::SUCCESS | HipStatus::PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            e => Err(hip_error("hipDeviceEnablePeerAccess", e)),
+        }
+    }
+
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        src_dev: &Self,
+        src: u64,
+        bytes: usize,
+        s: RawStream,
+    ) -> Result<()> {
+        // SAFETY: both ranges are live on their devices (caller).
+        self.call("hipMemcpyPeerAsync", || unsafe {
+            ffi::hipMemcpyPeerAsync(
+                dptr(dst),
+                self.ordinal as i32,
+                dptr(src),
+                src_dev.ordinal as i32,
+                bytes,
+                stream(s),
+            )
+        })
+    }
+
     unsafe fn memset_d8_async(
         &self,
         dst: u64,

@@ -22,6 +22,7 @@ impl HipStatus {
     pub(crate) const SUCCESS: HipStatus = HipStatus(0);
     pub(crate) const NOT_READY: HipStatus = HipStatus(600);
     pub(crate) const NO_DEVICE: HipStatus = HipStatus(100);
+    pub(crate) const PEER_ACCESS_ALREADY_ENABLED: HipStatus = HipStatus(704);
 }
 
 unsafe extern "C" {
@@ -76,6 +77,16 @@ unsafe extern "C" {
     pub(crate) fn hipMemsetD32Async(
         dst: *mut c_void,
         v: c_int,
+        n: usize,
+        s: hipStream_t,
+    ) -> HipStatus;
+    pub(crate) fn hipDeviceCanAccessPeer(can: *mut c_int, dev: c_int, peer: c_int) -> HipStatus;
+    pub(crate) fn hipDeviceEnablePeerAccess(peer: c_int, flags: c_uint) -> HipStatus;
+    pub(crate) fn hipMemcpyPeerAsync(
+        dst: *mut c_void,
+        dst_dev: c_int,
+        src: *mut c_void,
+        src_dev: c_int,
         n: usize,
         s: hipStream_t,
     ) -> HipStatus;
