@@ -7,18 +7,34 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
 use streamexec::ptx::{PtxEntry, check_signature, parse_entries};
 use streamexec::{DevicePtr, Error, KernelArgs, MultiKernelLoaderSpec, PlatformManager};
 
+/// The committed PTX, embedded so the test binary runs on a GPU machine without the tree.
+const CORPUS: &[(&str, &str)] = &[
+    (
+        "conformance.O0.ptx",
+        include_str!("../kernels/ptx/conformance.O0.ptx"),
+    ),
+    (
+        "conformance.O3.ptx",
+        include_str!("../kernels/ptx/conformance.O3.ptx"),
+    ),
+    (
+        "params.O0.ptx",
+        include_str!("../kernels/ptx/params.O0.ptx"),
+    ),
+    (
+        "params.O3.ptx",
+        include_str!("../kernels/ptx/params.O3.ptx"),
+    ),
+];
+
 fn corpus(file: &str) -> Vec<PtxEntry> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("kernels/ptx")
-        .join(file);
-    let text = std::fs::read_to_string(&path).unwrap();
-    parse_entries(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    let text = CORPUS.iter().find(|(f, _)| *f == file).unwrap().1;
+    parse_entries(text).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
 fn entry<'a>(entries: &'a [PtxEntry], name: &str) -> &'a PtxEntry {
