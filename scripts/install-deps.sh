@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and tests use, if missing:
+# PoCL (the OpenCL platform on the CPU), libamdhip64-dev (links the `hip` feature; it reports
+# "no device" without an AMD GPU) and clang-19 (compiles kernels/*.cu to the committed PTX).
+set -euo pipefail
+APT_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev libamdhip64-dev clang-19)
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+fi
