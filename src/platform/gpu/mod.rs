@@ -228,3 +228,8 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
         params: &mut [*mut c_void],
     ) -> Result<()>;
 }
+
+#[cfg(test)]
+mod mock;
+#[cfg(test)]
+mod tests;

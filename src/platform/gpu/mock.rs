@@ -1,0 +1,534 @@
+//! A CUDA-like driver simulated on the host, so the shared GPU backend (fences, deferred
+//! streams, event generations, host-memory release) is tested where no GPU is.
+//!
+//! Each driver stream is a thread running operations in order, as a GPU engine would: calls
+//! return before the work is done. Device memory is `Vec<u8>` per allocation, addressed as
+//! `(id << 32) | offset`; any operation that touches freed memory is recorded as a violation.
+//! Kernels are a few built-ins found by entry name, with the parameter sizes of the PTX entry
+//! the module declares.
+
+use std::collections::{HashMap, VecDeque};
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::{Driver, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream};
+use crate::error::{Error, Result};
+use crate::loader_spec::MultiKernelLoaderSpec;
+use crate::platform::DeviceDescription;
+use crate::ptx::{PtxEntry, parse_entries};
+
+type Op = Box<dyn FnOnce() + Send>;
+
+#[derive(Default)]
+struct Queue {
+    ops: VecDeque<Op>,
+    enqueued: u64,
+    done: u64,
+    closed: bool,
+}
+
+/// One simulated engine queue.
+#[derive(Default)]
+struct MockStream {
+    q: Mutex<Queue>,
+    cv: Condvar,
+    error: Mutex<Option<Error>>,
+}
+
+impl MockStream {
+    fn start() -> Arc<Self> {
+        let s = Arc::new(MockStream::default());
+        let me = s.clone();
+        std::thread::spawn(move || {
+            loop {
+                let op = {
+                    let mut q = me.q.lock();
+                    loop {
+                        if let Some(op) = q.ops.pop_front() {
+                            break op;
+                        }
+                        if q.closed {
+                            return;
+                        }
+                        me.cv.wait(&mut q);
+                    }
+                };
+                op();
+                me.q.lock().done += 1;
+                me.cv.notify_all();
+            }
+        });
+        s
+    }
+
+    fn push(&self, op: Op) {
+        let mut q = self.q.lock();
+        q.ops.push_back(op);
+        q.enqueued += 1;
+        drop(q);
+        self.cv.notify_all();
+    }
+
+    fn sync(&self) -> Result<()> {
+        let mut q = self.q.lock();
+        let target = q.enqueued;
+        while q.done < target {
+            self.cv.wait(&mut q);
+        }
+        drop(q);
+        self.error.lock().clone().map_or(Ok(()), Err)
+    }
+}
+
+#[derive(Default)]
+struct EventState {
+    recorded: u64,
+    done: u64,
+    at: Option<Instant>,
+}
+
+#[derive(Default)]
+struct MockEvent {
+    s: Mutex<EventState>,
+    cv: Condvar,
+}
+
+impl MockEvent {
+    fn wait_for(&self, generation: u64) {
+        let mut s = self.s.lock();
+        while s.done < generation {
+            self.cv.wait(&mut s);
+        }
+    }
+}
+
+/// Simulated device memory plus what went wrong with it.
+#[derive(Default)]
+pub(crate) struct MockMemory {
+    bufs: Mutex<HashMap<u64, Vec<u8>>>,
+    /// Operations that touched memory already freed (must stay empty).
+    pub(crate) violations: Mutex<Vec<String>>,
+    /// Allocations freed so far.
+    pub(crate) frees: AtomicUsize,
+}
+
+impl MockMemory {
+    fn with<R>(
+        &self,
+        addr: u64,
+        len: usize,
+        what: &str,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Option<R> {
+        let (id, off) = (addr >> 32, (addr & 0xffff_ffff) as usize);
+        let mut bufs = self.bufs.lock();
+        match bufs.get_mut(&id) {
+            Some(b) if off + len <= b.len() => Some(f(&mut b[off..off + len])),
+            _ => {
+                self.violations.lock().push(format!(
+                    "{what} touched {len} bytes at {addr:#x}, not live memory"
+                ));
+                None
+            }
+        }
+    }
+
+    /// Number of live allocations.
+    pub(crate) fn live(&self) -> usize {
+        self.bufs.lock().len()
+    }
+}
+
+struct Function {
+    name: String,
+    sizes: Vec<usize>,
+}
+
+/// The simulated driver.
+pub(crate) struct MockDriver {
+    pub(crate) mem: Arc<MockMemory>,
+    next: AtomicUsize,
+    streams: Mutex<HashMap<usize, Arc<MockStream>>>,
+    events: Mutex<HashMap<usize, Arc<MockEvent>>>,
+    modules: Mutex<HashMap<usize, Vec<PtxEntry>>>,
+    functions: Mutex<HashMap<usize, Arc<Function>>>,
+}
+
+impl MockDriver {
+    pub(crate) fn new() -> Self {
+        MockDriver {
+            mem: Arc::default(),
+            next: AtomicUsize::new(1),
+            streams: Mutex::default(),
+            events: Mutex::default(),
+            modules: Mutex::default(),
+            functions: Mutex::default(),
+        }
+    }
+
+    fn id(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn stream(&self, s: RawStream) -> Arc<MockStream> {
+        self.streams.lock()[&s.0].clone()
+    }
+
+    fn event(&self, e: RawEvent) -> Arc<MockEvent> {
+        self.events.lock()[&e.0].clone()
+    }
+
+    fn on(&self, s: RawStream, op: impl FnOnce() + Send + 'static) -> Result<()> {
+        self.stream(s).push(Box::new(op));
+        Ok(())
+    }
+}
+
+/// The built-in kernels: (name, PTX declaration).
+pub(crate) const KERNELS_PTX: &str = "
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry affine(.param .u64 x, .param .u32 n, .param .u32 mul, .param .u32 add) { ret; }
+.visible .entry sleep_ms(.param .u32 ms) { ret; }
+.visible .entry fault() { ret; }
+";
+
+// SAFETY: handles are map keys that stay valid until destroyed; failures are `Err`s.
+unsafe impl Driver for MockDriver {
+    const PLATFORM: &'static str = "mock";
+
+    fn describe(&self) -> Result<DeviceDescription> {
+        Ok(DeviceDescription {
+            platform: "mock".into(),
+            ordinal: 0,
+            name: "simulated CUDA-like device".into(),
+            vendor: "streamexec".into(),
+            platform_version: "mock".into(),
+            driver_version: "mock".into(),
+            total_memory: 1 << 30,
+            compute_units: 1,
+            max_threads_per_block: 1024,
+            max_block_dims: [1024, 1024, 64],
+            max_grid_dims: [u32::MAX, 65535, 65535],
+            warp_size: 32,
+            shared_memory_per_block: 48 << 10,
+            clock_rate_khz: None,
+            compute_capability: Some((7, 0)),
+            isa: None,
+            unified_memory: false,
+            host_mapped_memory: false,
+            max_allocation: 1 << 30,
+        })
+    }
+
+    fn synchronize_device(&self) -> Result<()> {
+        let streams: Vec<_> = self.streams.lock().values().cloned().collect();
+        for s in streams {
+            let _ = s.sync();
+        }
+        Ok(())
+    }
+
+    fn mem_info(&self) -> Result<(u64, u64)> {
+        Ok((1 << 30, 1 << 30))
+    }
+
+    fn mem_alloc(&self, bytes: u64) -> Result<u64> {
+        let id = self.id() as u64;
+        self.mem.bufs.lock().insert(id, vec![0; bytes as usize]);
+        Ok(id << 32)
+    }
+
+    unsafe fn mem_free(&self, ptr: u64) -> Result<()> {
+        self.mem.bufs.lock().remove(&(ptr >> 32));
+        self.mem.frees.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn host_alloc(&self, bytes: usize, mapped: bool) -> Result<*mut u8> {
+        if mapped {
+            return Err(Error::unsupported("mock", "host_alloc", "no mapped memory"));
+        }
+        let layout = std::alloc::Layout::from_size_align(bytes, 4096).unwrap();
+        // SAFETY: a non-zero size (the executor never asks for 0 bytes here).
+        Ok(unsafe { std::alloc::alloc(layout) })
+    }
+
+    unsafe fn host_free(&self, _ptr: *mut u8) {
+        // Leaked: the mock does not track host allocation sizes.
+    }
+
+    unsafe fn host_device_pointer(&self, _ptr: *mut u8) -> Result<u64> {
+        Err(Error::unsupported(
+            "mock",
+            "host_device_pointer",
+            "no mapped memory",
+        ))
+    }
+
+    fn stream_create(&self) -> Result<RawStream> {
+        let id = self.id();
+        self.streams.lock().insert(id, MockStream::start());
+        Ok(RawStream(id))
+    }
+
+    unsafe fn stream_destroy(&self, s: RawStream) {
+        if let Some(st) = self.streams.lock().remove(&s.0) {
+            st.q.lock().closed = true;
+            st.cv.notify_all();
+        }
+    }
+
+    fn stream_synchronize(&self, s: RawStream) -> Result<()> {
+        self.stream(s).sync()
+    }
+
+    fn launch_host_fn(&self, s: RawStream, f: HostFn) -> Result<()> {
+        self.on(s, f)
+    }
+
+    unsafe fn memcpy_htod_async(
+        &self,
+        dst: u64,
+        src: *const u8,
+        n: usize,
+        s: RawStream,
+    ) -> Result<()> {
+        let (mem, src) = (self.mem.clone(), src as usize);
+        self.on(s, move || {
+            mem.with(dst, n, "memcpy_htod", |d| {
+                // SAFETY: the backend keeps the host bytes readable until the copy is done.
+                d.copy_from_slice(unsafe { std::slice::from_raw_parts(src as *const u8, n) })
+            });
+        })
+    }
+
+    unsafe fn memcpy_dtoh_async(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        n: usize,
+        s: RawStream,
+    ) -> Result<()> {
+        let (mem, dst) = (self.mem.clone(), dst as usize);
+        self.on(s, move || {
+            mem.with(src, n, "memcpy_dtoh", |d| {
+                // SAFETY: the backend keeps the host bytes writable until the copy is done.
+                unsafe { std::slice::from_raw_parts_mut(dst as *mut u8, n) }.copy_from_slice(d)
+            });
+        })
+    }
+
+    unsafe fn memcpy_dtod_async(&self, dst: u64, src: u64, n: usize, s: RawStream) -> Result<()> {
+        let mem = self.mem.clone();
+        self.on(s, move || {
+            if let Some(bytes) = mem.with(src, n, "memcpy_dtod", |d| d.to_vec()) {
+                mem.with(dst, n, "memcpy_dtod", |d| d.copy_from_slice(&bytes));
+            }
+        })
+    }
+
+    fn can_access_peer(&self, _peer: &Self) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn enable_peer_access(&self, _peer: &Self) -> Result<()> {
+        Err(Error::unsupported(
+            "mock",
+            "enable_peer_access",
+            "one device",
+        ))
+    }
+
+    unsafe fn memcpy_peer_async(
+        &self,
+        _: u64,
+        _: &Self,
+        _: u64,
+        _: usize,
+        _: RawStream,
+    ) -> Result<()> {
+        Err(Error::unsupported("mock", "memcpy_peer", "one device"))
+    }
+
+    unsafe fn memset_d8_async(&self, dst: u64, v: u8, n: usize, s: RawStream) -> Result<()> {
+        let mem = self.mem.clone();
+        self.on(s, move || {
+            mem.with(dst, n, "memset_d8", |d| d.fill(v));
+        })
+    }
+
+    unsafe fn memset_d32_async(&self, dst: u64, v: u32, count: usize, s: RawStream) -> Result<()> {
+        let mem = self.mem.clone();
+        self.on(s, move || {
+            mem.with(dst, count * 4, "memset_d32", |d| {
+                d.chunks_exact_mut(4)
+                    .for_each(|c| c.copy_from_slice(&v.to_ne_bytes()))
+            });
+        })
+    }
+
+    unsafe fn memcpy_htod(&self, dst: u64, src: &[u8]) -> Result<()> {
+        self.mem
+            .with(dst, src.len(), "memcpy_htod", |d| d.copy_from_slice(src));
+        Ok(())
+    }
+
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()> {
+        self.mem
+            .with(src, dst.len(), "memcpy_dtoh", |d| dst.copy_from_slice(d));
+        Ok(())
+    }
+
+    unsafe fn memset_d8(&self, dst: u64, v: u8, n: usize) -> Result<()> {
+        self.mem.with(dst, n, "memset_d8", |d| d.fill(v));
+        Ok(())
+    }
+
+    fn event_create(&self, _timing: bool) -> Result<RawEvent> {
+        let id = self.id();
+        self.events.lock().insert(id, Arc::default());
+        Ok(RawEvent(id))
+    }
+
+    unsafe fn event_destroy(&self, e: RawEvent) {
+        self.events.lock().remove(&e.0);
+    }
+
+    fn event_record(&self, e: RawEvent, s: RawStream) -> Result<()> {
+        let ev = self.event(e);
+        let generation = {
+            let mut st = ev.s.lock();
+            st.recorded += 1;
+            st.recorded
+        };
+        self.on(s, move || {
+            let mut st = ev.s.lock();
+            st.done = st.done.max(generation);
+            st.at = Some(Instant::now());
+            drop(st);
+            ev.cv.notify_all();
+        })
+    }
+
+    fn event_query(&self, e: RawEvent) -> Result<bool> {
+        let ev = self.event(e);
+        let st = ev.s.lock();
+        Ok(st.done >= st.recorded)
+    }
+
+    fn event_synchronize(&self, e: RawEvent) -> Result<()> {
+        let ev = self.event(e);
+        let target = ev.s.lock().recorded;
+        ev.wait_for(target);
+        Ok(())
+    }
+
+    fn event_elapsed_ms(&self, start: RawEvent, end: RawEvent) -> Result<f32> {
+        let (a, b) = (self.event(start).s.lock().at, self.event(end).s.lock().at);
+        match (a, b) {
+            (Some(a), Some(b)) => Ok(b.saturating_duration_since(a).as_secs_f32() * 1e3),
+            _ => Err(Error::Event {
+                detail: "mock: an event was never recorded".into(),
+            }),
+        }
+    }
+
+    fn stream_wait_event(&self, s: RawStream, e: RawEvent) -> Result<()> {
+        let ev = self.event(e);
+        let target = ev.s.lock().recorded;
+        self.on(s, move || ev.wait_for(target))
+    }
+
+    fn select_image(
+        &self,
+        spec: &MultiKernelLoaderSpec,
+        _d: &DeviceDescription,
+    ) -> Result<ModuleImage> {
+        let img = spec
+            .select_cuda_ptx(Some((7, 0)))
+            .ok_or_else(|| spec.no_suitable_format("mock", "PTX"))?;
+        let text = img.source.text()?.into_owned();
+        Ok(ModuleImage {
+            bytes: text.clone().into_bytes(),
+            kernel_name: img.kernel_name.clone(),
+            ptx: Some(text),
+            what: "PTX".into(),
+        })
+    }
+
+    fn module_load(&self, image: &ModuleImage) -> Result<RawModule> {
+        let entries = parse_entries(image.ptx.as_deref().unwrap_or(""))?;
+        let id = self.id();
+        self.modules.lock().insert(id, entries);
+        Ok(RawModule(id))
+    }
+
+    unsafe fn module_unload(&self, m: RawModule) {
+        self.modules.lock().remove(&m.0);
+    }
+
+    fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction> {
+        let modules = self.modules.lock();
+        let entry = modules[&m.0]
+            .iter()
+            .find(|e| e.name == name)
+            .ok_or_else(|| Error::invalid("module_function", format!("no entry {name}")))?;
+        let f = Function {
+            name: name.into(),
+            sizes: entry.params.iter().map(|p| p.size() as usize).collect(),
+        };
+        let id = self.id();
+        self.functions.lock().insert(id, Arc::new(f));
+        Ok(RawFunction(id))
+    }
+
+    unsafe fn launch(
+        &self,
+        f: RawFunction,
+        _grid: [u32; 3],
+        _block: [u32; 3],
+        _shared: u32,
+        s: RawStream,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        let f = self.functions.lock()[&f.0].clone();
+        assert_eq!(params.len(), f.sizes.len(), "one pointer per parameter");
+        // The driver copies parameter values at launch, as CUDA does.
+        let args: Vec<Vec<u8>> = params
+            .iter()
+            .zip(&f.sizes)
+            // SAFETY: each pointer refers to a value of its parameter's size (the contract).
+            .map(|(&p, &n)| unsafe { std::slice::from_raw_parts(p as *const u8, n) }.to_vec())
+            .collect();
+        let (mem, stream) = (self.mem.clone(), self.stream(s));
+        let u32_at = |a: &[u8]| u32::from_ne_bytes(a[..4].try_into().unwrap());
+        let st = stream.clone();
+        stream.push(Box::new(move || match f.name.as_str() {
+            "affine" => {
+                let x = u64::from_ne_bytes(args[0][..8].try_into().unwrap());
+                let (n, mul, add) = (u32_at(&args[1]), u32_at(&args[2]), u32_at(&args[3]));
+                mem.with(x, n as usize * 4, "affine", |d| {
+                    for c in d.chunks_exact_mut(4) {
+                        let v = u32::from_ne_bytes(c.try_into().unwrap());
+                        c.copy_from_slice(&v.wrapping_mul(mul).wrapping_add(add).to_ne_bytes());
+                    }
+                });
+            }
+            "sleep_ms" => std::thread::sleep(Duration::from_millis(u32_at(&args[0]) as u64)),
+            _ => {
+                st.error.lock().get_or_insert(Error::KernelFault {
+                    platform: "mock".into(),
+                    kernel: f.name.clone(),
+                    detail: "simulated illegal address".into(),
+                });
+            }
+        }));
+        Ok(())
+    }
+}

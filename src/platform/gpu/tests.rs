@@ -1,0 +1,229 @@
+//! The shared CUDA/HIP backend, driven through the user API over the simulated driver of
+//! `mock.rs`: results against a plain-loop reference, stream ordering, the error model in both
+//! submission modes, events across streams, and frees under queued work.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::GpuExecutor;
+use super::mock::{KERNELS_PTX, MockDriver, MockMemory};
+use crate::{DevicePtr, Error, EventStatus, MultiKernelLoaderSpec, StreamExecutor, TypedKernel};
+
+type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
+
+fn executor() -> (StreamExecutor, Arc<MockMemory>) {
+    let drv = MockDriver::new();
+    let mem = drv.mem.clone();
+    let iface = GpuExecutor::new(drv).unwrap();
+    (StreamExecutor::new("mock", 0, iface), mem)
+}
+
+fn kernel<A: crate::KernelArgs>(exec: &StreamExecutor, name: &str) -> TypedKernel<A> {
+    let arity = A::ARITY;
+    exec.get_kernel(&MultiKernelLoaderSpec::new(arity).add_cuda_ptx_in_memory(KERNELS_PTX, name))
+        .unwrap()
+}
+
+fn affine_ref(x: &mut [u32], mul: u32, add: u32) {
+    x.iter_mut()
+        .for_each(|v| *v = v.wrapping_mul(mul).wrapping_add(add));
+}
+
+/// Deterministic pseudo-random words (xorshift), seeded per test.
+fn words(seed: u64, n: usize) -> Vec<u32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u32
+        })
+        .collect()
+}
+
+#[test]
+fn copies_fills_and_launches_run_in_stream_order() {
+    let (exec, mem) = executor();
+    let k: Affine = kernel(&exec, "affine");
+    let data = words(1, 1000);
+    let mut host = exec.allocate_host::<u32>(data.len()).unwrap();
+    host.as_mut_slice().copy_from_slice(&data);
+    let mut dev = exec.allocate_array::<u32>(data.len()).unwrap();
+    let mut out = exec.allocate_host::<u32>(data.len()).unwrap();
+    out.as_mut_slice().fill(0xdead_beef);
+    let mut s = exec.create_stream().unwrap();
+    s.then_memcpy_h2d(&host, &mut dev)
+        .then_launch(256, 4, &k, (dev.ptr(), 1000, 3, 7))
+        .then_launch(256, 4, &k, (dev.ptr(), 500, 5, 1))
+        .then_memcpy_d2h(&dev, &mut out)
+        .block_host_until_done()
+        .unwrap();
+    let mut want = data.clone();
+    affine_ref(&mut want, 3, 7);
+    affine_ref(&mut want[..500], 5, 1);
+    assert_eq!(out.as_slice(), &want[..]);
+
+    let other = exec.copy_to_device(&vec![0u32; 1000]).unwrap();
+    s.then_memset32(&dev, 0x0102_0304)
+        .then_memcpy_d2d(&dev, &other)
+        .then_memset(dev.slice(..10).unwrap(), 0xab)
+        .block_host_until_done()
+        .unwrap();
+    assert_eq!(exec.copy_to_vec(&other).unwrap(), vec![0x0102_0304; 1000]);
+    let got = exec.copy_to_vec(&dev).unwrap();
+    assert!(
+        got[..10].iter().all(|&v| v == 0xabab_abab) && got[10..].iter().all(|&v| v == 0x0102_0304)
+    );
+    assert!(
+        mem.violations.lock().is_empty(),
+        "{:?}",
+        mem.violations.lock()
+    );
+}
+
+#[test]
+fn a_failed_callback_skips_the_rest_and_events_recorded_after_it_fail() {
+    let (exec, mem) = executor();
+    let k: Affine = kernel(&exec, "affine");
+    let dev = exec.copy_to_device(&[1u32; 64]).unwrap();
+    let ev = exec.create_event().unwrap();
+    let mut s = exec.create_stream().unwrap();
+    let boom = Error::HostCallback {
+        detail: "boom".into(),
+    };
+    let b = boom.clone();
+    s.then_launch(64, 1, &k, (dev.ptr(), 64, 2, 0))
+        .then_host_callback_with_status(move || Err(b))
+        .then_launch(64, 1, &k, (dev.ptr(), 64, 100, 0))
+        .then_record_event(&ev);
+    assert_eq!(s.block_host_until_done().unwrap_err(), boom);
+    assert_eq!(
+        exec.copy_to_vec(&dev).unwrap(),
+        vec![2u32; 64],
+        "the launch after the failure ran"
+    );
+    assert_eq!(ev.synchronize().unwrap_err(), boom);
+    assert!(matches!(ev.status(), EventStatus::Error(_)));
+    let mut w = exec.create_stream().unwrap();
+    let err = w.then_wait_for(&ev).block_host_until_done().unwrap_err();
+    assert!(matches!(err, Error::DependencyFailed { .. }), "{err}");
+    assert!(mem.violations.lock().is_empty());
+}
+
+#[test]
+fn a_kernel_fault_is_the_streams_error() {
+    let (exec, _) = executor();
+    let k: TypedKernel<()> = kernel(&exec, "fault");
+    let mut s = exec.create_stream().unwrap();
+    let err = s
+        .then_launch(1, 1, &k, ())
+        .block_host_until_done()
+        .unwrap_err();
+    assert!(matches!(err, Error::KernelFault { .. }), "{err}");
+}
+
+#[test]
+fn waits_order_streams_even_on_records_still_queued_behind_a_callback() {
+    let (exec, mem) = executor();
+    let k: Affine = kernel(&exec, "affine");
+    let sleep: TypedKernel<(u32,)> = kernel(&exec, "sleep_ms");
+    for deferred in [false, true] {
+        let dev = exec.copy_to_device(&[1u32; 256]).unwrap();
+        let out = exec.copy_to_device(&[0u32; 256]).unwrap();
+        let ev = exec.create_event().unwrap();
+        let mut a = exec.create_stream().unwrap();
+        let mut b = exec.create_stream().unwrap();
+        if deferred {
+            // The callback puts `a` in deferred mode: its record is made by a worker later.
+            a.then_host_callback(|| std::thread::sleep(Duration::from_millis(30)));
+        }
+        a.then_launch(1, 1, &sleep, (40,))
+            .then_launch(256, 1, &k, (dev.ptr(), 256, 3, 0))
+            .then_record_event(&ev);
+        b.then_wait_for(&ev)
+            .then_memcpy_d2d(&dev, &out)
+            .block_host_until_done()
+            .unwrap();
+        assert_eq!(
+            exec.copy_to_vec(&out).unwrap(),
+            vec![3u32; 256],
+            "deferred={deferred}"
+        );
+        a.block_host_until_done().unwrap();
+        assert_eq!(ev.status(), EventStatus::Complete);
+    }
+    assert!(mem.violations.lock().is_empty());
+}
+
+#[test]
+fn timers_measure_the_work_between_them() {
+    let (exec, _) = executor();
+    let sleep: TypedKernel<(u32,)> = kernel(&exec, "sleep_ms");
+    let t = exec.create_timer().unwrap();
+    let mut s = exec.create_stream().unwrap();
+    s.then_start_timer(&t)
+        .then_launch(1, 1, &sleep, (30,))
+        .then_stop_timer(&t)
+        .block_host_until_done()
+        .unwrap();
+    let d = t.elapsed().unwrap();
+    assert!(d >= Duration::from_millis(29), "{d:?}");
+}
+
+#[test]
+fn memory_freed_under_queued_work_outlives_that_work() {
+    let (exec, mem) = executor();
+    let k: Affine = kernel(&exec, "affine");
+    let sleep: TypedKernel<(u32,)> = kernel(&exec, "sleep_ms");
+    let mut s = exec.create_stream().unwrap();
+    let mut t = exec.create_stream().unwrap();
+    t.then_host_callback(|| ()); // a deferred stream too: its fence goes through the worker
+    let before = mem.live();
+    {
+        let dev = exec.copy_to_device(&[5u32; 1024]).unwrap();
+        s.then_launch(1, 1, &sleep, (50,))
+            .then_launch(1024, 1, &k, (dev.ptr(), 1024, 2, 1));
+        t.then_launch(1, 1, &sleep, (20,))
+            .then_launch(1024, 1, &k, (dev.ptr(), 1024, 3, 1));
+        // `dev` drops here with both launches still queued.
+    }
+    s.block_host_until_done().unwrap();
+    t.block_host_until_done().unwrap();
+    exec.synchronize_all().unwrap();
+    assert!(
+        mem.violations.lock().is_empty(),
+        "{:?}",
+        mem.violations.lock()
+    );
+    assert_eq!(
+        mem.live(),
+        before,
+        "the parked allocation was freed once its fences completed"
+    );
+
+    // With mem::forget of the host side nothing dangles either: the copy holds its own lease.
+    let host = exec.allocate_host::<u32>(256).unwrap();
+    let dev = exec.allocate_array::<u32>(256).unwrap();
+    s.then_launch(1, 1, &sleep, (20,))
+        .then_memcpy_h2d(&host, &dev);
+    std::mem::forget(host);
+    s.block_host_until_done().unwrap();
+    assert!(mem.violations.lock().is_empty());
+}
+
+#[test]
+fn a_ptx_signature_mismatch_is_refused_at_load() {
+    let (exec, _) = executor();
+    let spec = MultiKernelLoaderSpec::new(4).add_cuda_ptx_in_memory(KERNELS_PTX, "affine");
+    let err = exec
+        .get_kernel::<(DevicePtr<u32>, u32, f32, u32)>(&spec)
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::SignatureMismatch { .. }) && err.to_string().contains("parameter 2"),
+        "{err}"
+    );
+    let spec = MultiKernelLoaderSpec::new(0).add_cuda_ptx_in_memory(KERNELS_PTX, "nope");
+    let err = exec.get_untyped_kernel(&spec).unwrap_err().to_string();
+    assert!(err.contains("affine, sleep_ms, fault"), "{err}");
+}
