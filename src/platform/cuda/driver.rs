@@ -9,7 +9,7 @@ use cudarc::driver::{result, sys};
 
 use super::{PLATFORM, cu_error};
 use crate::error::{Error, Result};
-use crate::loader_spec::MultiKernelLoaderSpec;
+use crate::loader_spec::{KernelImage, MultiKernelLoaderSpec};
 use crate::platform::DeviceDescription;
 use crate::platform::gpu::{
     Driver, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream,
@@ -152,6 +152,52 @@ fn nvrtc_compile(source: &str, kernel: &str, cc: (u32, u32)) -> Result<String> {
             )),
             other => load_err(format!("NVRTC failed: {other:?}")),
         })
+}
+
+/// The image a CUDA device of capability `cc` loads from `spec`.
+#[derive(Debug)]
+enum Chosen<'a> {
+    Cubin(&'a KernelImage),
+    Ptx(&'a KernelImage),
+    Source(&'a KernelImage),
+}
+
+/// Cubin first (no JIT), then the best PTX for `cc` (highest keyed capability not above it,
+/// else unkeyed), then CUDA C++ for NVRTC; else `NoSuitableFormat` saying why.
+fn choose(spec: &MultiKernelLoaderSpec, cc: (u32, u32)) -> Result<Chosen<'_>> {
+    if let Some(img) = spec.cuda_cubin().first() {
+        return Ok(Chosen::Cubin(img));
+    }
+    if let Some(img) = spec.select_cuda_ptx(Some(cc)) {
+        return Ok(Chosen::Ptx(img));
+    }
+    if let Some(img) = spec.cuda_source() {
+        return Ok(Chosen::Source(img));
+    }
+    let keyed: Vec<String> = spec
+        .cuda_ptx()
+        .iter()
+        .filter_map(|i| i.compute_capability)
+        .map(|(a, b)| format!("sm_{a}{b}"))
+        .collect();
+    let note = if keyed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (its PTX targets {}, all above this device's sm_{}{})",
+            keyed.join(", "),
+            cc.0,
+            cc.1
+        )
+    };
+    Err(spec.no_suitable_format(
+        PLATFORM,
+        &format!(
+            "PTX for sm_{}{} or lower (add_cuda_ptx_in_memory / _on_disk), a cubin, or CUDA C++ \
+             source (add_cuda_source_in_memory){note}",
+            cc.0, cc.1
+        ),
+    ))
 }
 
 // SAFETY: every call binds the primary context and reports failures as `Err`; handles come
@@ -460,49 +506,25 @@ unsafe impl Driver for CudaDriver {
                 what,
             })
         };
-        if let Some(img) = spec.cuda_cubin().first() {
-            return Ok(ModuleImage {
+        match choose(spec, cc)? {
+            Chosen::Cubin(img) => Ok(ModuleImage {
                 bytes: img.source.bytes()?.into_owned(),
                 kernel_name: img.kernel_name.clone(),
                 ptx: None,
                 what: "cubin".into(),
-            });
+            }),
+            Chosen::Ptx(img) => {
+                let what = match img.compute_capability {
+                    Some((a, b)) => format!("PTX for sm_{a}{b}"),
+                    None => "PTX".into(),
+                };
+                ptx_image(img.source.text()?.into_owned(), &img.kernel_name, what)
+            }
+            Chosen::Source(img) => {
+                let ptx = nvrtc_compile(&img.source.text()?, &img.kernel_name, cc)?;
+                ptx_image(ptx, &img.kernel_name, "CUDA C++ compiled by NVRTC".into())
+            }
         }
-        if let Some(img) = spec.select_cuda_ptx(Some(cc)) {
-            let what = match img.compute_capability {
-                Some((a, b)) => format!("PTX for sm_{a}{b}"),
-                None => "PTX".into(),
-            };
-            return ptx_image(img.source.text()?.into_owned(), &img.kernel_name, what);
-        }
-        if let Some(img) = spec.cuda_source() {
-            let ptx = nvrtc_compile(&img.source.text()?, &img.kernel_name, cc)?;
-            return ptx_image(ptx, &img.kernel_name, "CUDA C++ compiled by NVRTC".into());
-        }
-        let keyed: Vec<String> = spec
-            .cuda_ptx()
-            .iter()
-            .filter_map(|i| i.compute_capability)
-            .map(|(a, b)| format!("sm_{a}{b}"))
-            .collect();
-        let note = if keyed.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " (its PTX targets {}, all above this device's sm_{}{})",
-                keyed.join(", "),
-                cc.0,
-                cc.1
-            )
-        };
-        Err(spec.no_suitable_format(
-            PLATFORM,
-            &format!(
-                "PTX for sm_{}{} or lower (add_cuda_ptx_in_memory / _on_disk), a cubin, or CUDA \
-                 C++ source (add_cuda_source_in_memory){note}",
-                cc.0, cc.1
-            ),
-        ))
     }
 
     fn module_load(&self, image: &ModuleImage) -> Result<RawModule> {
@@ -610,5 +632,34 @@ unsafe impl Driver for CudaDriver {
                 std::ptr::null_mut(),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_are_chosen_cubin_then_ptx_by_capability_then_source() {
+        let spec = MultiKernelLoaderSpec::new(0)
+            .add_cuda_ptx_in_memory_for("p80", "k", (8, 0))
+            .add_cuda_ptx_in_memory_for("p90", "k", (9, 0))
+            .add_cuda_source_in_memory("src", "k");
+        let pick = |spec: &MultiKernelLoaderSpec, cc| match choose(spec, cc).unwrap() {
+            Chosen::Ptx(i) => format!("ptx {:?}", i.compute_capability),
+            Chosen::Cubin(_) => "cubin".into(),
+            Chosen::Source(_) => "source".into(),
+        };
+        assert_eq!(pick(&spec, (8, 6)), "ptx Some((8, 0))");
+        assert_eq!(pick(&spec, (9, 0)), "ptx Some((9, 0))");
+        assert_eq!(pick(&spec, (7, 5)), "source");
+        let with_cubin = spec.clone().add_cuda_cubin_in_memory(b"\x7fELF", "k");
+        assert_eq!(pick(&with_cubin, (9, 0)), "cubin");
+        let only_new = MultiKernelLoaderSpec::new(0).add_cuda_ptx_in_memory_for("p", "k", (9, 0));
+        let err = choose(&only_new, (7, 0)).unwrap_err().to_string();
+        assert!(
+            err.contains("sm_90, all above this device's sm_70") && err.contains("CUDA PTX sm_90"),
+            "{err}"
+        );
     }
 }
