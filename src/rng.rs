@@ -100,6 +100,29 @@ impl Stream {
         self
     }
 
+    /// Moves this stream's generator to Philox block `offset` (counter words 0–1), as cuRAND's
+    /// `curandSetGeneratorOffset`: the next fill starts there. Lets a run reproduce one fill of
+    /// a longer sequence without generating the earlier ones. Needs a seed first.
+    pub fn then_set_rng_offset(&mut self, offset: u64) -> &mut Self {
+        let seeded = self.rng.is_some();
+        self.enqueue(|s| {
+            s.rng_support("then_set_rng_offset")?;
+            if !seeded {
+                return Err(Error::invalid(
+                    "then_set_rng_offset",
+                    "the stream's generator has no seed; call then_set_rng_seed first",
+                ));
+            }
+            Ok(())
+        });
+        if self.ok()
+            && let Some(st) = self.rng.as_mut()
+        {
+            st.offset = offset;
+        }
+        self
+    }
+
     /// Fills `dst` with uniform values: raw words for `u32`, [0, 1) for `f32`/`f64`.
     pub fn then_populate_rand_uniform<'a, T: UniformElement>(
         &mut self,
