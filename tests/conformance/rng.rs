@@ -86,7 +86,15 @@ enum Fill {
 fn random_fills(r: &mut rand::rngs::StdRng) -> Vec<Fill> {
     (0..12)
         .map(|_| {
-            let n = [1, 2, 3, 5, r.random_range(1..3000)][r.random_range(0..5)];
+            // Long fills span several of the host's parallel chunks (4096 elements).
+            let n = [
+                1,
+                2,
+                3,
+                5,
+                r.random_range(1..3000),
+                r.random_range(4000..20000),
+            ][r.random_range(0..6)];
             match r.random_range(0..5) {
                 0 => Fill::U32(n),
                 1 => Fill::F32(n),
