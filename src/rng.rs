@@ -194,3 +194,104 @@ impl Stream {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! A platform without canned operations: the host executor behind a wrapper that keeps the
+    //! default `blas()` / `rng()` (`None`).
+    use std::any::Any;
+    use std::sync::Arc;
+
+    use crate::platform::interface::*;
+    use crate::platform::{DeviceDescription, PlatformManager};
+    use crate::{Error, MultiKernelLoaderSpec, Result, StreamExecutor, Transpose};
+
+    struct NoCanned(Arc<dyn StreamExecutorInterface>);
+
+    impl StreamExecutorInterface for NoCanned {
+        fn description(&self) -> &DeviceDescription {
+            self.0.description()
+        }
+        fn allocate(&self, bytes: u64) -> Result<DeviceAddress> {
+            self.0.allocate(bytes)
+        }
+        fn deallocate(&self, addr: DeviceAddress) {
+            self.0.deallocate(addr)
+        }
+        fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>> {
+            self.0.host_allocate(bytes)
+        }
+        fn memory_usage(&self) -> Result<MemoryUsage> {
+            self.0.memory_usage()
+        }
+        fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
+            self.0.load_kernel(spec)
+        }
+        fn create_stream(&self) -> Result<Box<dyn StreamInterface>> {
+            self.0.create_stream()
+        }
+        fn create_event(&self) -> Result<Arc<dyn EventInterface>> {
+            self.0.create_event()
+        }
+        fn synchronize_all(&self) -> Result<()> {
+            self.0.synchronize_all()
+        }
+        fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
+            self.0.memcpy_h2d_sync(src, dst)
+        }
+        fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
+            self.0.memcpy_d2h_sync(src, dst)
+        }
+        fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+            self.0.memset_sync(dst, value, bytes)
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
+        }
+    }
+
+    #[test]
+    fn a_platform_without_canned_ops_fails_the_stream_with_unsupported() {
+        let host = PlatformManager::platform_with_name("host")
+            .unwrap()
+            .executor_for_device(0)
+            .unwrap();
+        let exec = StreamExecutor::new("bare", 0, Arc::new(NoCanned(host.interface().clone())));
+        let x = exec.copy_to_device(&[1.0f32; 4]).unwrap();
+        let named = |e: Error, op: &str| match e {
+            Error::Unsupported { operation, .. } => assert_eq!(operation, op),
+            e => panic!("{op}: {e}"),
+        };
+        for op in ["then_blas_gemm", "then_blas_axpy", "then_set_rng_seed"] {
+            let mut s = exec.create_stream().unwrap();
+            match op {
+                "then_blas_gemm" => s.then_blas_gemm(
+                    Transpose::None,
+                    Transpose::None,
+                    2,
+                    2,
+                    1,
+                    1.0f32,
+                    &x,
+                    2,
+                    &x,
+                    1,
+                    0.0,
+                    &x,
+                    2,
+                ),
+                "then_blas_axpy" => s.then_blas_axpy(4, 2.0f32, &x, 1, &x, 1),
+                _ => s.then_set_rng_seed(&[0; 16]),
+            };
+            // The stream is in its error state: later work is skipped.
+            s.then_memset(&x, 0);
+            named(s.block_host_until_done().unwrap_err(), op);
+            let mut back = [0f32; 4];
+            exec.synchronous_memcpy_d2h(&x, &mut back).unwrap();
+            assert_eq!(back, [1.0; 4], "{op}: later work ran");
+        }
+        let mut s = exec.create_stream().unwrap();
+        s.then_populate_rand_uniform(&x);
+        named(s.status().unwrap_err(), "then_populate_rand_uniform");
+    }
+}
