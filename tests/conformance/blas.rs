@@ -433,12 +433,15 @@ fn empty_reductions_write_zero_and_empty_calls_do_nothing() {
     });
 }
 
+/// One BLAS call on a stream.
+type Call<'a> = dyn Fn(&mut streamexec::Stream) + 'a;
+
 #[test]
 fn bad_dimensions_fail_before_anything_runs() {
     on_each_platform(|exec| {
         let a = upload(exec, &[1.0f32; 12]);
         let c = upload(exec, &[7.0f32; 12]);
-        let cases: Vec<(&str, Box<dyn Fn(&mut streamexec::Stream)>)> = vec![
+        let cases: Vec<(&str, Box<Call>)> = vec![
             (
                 "lda < m",
                 Box::new(|s| {

@@ -30,9 +30,12 @@ const GEMM_WPT: u32 = 8;
 const WG: u64 = 64;
 const RED_WG: u32 = 256;
 
-/// Built kernels of one executor, by (double precision, name).
+/// A built-in kernel: double precision or not, and its name.
+type KernelKey = (bool, &'static str);
+
+/// Built kernels of one executor.
 #[derive(Default)]
-pub(crate) struct CannedKernels(Mutex<HashMap<(bool, &'static str), Arc<dyn KernelInterface>>>);
+pub(crate) struct CannedKernels(Mutex<HashMap<KernelKey, Arc<dyn KernelInterface>>>);
 
 fn arity(name: &str) -> usize {
     match name {
@@ -101,7 +104,7 @@ impl OpenClExecutor {
 /// The allocation's base pointer (covering `o`) and `o`'s offset in elements.
 fn ptr(o: &Operand, size: u64, op: &str) -> Result<[PackedArg; 2]> {
     let off = o.addr.0 & ((1 << OFFSET_BITS) - 1);
-    if off % size != 0 {
+    if !off.is_multiple_of(size) {
         return Err(Error::invalid(
             op,
             format!(
