@@ -251,6 +251,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "the host platform reads /proc, which Miri isolates")]
     fn a_platform_without_canned_ops_fails_the_stream_with_unsupported() {
         let host = PlatformManager::platform_with_name("host")
             .unwrap()
