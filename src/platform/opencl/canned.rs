@@ -23,9 +23,9 @@ use crate::platform::interface::{DeviceAddress, KernelInterface, LaunchDims, Str
 
 const SOURCE: &str = include_str!("canned.cl");
 
-/// GEMM tile edge and rows per work-item (`TS`, `WPT` in canned.cl).
-const GEMM_TS: u64 = 32;
-const GEMM_WPT: u32 = 8;
+/// GEMM tile edge and work-items per tile edge (`TS`, `RT` in canned.cl).
+const GEMM_TS: u64 = 64;
+const GEMM_RT: u32 = 8;
 /// Work-group size of the element-wise kernels and fills; of the reductions (`RED_WG`).
 const WG: u64 = 64;
 const RED_WG: u32 = 256;
@@ -180,7 +180,7 @@ impl BlasSupport for OpenClExecutor {
         let batch = u32::try_from(c.batch)
             .map_err(|_| Error::invalid(OP, format!("batch {} exceeds u32", c.batch)))?;
         let blocks = BlockDim::new(groups(c.m, GEMM_TS, OP)?, groups(c.n, GEMM_TS, OP)?, batch);
-        let threads = ThreadDim::new(GEMM_TS as u32 / GEMM_WPT, GEMM_TS as u32, 1);
+        let threads = ThreadDim::new(GEMM_RT, GEMM_RT, 1);
         self.run(stream, (fp64, "se_gemm", OP), threads, blocks, &args)
     }
 
