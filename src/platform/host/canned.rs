@@ -8,6 +8,7 @@
 //! copies, compute there with ordinary (vectorised) code, and copy results back. For GEMM the
 //! O(n²) copies are small next to the O(n³) product.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -100,37 +101,120 @@ fn at(p: &Pinned, elems: u64, size: u64) -> *mut u8 {
     p.as_ptr().wrapping_add((elems * size) as usize)
 }
 
-fn gemm_on<T: Real>(pool: &rayon::ThreadPool, c: &GemmCall, pa: &Pinned, pb: &Pinned, pc: &Pinned) {
+thread_local! {
+    /// GEMM's packed operands, kept per thread of the executor's pool (f64 words, aligned for
+    /// both types), so repeated calls reuse memory instead of faulting in fresh pages.
+    static SCRATCH: RefCell<[Vec<f64>; 3]> = RefCell::default();
+}
+
+/// The first `n` elements of `buf` as `T`, growing it if needed (old contents stay).
+fn sized<T: Real>(buf: &mut Vec<f64>, n: usize) -> &mut [T] {
+    let words = (n * size_of::<T>()).div_ceil(8);
+    if buf.len() < words {
+        buf.resize(words, 0.0);
+    }
+    &mut bytemuck::cast_slice_mut::<f64, T>(buf)[..n]
+}
+
+/// Bytes per parallel copy task.
+const COPY_CHUNK: usize = 256 << 10;
+
+/// [`read_matrix`] into `out`, in parallel on the current rayon pool.
+fn par_read_matrix<T: Real>(p: *const u8, rows: u64, ld: u64, out: &mut [T]) {
+    let (rows, ld, size) = (rows as usize, ld as usize, size_of::<T>());
+    let p = p as usize;
+    if ld == rows {
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
+        bytes
+            .par_chunks_mut(COPY_CHUNK)
+            .enumerate()
+            .for_each(|(i, b)| {
+                // SAFETY: inside the checked, pinned extent of `rows · cols` elements.
+                unsafe { memory::load_bytes(b, (p + i * COPY_CHUNK) as *const u8) }
+            });
+    } else {
+        out.par_chunks_mut(rows.max(1))
+            .enumerate()
+            .for_each(|(j, col)| {
+                // SAFETY: column `j` lies inside the checked, pinned extent.
+                unsafe {
+                    memory::load_bytes(bytemuck::cast_slice_mut(col), (p + j * ld * size) as _)
+                }
+            });
+    }
+}
+
+/// [`write_matrix`], in parallel on the current rayon pool.
+fn par_write_matrix<T: Real>(p: *mut u8, rows: u64, ld: u64, m: &[T]) {
+    let (rows, ld, size) = (rows as usize, ld as usize, size_of::<T>());
+    let p = p as usize;
+    if ld == rows {
+        let bytes: &[u8] = bytemuck::cast_slice(m);
+        bytes.par_chunks(COPY_CHUNK).enumerate().for_each(|(i, b)| {
+            // SAFETY: inside the checked, pinned extent.
+            unsafe { memory::store_bytes((p + i * COPY_CHUNK) as *mut u8, b) }
+        });
+    } else {
+        m.par_chunks(rows.max(1)).enumerate().for_each(|(j, col)| {
+            // SAFETY: column `j` lies inside the checked, pinned extent.
+            unsafe { memory::store_bytes((p + j * ld * size) as _, bytemuck::cast_slice(col)) }
+        });
+    }
+}
+
+fn gemm_on<T: Real>(c: &GemmCall, pa: &Pinned, pb: &Pinned, pc: &Pinned) {
+    if (c.alpha == 0.0 || c.k == 0) && c.beta == 1.0 {
+        return;
+    }
+    // A pool thread blocked inside one GEMM may steal another stream's GEMM: that one gets
+    // fresh buffers instead of the (borrowed) scratch.
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut bufs) => gemm_with::<T>(c, pa, pb, pc, &mut bufs),
+        Err(_) => gemm_with::<T>(c, pa, pb, pc, &mut Default::default()),
+    });
+}
+
+fn gemm_with<T: Real>(
+    c: &GemmCall,
+    pa: &Pinned,
+    pb: &Pinned,
+    pc: &Pinned,
+    [sa, sb, sc]: &mut [Vec<f64>; 3],
+) {
     let size = c.elem.size();
     let (ta, tb) = (c.trans_a.is_transposed(), c.trans_b.is_transposed());
     let (ar, ac) = if ta { (c.k, c.m) } else { (c.m, c.k) };
     let (br, bc) = if tb { (c.n, c.k) } else { (c.k, c.n) };
     let reads_ab = c.alpha != 0.0 && c.k > 0;
-    for i in 0..c.batch {
-        let cp = at(pc, i * c.stride_c, size);
-        let mut cm: Vec<T> = if c.beta != 0.0 {
-            read_matrix(cp, c.m, c.n, c.ldc)
-        } else {
-            vec![T::zeroed(); (c.m * c.n) as usize]
-        };
-        if reads_ab {
-            let am: Vec<T> = read_matrix(at(pa, i * c.stride_a, size), ar, ac, c.lda);
-            let bm: Vec<T> = read_matrix(at(pb, i * c.stride_b, size), br, bc, c.ldb);
-            // Strides of op(A) (m × k) and op(B) (k × n) over the packed copies.
-            let (a_rs, a_cs) = if ta {
-                (ar as isize, 1)
-            } else {
-                (1, ar as isize)
-            };
-            let (b_rs, b_cs) = if tb {
-                (br as isize, 1)
-            } else {
-                (1, br as isize)
-            };
-            pool.install(|| {
+    {
+        for i in 0..c.batch {
+            let cp = at(pc, i * c.stride_c, size);
+            let cm: &mut [T] = sized(sc, (c.m * c.n) as usize);
+            if c.beta != 0.0 {
+                par_read_matrix(cp, c.m, c.ldc, cm);
+            } else if !reads_ab {
+                cm.fill(T::zeroed());
+            }
+            if reads_ab {
+                let am: &mut [T] = sized(sa, (ar * ac) as usize);
+                par_read_matrix(at(pa, i * c.stride_a, size), ar, c.lda, am);
+                let bm: &mut [T] = sized(sb, (br * bc) as usize);
+                par_read_matrix(at(pb, i * c.stride_b, size), br, c.ldb, bm);
+                // Strides of op(A) (m × k) and op(B) (k × n) over the packed copies.
+                let (a_rs, a_cs) = if ta {
+                    (ar as isize, 1)
+                } else {
+                    (1, ar as isize)
+                };
+                let (b_rs, b_cs) = if tb {
+                    (br as isize, 1)
+                } else {
+                    (1, br as isize)
+                };
                 // SAFETY: the three buffers are private, packed, and sized m·n, ar·ac, br·bc;
                 // the strides above stay inside them. gemm computes
-                // dst = alpha·dst + beta·lhs·rhs, so BLAS's beta goes first.
+                // dst = alpha·dst + beta·lhs·rhs, so BLAS's beta goes first; with
+                // read_dst false it does not read dst.
                 unsafe {
                     gemm::gemm(
                         c.m as usize,
@@ -154,15 +238,13 @@ fn gemm_on<T: Real>(pool: &rayon::ThreadPool, c: &GemmCall, pa: &Pinned, pb: &Pi
                         gemm::Parallelism::Rayon(0),
                     )
                 }
-            });
-        } else if c.beta == 1.0 {
-            continue;
-        } else if c.beta != 0.0 {
-            let beta = c.beta;
-            cm.par_iter_mut()
-                .for_each(|v| *v = T::from_f64(beta * v.to_f64()));
+            } else if c.beta != 0.0 {
+                let beta = c.beta;
+                cm.par_iter_mut()
+                    .for_each(|v| *v = T::from_f64(beta * v.to_f64()));
+            }
+            par_write_matrix(cp, c.m, c.ldc, cm);
         }
-        write_matrix(cp, c.m, c.ldc, &cm);
     }
 }
 
@@ -278,10 +360,10 @@ impl BlasSupport for HostExecutor {
         let c = self.pin_operand(&call.c, s, op)?;
         let (pool, call) = (Arc::clone(&self.pool), *call);
         stream.host_callback(Box::new(move || {
-            match call.elem {
-                BlasElem::F32 => gemm_on::<f32>(&pool, &call, &a, &b, &c),
-                BlasElem::F64 => gemm_on::<f64>(&pool, &call, &a, &b, &c),
-            }
+            pool.install(|| match call.elem {
+                BlasElem::F32 => gemm_on::<f32>(&call, &a, &b, &c),
+                BlasElem::F64 => gemm_on::<f64>(&call, &a, &b, &c),
+            });
             Ok(())
         }))
     }
