@@ -26,16 +26,20 @@
 //! ```
 #![warn(missing_docs)]
 
+mod blas;
 mod error;
 mod event;
 mod executor;
 mod kernel;
 mod loader_spec;
 mod memory;
+pub mod philox;
 pub mod platform;
 pub mod ptx;
+mod rng;
 mod stream;
 
+pub use blas::BlasScalar;
 pub use error::{Error, Result};
 pub use event::{Event, Timer};
 pub use executor::StreamExecutor;
@@ -48,7 +52,9 @@ pub use memory::{
     AlignedHostBuffer, DeviceMemory, DevicePtr, DeviceSlice, HostMemory, HostReadGuard, HostRegion,
     HostWriteGuard, UnifiedMemory,
 };
+pub use platform::canned::Transpose;
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 pub use platform::interface::{DeviceAddress, EventStatus, MemoryUsage};
 pub use platform::{DeviceDescription, Platform, PlatformInfo, PlatformManager};
+pub use rng::{GaussianElement, MIN_SEED_BYTES, UniformElement};
 pub use stream::{Stream, Waitable};

@@ -44,6 +44,8 @@ pub struct Stream {
     exec: StreamExecutor,
     iface: Box<dyn StreamInterface>,
     error: Option<Error>,
+    /// Philox seed and block offset for `then_populate_rand_*` (src/rng.rs).
+    pub(crate) rng: Option<crate::philox::PhiloxStream>,
 }
 
 impl Stream {
@@ -52,6 +54,7 @@ impl Stream {
             exec,
             iface,
             error: None,
+            rng: None,
         }
     }
 
@@ -74,8 +77,13 @@ impl Stream {
         self.first_error().map_or(Ok(()), Err)
     }
 
+    /// The backend stream, for canned operations (src/blas.rs, src/rng.rs).
+    pub(crate) fn iface(&self) -> &dyn StreamInterface {
+        self.iface.as_ref()
+    }
+
     /// Runs `op` unless the stream has failed; stores its error if it fails.
-    fn enqueue(&mut self, op: impl FnOnce(&Stream) -> Result<()>) -> &mut Self {
+    pub(crate) fn enqueue(&mut self, op: impl FnOnce(&Stream) -> Result<()>) -> &mut Self {
         if self.error.is_none() {
             self.error = self.iface.async_error();
         }
@@ -87,7 +95,11 @@ impl Stream {
         self
     }
 
-    fn check_slice<T: Pod>(&self, s: &DeviceSlice<'_, T>, operation: &str) -> Result<()> {
+    pub(crate) fn check_slice<T: Pod>(
+        &self,
+        s: &DeviceSlice<'_, T>,
+        operation: &str,
+    ) -> Result<()> {
         self.exec.check_owner(s.owner(), operation)
     }
 

@@ -109,3 +109,49 @@ fn seed_example_runs_on_every_available_platform() {
         );
     }
 }
+
+#[test]
+fn canned_ops_agrees_across_platforms() {
+    let mut philox_lines = Vec::new();
+    for info in streamexec::PlatformManager::platforms()
+        .into_iter()
+        .filter(|i| i.is_available() && (i.name == "host" || i.name == "opencl"))
+    {
+        let out = Command::new(example("canned_ops"))
+            .args(["--platform", info.name])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{}: {text}{}",
+            info.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{}: {text}", info.name);
+        let err: f64 = lines[0]
+            .strip_prefix("gemm_max_rel_err=")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{}: {}", info.name, lines[0]));
+        assert!(err < 1e-4 && err > 0.0, "{}: {err}", info.name);
+        // Random123's Philox4x32-10 with key = LE words of bytes 0..8, counter words 2-3 = LE
+        // words of bytes 8..16, counter words 0-1 = 0, 1.
+        let words = |c: u32| {
+            streamexec::philox::philox4x32_10(
+                [c, 0, 0x0b0a_0908, 0x0f0e_0d0c],
+                [0x0302_0100, 0x0706_0504],
+            )
+        };
+        let want: Vec<String> = [words(0), words(1)]
+            .concat()
+            .iter()
+            .map(|w| format!("{w:08x}"))
+            .collect();
+        assert_eq!(lines[1], format!("philox_u32={}", want.join(",")));
+        assert!(lines[2].starts_with("uniform_mean=0.50"), "{}", lines[2]);
+        assert!(lines[3].starts_with("gaussian_mean="), "{}", lines[3]);
+        philox_lines.push(lines[1].to_string());
+    }
+    assert!(!philox_lines.is_empty());
+}

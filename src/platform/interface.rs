@@ -150,6 +150,18 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
 
     /// The backend itself, for downcasting inside the backend.
     fn as_any(&self) -> &dyn Any;
+
+    /// BLAS on this device, if the platform has it; `None` makes `then_blas_*` fail with
+    /// `Unsupported`.
+    fn blas(&self) -> Option<&dyn super::canned::BlasSupport> {
+        None
+    }
+
+    /// Philox random fills on this device, if the platform has them; `None` makes
+    /// `then_set_rng_seed` / `then_populate_rand_*` fail with `Unsupported`.
+    fn rng(&self) -> Option<&dyn super::canned::RngSupport> {
+        None
+    }
 }
 
 /// An in-order queue of device work. Every method enqueues and returns at once; errors
@@ -202,6 +214,11 @@ pub trait StreamInterface: Send + Sync {
     fn block_until_done(&self) -> Result<()>;
     /// The first asynchronous error seen so far, without blocking.
     fn async_error(&self) -> Option<crate::Error>;
+    /// The backend stream, for canned operations that need its native handle (a vendor BLAS
+    /// bound to the stream); `None` where nothing needs it.
+    fn native(&self) -> Option<&dyn Any> {
+        None
+    }
 }
 
 /// State of an event's most recent record.

@@ -6,6 +6,7 @@
 //! most one live executor: `executor_for_device` hands out the same one while any handle to it
 //! lives, and opens a fresh one after every handle has dropped.
 
+pub mod canned;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod description;

@@ -6,10 +6,12 @@
 mod common;
 mod kernels;
 
+mod blas;
 mod errors;
 mod launch;
 mod lifetime;
 mod memory;
+mod rng;
 mod streams;
 mod unified;
 

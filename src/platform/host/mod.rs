@@ -3,6 +3,7 @@
 //! threads. Always available; the default platform.
 
 mod block;
+mod canned;
 mod event;
 mod kernel;
 pub(crate) mod memory;
@@ -247,5 +248,13 @@ impl StreamExecutorInterface for HostExecutor {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn blas(&self) -> Option<&dyn crate::platform::canned::BlasSupport> {
+        Some(self)
+    }
+
+    fn rng(&self) -> Option<&dyn crate::platform::canned::RngSupport> {
+        Some(self)
     }
 }

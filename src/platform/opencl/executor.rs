@@ -36,7 +36,7 @@ use crate::platform::interface::{
 use crate::platform::work_queue::StreamSet;
 
 /// Bits of a device address that hold the byte offset inside an allocation.
-const OFFSET_BITS: u32 = 40;
+pub(crate) const OFFSET_BITS: u32 = 40;
 
 type ProgramKey = (bool, Vec<u8>, String);
 
@@ -53,6 +53,8 @@ pub(crate) struct OpenClExecutor {
     /// The device works on host memory directly (CPU drivers such as PoCL): page-locked
     /// staging buffers buy nothing there, so host allocations are ordinary memory.
     host_unified: bool,
+    /// Built-in BLAS and Philox kernels (canned.rs), built on first use.
+    pub(crate) canned: super::canned::CannedKernels,
     me: Weak<OpenClExecutor>,
 }
 
@@ -79,6 +81,7 @@ impl OpenClExecutor {
             streams: StreamSet::default(),
             reaper: Reaper::default(),
             host_unified: Device::new(device).host_unified_memory().unwrap_or(false),
+            canned: Default::default(),
             me: me.clone(),
         }))
     }
@@ -479,6 +482,14 @@ impl StreamExecutorInterface for OpenClExecutor {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn blas(&self) -> Option<&dyn crate::platform::canned::BlasSupport> {
+        Some(self)
+    }
+
+    fn rng(&self) -> Option<&dyn crate::platform::canned::RngSupport> {
+        Some(self)
     }
 }
 

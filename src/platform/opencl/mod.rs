@@ -4,6 +4,7 @@
 //! reason; nothing panics and the build never needs OpenCL. Every device of every OpenCL
 //! platform is one streamexec device, in the order the ICD loader reports them.
 
+mod canned;
 mod event;
 mod executor;
 mod kernel;
