@@ -204,6 +204,8 @@ fn choose(spec: &MultiKernelLoaderSpec, cc: (u32, u32)) -> Result<Chosen<'_>> {
 // from the driver and are destroyed only through the matching calls.
 unsafe impl Driver for CudaDriver {
     const PLATFORM: &'static str = PLATFORM;
+    const CANNED_PTX: Option<&'static str> =
+        Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
     fn describe(&self) -> Result<DeviceDescription> {
         describe(self.dev, self.ordinal)

@@ -45,6 +45,8 @@ pub(crate) struct GpuExecutor<D: Driver> {
     modules: Mutex<HashMap<Vec<u8>, Arc<GpuModule>>>,
     allocs: Mutex<HashMap<u64, Allocation>>,
     parked: Mutex<Vec<Parked<D>>>,
+    /// Built-in kernels of canned operations, by name.
+    pub(super) canned: Mutex<HashMap<&'static str, Arc<dyn KernelInterface>>>,
     me: Weak<GpuExecutor<D>>,
 }
 
@@ -58,6 +60,7 @@ impl<D: Driver> GpuExecutor<D> {
             modules: Mutex::new(HashMap::new()),
             allocs: Mutex::new(HashMap::new()),
             parked: Mutex::new(Vec::new()),
+            canned: Mutex::new(HashMap::new()),
             me: me.clone(),
         }))
     }
@@ -360,6 +363,10 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         }
         // SAFETY: the caller checked the device range.
         unsafe { self.drv.memset_d8(dst.0, value, bytes as usize) }
+    }
+
+    fn rng(&self) -> Option<&dyn crate::platform::canned::RngSupport> {
+        D::CANNED_PTX.map(|_| self as &dyn crate::platform::canned::RngSupport)
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -201,6 +201,8 @@ pub(crate) const KERNELS_PTX: &str = "
 // SAFETY: handles are map keys that stay valid until destroyed; failures are `Err`s.
 unsafe impl Driver for MockDriver {
     const PLATFORM: &'static str = "mock";
+    const CANNED_PTX: Option<&'static str> =
+        Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
     fn describe(&self) -> Result<DeviceDescription> {
         Ok(DeviceDescription {
@@ -491,8 +493,8 @@ unsafe impl Driver for MockDriver {
     unsafe fn launch(
         &self,
         f: RawFunction,
-        _grid: [u32; 3],
-        _block: [u32; 3],
+        grid: [u32; 3],
+        block: [u32; 3],
         _shared: u32,
         s: RawStream,
         params: &mut [*mut c_void],
@@ -521,6 +523,10 @@ unsafe impl Driver for MockDriver {
                 });
             }
             "sleep_ms" => std::thread::sleep(Duration::from_millis(u32_at(&args[0]) as u64)),
+            name if name.starts_with("se_philox_") => {
+                let threads = grid[0] as u64 * block[0] as u64;
+                philox_kernel(&mem, name, &args, threads)
+            }
             _ => {
                 st.error.lock().get_or_insert(Error::KernelFault {
                     platform: "mock".into(),
@@ -531,4 +537,36 @@ unsafe impl Driver for MockDriver {
         }));
         Ok(())
     }
+}
+
+/// The Philox fill kernels of kernels/canned.cu, computed with `crate::philox` from the
+/// parameters in the order the PTX declares them; each of `threads` threads writes one block.
+fn philox_kernel(mem: &MockMemory, name: &str, args: &[Vec<u8>], threads: u64) {
+    use crate::philox::{PhiloxStream, generate};
+    use crate::platform::canned::RandDistribution as R;
+    let u64_at = |i: usize| u64::from_ne_bytes(args[i][..8].try_into().unwrap());
+    let u32_at = |i: usize| u32::from_ne_bytes(args[i][..4].try_into().unwrap());
+    let f64_at = |i: usize| f64::from_ne_bytes(args[i][..8].try_into().unwrap());
+    let (dst, n) = (u64_at(0), u64_at(1));
+    let stream = PhiloxStream {
+        key: [u32_at(2), u32_at(3)],
+        counter_hi: [u32_at(4), u32_at(5)],
+        offset: u64_at(6),
+    };
+    let dist = match name {
+        "se_philox_u32" => R::U32,
+        "se_philox_uniform_f32" => R::UniformF32,
+        "se_philox_uniform_f64" => R::UniformF64,
+        "se_philox_gaussian_f32" => R::GaussianF32 {
+            mean: f64_at(7),
+            stddev: f64_at(8),
+        },
+        _ => R::GaussianF64 {
+            mean: f64_at(7),
+            stddev: f64_at(8),
+        },
+    };
+    let n = n.min(threads * dist.elems_per_block());
+    let bytes = (n * dist.elem_size()) as usize;
+    mem.with(dst, bytes, name, |d| generate(&stream, dist, 0, d));
 }

@@ -9,6 +9,7 @@
 //! once all fences have completed; host memory lent to an async copy is released by a host
 //! function enqueued after the copy.
 
+mod canned;
 mod event;
 mod executor;
 mod kernel;
@@ -59,6 +60,8 @@ pub(crate) type HostFn = Box<dyn FnOnce() + Send + 'static>;
 pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
     /// Platform name (`cuda`, `hip`).
     const PLATFORM: &'static str;
+    /// PTX of kernels/canned.cu (Philox fills) where the driver loads PTX.
+    const CANNED_PTX: Option<&'static str> = None;
 
     /// This device's description.
     fn describe(&self) -> Result<DeviceDescription>;

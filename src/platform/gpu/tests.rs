@@ -227,3 +227,48 @@ fn a_ptx_signature_mismatch_is_refused_at_load() {
     let err = exec.get_untyped_kernel(&spec).unwrap_err().to_string();
     assert!(err.contains("affine, sleep_ms, fault"), "{err}");
 }
+
+#[test]
+fn philox_fills_pass_the_ptx_kernels_parameters_in_order() {
+    let (exec, mem) = executor();
+    let host = crate::PlatformManager::default_platform()
+        .unwrap()
+        .executor_for_device(0)
+        .unwrap();
+    let seed: Vec<u8> = (0..16).collect();
+    // 5000 u32s need 5 blocks of 256 threads: the grid must cover every element.
+    let fill = |e: &StreamExecutor| {
+        let u = e.copy_to_device(&vec![0xdead_beef_u32; 5001]).unwrap();
+        let f = e.copy_to_device(&vec![f32::NAN; 333]).unwrap();
+        let d = e.copy_to_device(&vec![f64::NAN; 77]).unwrap();
+        let g = e.copy_to_device(&vec![f64::NAN; 101]).unwrap();
+        let mut s = e.create_stream().unwrap();
+        s.then_set_rng_seed(&seed)
+            .then_populate_rand_uniform(&u)
+            .then_populate_rand_uniform(&f)
+            .then_populate_rand_uniform(&d)
+            .then_populate_rand_gaussian(1.5, 2.0, &g)
+            .block_host_until_done()
+            .unwrap();
+        (
+            e.copy_to_vec(&u).unwrap(),
+            e.copy_to_vec(&f)
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>(),
+            e.copy_to_vec(&d)
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>(),
+            e.copy_to_vec(&g)
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(fill(&exec), fill(&host));
+    assert!(mem.violations.lock().is_empty());
+}

@@ -1,0 +1,93 @@
+//! Canned operations on CUDA-like devices: Philox fills from the built-in kernels of
+//! kernels/canned.cu (PTX committed under kernels/ptx/), launched like any kernel on the
+//! user's stream, so they keep its order and error state. BLAS (cuBLAS) is not wired yet.
+
+use std::sync::Arc;
+
+use super::{Driver, GpuExecutor};
+use crate::error::{Error, Result};
+use crate::kernel::{BlockDim, KernelParam, PackedArg, ParamKind, ThreadDim};
+use crate::loader_spec::MultiKernelLoaderSpec;
+use crate::platform::canned::{PhiloxFill, RandDistribution, RngSupport};
+use crate::platform::interface::{
+    KernelInterface, LaunchDims, StreamExecutorInterface, StreamInterface,
+};
+
+/// Threads per block of the fill kernels.
+const THREADS: u64 = 256;
+
+impl<D: Driver> GpuExecutor<D> {
+    /// The built-in kernel `name` (loaded once; the module cache holds the PTX).
+    fn canned_kernel(&self, ptx: &str, name: &'static str) -> Result<Arc<dyn KernelInterface>> {
+        if let Some(k) = self.canned.lock().get(name) {
+            return Ok(k.clone());
+        }
+        let spec = MultiKernelLoaderSpec::new(0).add_cuda_ptx_in_memory(ptx, name);
+        let k = self.load_kernel(&spec)?;
+        self.canned.lock().insert(name, k.clone());
+        Ok(k)
+    }
+}
+
+impl<D: Driver> RngSupport for GpuExecutor<D> {
+    fn philox_fill(&self, stream: &dyn StreamInterface, f: &PhiloxFill) -> Result<()> {
+        let Some(ptx) = D::CANNED_PTX else {
+            return Err(Error::unsupported(
+                D::PLATFORM,
+                "then_populate_rand_*",
+                "no built-in kernels",
+            ));
+        };
+        let (name, gauss) = match f.dist {
+            RandDistribution::U32 => ("se_philox_u32", None),
+            RandDistribution::UniformF32 => ("se_philox_uniform_f32", None),
+            RandDistribution::UniformF64 => ("se_philox_uniform_f64", None),
+            RandDistribution::GaussianF32 { mean, stddev } => {
+                ("se_philox_gaussian_f32", Some((mean, stddev)))
+            }
+            RandDistribution::GaussianF64 { mean, stddev } => {
+                ("se_philox_gaussian_f64", Some((mean, stddev)))
+            }
+        };
+        let op = "then_populate_rand";
+        let kernel = self.canned_kernel(ptx, name)?;
+        let elem = f.dist.elem_size();
+        let mut args = vec![
+            PackedArg::Pointer {
+                addr: f.dst.addr,
+                bytes: f.dst.len * elem,
+                owner: 0,
+                kind: ParamKind::Pointer {
+                    elem_size: elem as usize,
+                    type_name: "random element",
+                },
+            },
+            f.count.pack(),
+            f.key[0].pack(),
+            f.key[1].pack(),
+            f.counter_hi[0].pack(),
+            f.counter_hi[1].pack(),
+            f.offset.pack(),
+        ];
+        if let Some((mean, stddev)) = gauss {
+            args.extend([mean.pack(), stddev.pack()]);
+        }
+        let blocks = f.count.div_ceil(f.dist.elems_per_block()).div_ceil(THREADS);
+        let max = u64::from(self.description().max_grid_dims[0]);
+        if blocks > max {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "{} elements need {blocks} blocks, more than the device's {max}; fill in parts",
+                    f.count
+                ),
+            ));
+        }
+        let dims = LaunchDims {
+            threads: ThreadDim::new(THREADS as u32, 1, 1),
+            blocks: BlockDim::new(blocks as u32, 1, 1),
+            dynamic_shared_bytes: 0,
+        };
+        stream.launch(&kernel, &dims, &args)
+    }
+}
