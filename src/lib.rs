@@ -33,6 +33,7 @@ mod kernel;
 mod loader_spec;
 mod memory;
 pub mod platform;
+pub mod rpc;
 mod stream;
 
 pub use error::{Error, Result};

@@ -1,0 +1,6 @@
+//! Executor integration.
+
+/// The executor's server.
+pub struct ExecutorRpc;
+/// The OpenCL C client.
+pub const OPENCL_CLIENT_SOURCE: &str = "";
