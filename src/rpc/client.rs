@@ -188,5 +188,41 @@ impl Client {
         let mut port = self.open(opcode::FREE)?;
         port.send(|_, p| p[0] = address)
     }
-}
 
+    /// Calls the typed user service `S` with `request`.
+    pub fn call_service<S: super::Service>(&self, request: &S::Request) -> Result<S::Response> {
+        let reply = self.call(S::OPCODE, bytemuck::bytes_of(request))?;
+        bytemuck::try_pod_read_unaligned(&reply).map_err(|_| Error::Rpc {
+            detail: format!(
+                "service {:#010x} replied {} bytes; the response type has {}",
+                S::OPCODE,
+                reply.len(),
+                std::mem::size_of::<S::Response>()
+            ),
+        })
+    }
+
+    /// Calls the Emissary function (`service`, `index`) with a packed argument buffer; returns
+    /// the result bytes.
+    pub fn emissary(&self, service: u32, index: u32, packed_args: &[u8]) -> Result<Vec<u8>> {
+        let mut port = self.open(super::EMISSARY_OPCODE)?;
+        port.send(|_, p| {
+            p[0] = u64::from(service);
+            p[1] = u64::from(index);
+        })?;
+        port.send_n(|_| packed_args)?;
+        Ok(std::mem::take(&mut port.recv_n()?[0]))
+    }
+
+    /// `HOST_CALL`: calls the registered host function `function` with a copy of `args`.
+    pub fn host_call(&self, function: u64, args: &[u8]) -> Result<u64> {
+        let mut port = self.open(opcode::HOST_CALL)?;
+        port.send_n(|_| args)?;
+        let mut reply = [0u64; 8];
+        port.send_and_recv(|_, p| p[0] = function, |_, p| reply = *p)?;
+        match error_reply(&reply) {
+            Some(status) => Err(server_error(opcode::HOST_CALL, status)),
+            None => Ok(reply[0]),
+        }
+    }
+}

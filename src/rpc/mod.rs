@@ -32,7 +32,9 @@ pub use layout::{Geometry, Layout};
 pub use mem::{HostMem, LockWord, Mem};
 pub use port::{MAX_STREAM_BYTES, Packet, Port, Process};
 pub use server::{Handler, Server, ServerThread};
-pub use services::{Emissary, Service, StdStream, check_user_opcode};
+pub use services::{
+    EMISSARY_OPCODE, Emissary, HostFunction, KernelExit, Service, StdStream, check_user_opcode,
+};
 
 /// A handler's status: success.
 pub const RPC_SUCCESS: u32 = 0;

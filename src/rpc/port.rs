@@ -277,10 +277,6 @@ impl<'a, M: Mem> Port<'a, M> {
     pub fn lane_size(&self) -> usize {
         self.process.geo.lane_size
     }
-    /// True when this side owns the port's packets now.
-    pub(crate) fn owns_buffer(&self) -> bool {
-        self.owns_buffer
-    }
 
     fn lanes(&self) -> impl Iterator<Item = usize> + use<M> {
         let (mask, n) = (self.mask, self.process.geo.lane_size);

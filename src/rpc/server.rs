@@ -260,8 +260,17 @@ impl Server {
         self.inner.active.fetch_sub(1, Ordering::SeqCst);
     }
 
-    pub(crate) fn record_error(&self, msg: String) {
-        self.inner.record_error(msg)
+    /// A handle that does not stop the server when dropped.
+    pub(crate) fn view(&self) -> Server {
+        Server {
+            inner: self.inner.clone(),
+            owner: false,
+        }
+    }
+
+    /// A weak handle for handlers (they live in the server, so they must not keep it alive).
+    pub(crate) fn weak(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
     }
 }
 
