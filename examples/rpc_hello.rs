@@ -30,7 +30,7 @@ fn main() -> Result<()> {
                 client.puts("Hello world!").expect("rpc puts");
                 client
                     .printf(
-                        "answer=%d pi~%.2f\n",
+                        "answer=%d x=%.2f\n",
                         &[PrintfArg::Int(42), PrintfArg::Double(f64::from(x))],
                     )
                     .expect("rpc printf");
@@ -40,6 +40,11 @@ fn main() -> Result<()> {
     let kernel: TypedKernel<(f32,)> = executor.get_kernel(&spec)?;
     let mut stream = executor.create_stream()?;
     stream
-        .then_launch_with_rpc(ThreadDim::new(32, 1, 1), BlockDim::default(), &kernel, (3.14159,))
+        .then_launch_with_rpc(
+            ThreadDim::new(32, 1, 1),
+            BlockDim::default(),
+            &kernel,
+            (2.5,),
+        )
         .block_host_until_done()
 }

@@ -7,13 +7,13 @@
 
 use std::io::Write;
 
+use super::Client;
 use super::layout::Layout;
 use super::server::{Server, ServerThread};
 use super::services::KernelExit;
-use super::Client;
 use crate::error::{Error, Result};
 use crate::executor::StreamExecutor;
-use crate::kernel::{KernelArgs, ThreadDim, BlockDim, TypedKernel};
+use crate::kernel::{BlockDim, KernelArgs, ThreadDim, TypedKernel};
 use crate::platform::interface::DeviceAddress;
 use crate::stream::Stream;
 
@@ -127,4 +127,3 @@ impl Stream {
         })
     }
 }
-

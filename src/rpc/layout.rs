@@ -168,10 +168,28 @@ mod tests {
             (Layout::Current, 1, 1, 64, 68, 72, 88, 152),
             (Layout::Current, 64, 32, 64, 320, 576, 1600, 132672),
             (Layout::Current, 4096, 64, 64, 16448, 32832, 98368, 16875584),
-            (Layout::Current, 16384, 32, 64, 65600, 131136, 393280, 33947712),
+            (
+                Layout::Current,
+                16384,
+                32,
+                64,
+                65600,
+                131136,
+                393280,
+                33947712,
+            ),
             (Layout::PreDoorbell, 1, 1, 0, 4, 8, 24, 88),
             (Layout::PreDoorbell, 64, 32, 0, 256, 512, 1536, 132608),
-            (Layout::PreDoorbell, 4096, 64, 0, 16384, 32768, 98304, 16875520),
+            (
+                Layout::PreDoorbell,
+                4096,
+                64,
+                0,
+                16384,
+                32768,
+                98304,
+                16875520,
+            ),
         ];
         for (layout, p, l, inbox, outbox, h, k, total) in table {
             let g = Geometry::new(layout, p, l).unwrap();

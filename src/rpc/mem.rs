@@ -17,6 +17,8 @@ pub trait LockWord: Send + Sync {
     fn fetch_or(&self, bits: u32) -> u32;
     /// Relaxed `fetch_and`.
     fn fetch_and(&self, bits: u32) -> u32;
+    /// Relaxed load.
+    fn load(&self) -> u32;
 }
 
 impl LockWord for AtomicU32 {
@@ -28,6 +30,9 @@ impl LockWord for AtomicU32 {
     }
     fn fetch_and(&self, bits: u32) -> u32 {
         AtomicU32::fetch_and(self, bits, Ordering::Relaxed)
+    }
+    fn load(&self) -> u32 {
+        AtomicU32::load(self, Ordering::Relaxed)
     }
 }
 
@@ -76,7 +81,7 @@ impl HostMem {
     /// `base` must point to `len` bytes, 8-byte aligned, valid for the life of the `HostMem`,
     /// and accessed by anyone else only atomically or by a device through the protocol.
     pub(crate) unsafe fn new(base: *mut u8, len: usize) -> HostMem {
-        debug_assert!(base as usize % 8 == 0);
+        debug_assert!((base as usize).is_multiple_of(8));
         HostMem { base, len }
     }
 
@@ -223,6 +228,9 @@ pub(crate) mod model {
         }
         fn fetch_and(&self, bits: u32) -> u32 {
             LAtomicU32::fetch_and(self, bits, Ordering::Relaxed)
+        }
+        fn load(&self) -> u32 {
+            LAtomicU32::load(self, Ordering::Relaxed)
         }
     }
 

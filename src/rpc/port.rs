@@ -51,10 +51,10 @@ impl Wake {
         // Pairs with the server's fence between setting `sleeping` and its last poll: either it
         // sees our mailbox store, or we see it asleep and wake it.
         std::sync::atomic::fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) {
-            if let Some(t) = self.thread.get() {
-                t.unpark();
-            }
+        if self.sleeping.load(Ordering::Relaxed)
+            && let Some(t) = self.thread.get()
+        {
+            t.unpark();
         }
     }
 }
@@ -121,6 +121,9 @@ impl<M: Mem> Process<M> {
 
     fn try_lock(&self, port: usize) -> bool {
         let bit = 1u32 << (port % 32);
+        if self.locks[port / 32].load() & bit != 0 {
+            return false; // held: skip the read-modify-write (test and test-and-set)
+        }
         let before = self.locks[port / 32].fetch_or(bit);
         if before & bit == 0 {
             self.mem.acquire();
@@ -176,8 +179,10 @@ impl<M: Mem> Process<M> {
             if self.stopped() {
                 return Err(self.stopped_error("rpc open"));
             }
-            if self.parks() && step >= SPIN_STEPS {
-                super::mem::park(self.free_key(), || true, Duration::from_millis(20));
+            if self.parks() {
+                // Every port is taken: sleep until a client closes one (or briefly, for ports
+                // the server hands back after an asynchronous call).
+                super::mem::park(self.free_key(), || true, Duration::from_millis(5));
             } else {
                 self.mem.pause(step);
             }
@@ -304,12 +309,16 @@ impl<'a, M: Mem> Port<'a, M> {
         let mut step = 0u32;
         let parks = self.process.parks();
         while !self.process.owns(inbox, self.out) {
-            if step >= SPIN_STEPS && step % 16 == 0 && self.process.stopped() {
+            if step >= SPIN_STEPS && step.is_multiple_of(16) && self.process.stopped() {
                 return Err(self.process.stopped_error("rpc wait"));
             }
             if parks && step >= SPIN_STEPS {
                 let off = self.process.inbox_off(self.index);
-                let still = || !self.process.owns(self.process.load_inbox(self.index), self.out);
+                let still = || {
+                    !self
+                        .process
+                        .owns(self.process.load_inbox(self.index), self.out)
+                };
                 super::mem::park(self.process.mem.addr(off), still, Duration::from_millis(10));
             } else {
                 self.process.mem.pause(step);

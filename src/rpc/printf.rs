@@ -248,7 +248,12 @@ fn convert(s: &Spec, raw: u64, mut string: impl FnMut() -> Option<Vec<u8>>) -> V
     match s.conv {
         'd' | 'i' => {
             let v = signed(s, raw);
-            format!("{}{}", plus(v < 0), int_digits(v.unsigned_abs().to_string())).into_bytes()
+            format!(
+                "{}{}",
+                plus(v < 0),
+                int_digits(v.unsigned_abs().to_string())
+            )
+            .into_bytes()
         }
         'u' => int_digits(unsigned(s, raw).to_string()).into_bytes(),
         'o' => {
@@ -259,7 +264,11 @@ fn convert(s: &Spec, raw: u64, mut string: impl FnMut() -> Option<Vec<u8>>) -> V
         'x' | 'X' => {
             let v = unsigned(s, raw);
             let d = int_digits(format!("{v:x}"));
-            let pre = if s.flags.contains('#') && v != 0 { "0x" } else { "" };
+            let pre = if s.flags.contains('#') && v != 0 {
+                "0x"
+            } else {
+                ""
+            };
             let t = format!("{pre}{d}");
             if s.conv == 'X' { t.to_uppercase() } else { t }.into_bytes()
         }
@@ -360,11 +369,13 @@ fn pad(out: &mut Vec<u8>, s: &Spec, body: Vec<u8>) {
         out.extend(std::iter::repeat_n(b' ', fill));
     } else if s.flags.contains('0') && zero_ok {
         // Zeros go after the sign and the 0x prefix.
-        let pre = body
-            .iter()
-            .take_while(|c| b"+- ".contains(c))
-            .count()
-            .max(if body.starts_with(b"0x") || body.starts_with(b"0X") { 2 } else { 0 });
+        let pre = body.iter().take_while(|c| b"+- ".contains(c)).count().max(
+            if body.starts_with(b"0x") || body.starts_with(b"0X") {
+                2
+            } else {
+                0
+            },
+        );
         out.extend_from_slice(&body[..pre]);
         out.extend(std::iter::repeat_n(b'0', fill));
         out.extend_from_slice(&body[pre..]);
@@ -381,7 +392,10 @@ mod tests {
     fn run(fmt: &str, args: &[u8], strings: &[Option<&str>]) -> String {
         let pieces = parse(fmt.as_bytes());
         let (slots, _) = layout(&pieces, false);
-        let strings: Vec<_> = strings.iter().map(|s| s.map(|s| s.as_bytes().to_vec())).collect();
+        let strings: Vec<_> = strings
+            .iter()
+            .map(|s| s.map(|s| s.as_bytes().to_vec()))
+            .collect();
         String::from_utf8(format(&pieces, &slots, args, &strings)).unwrap()
     }
 

@@ -104,7 +104,7 @@ impl Server {
         device_address: u64,
     ) -> Result<Server> {
         let geo = Geometry::new(layout, port_count, lane_size)?;
-        if memory.is_null() || memory as usize % 8 != 0 {
+        if memory.is_null() || !(memory as usize).is_multiple_of(8) {
             return Err(Error::invalid(
                 "rpc::Server::with_memory",
                 format!("the block at {memory:p} is null or not 8-byte aligned"),
@@ -132,7 +132,12 @@ impl Server {
 
     /// # Safety
     /// `base` points to `geo.allocation_size()` valid bytes that `backing` keeps alive.
-    unsafe fn build(geo: Geometry, base: *mut u8, device_base: u64, backing: Backing) -> Result<Server> {
+    unsafe fn build(
+        geo: Geometry,
+        base: *mut u8,
+        device_base: u64,
+        backing: Backing,
+    ) -> Result<Server> {
         let len = geo.allocation_size();
         // SAFETY: caller's contract; nobody else uses the block yet.
         unsafe { std::ptr::write_bytes(base, 0, len) };
@@ -142,7 +147,14 @@ impl Server {
         // SAFETY: caller's contract; both halves only use atomics on it.
         let (m1, m2) = unsafe { (HostMem::new(base, len), HostMem::new(base, len)) };
         let inner = Inner {
-            server: Process::new(m1, geo, true, Some(stop.clone()), None, Some(in_process.clone())),
+            server: Process::new(
+                m1,
+                geo,
+                true,
+                Some(stop.clone()),
+                None,
+                Some(in_process.clone()),
+            ),
             client: Process::new(
                 m2,
                 geo,
@@ -206,7 +218,10 @@ impl Server {
         opcode: u32,
         handler: impl Fn(&mut Port<'_>) -> Result<()> + Send + Sync + 'static,
     ) {
-        self.inner.handlers.write().insert(opcode, Arc::new(handler));
+        self.inner
+            .handlers
+            .write()
+            .insert(opcode, Arc::new(handler));
     }
 
     /// A client for in-process callers (host kernels, tests) that shares this block.

@@ -66,7 +66,11 @@ pub fn check_user_opcode(opcode: u32) -> Result<()> {
             format!(
                 "opcode {opcode:#010x} is in the reserved {} range; pick one whose top byte is \
                  neither 'c' (0x63) nor 'o' (0x6F)",
-                if opcode >> 24 == 0x63 { "libc 'c'" } else { "offload 'o'" }
+                if opcode >> 24 == 0x63 {
+                    "libc 'c'"
+                } else {
+                    "offload 'o'"
+                }
             ),
         )),
         _ => Ok(()),
@@ -139,8 +143,8 @@ impl Server {
             let lanes = port.recv_n()?;
             let mut replies = vec![Vec::new(); lanes.len()];
             for lane in (0..lanes.len()).filter(|l| port.mask() >> l & 1 == 1) {
-                let req: S::Request = bytemuck::try_pod_read_unaligned(&lanes[lane])
-                    .map_err(|_| {
+                let req: S::Request =
+                    bytemuck::try_pod_read_unaligned(&lanes[lane]).map_err(|_| {
                         lane_error(
                             S::OPCODE,
                             format!(
@@ -170,7 +174,11 @@ impl Server {
             let args = A::unpack(bytes).ok_or_else(|| {
                 lane_error(
                     EMISSARY_OPCODE,
-                    format!("{} argument bytes are too few for {}", bytes.len(), std::any::type_name::<A>()),
+                    format!(
+                        "{} argument bytes are too few for {}",
+                        bytes.len(),
+                        std::any::type_name::<A>()
+                    ),
                 )
             })?;
             Ok(bytemuck::bytes_of(&f(args)).to_vec())
@@ -353,7 +361,10 @@ pub(crate) fn install_builtins(server: &Server) {
             let f = f.ok_or_else(|| {
                 lane_error(
                     EMISSARY_OPCODE,
-                    format!("no function exposed as service {} index {}", ids[l].0, ids[l].1),
+                    format!(
+                        "no function exposed as service {} index {}",
+                        ids[l].0, ids[l].1
+                    ),
                 )
             })?;
             replies[l] = f(&args[l])?;
@@ -395,7 +406,11 @@ fn printf_service(s: &ServiceState, port: &mut Port<'_>, code: u32) -> Result<()
     let packed = code >= op::PRINTF_TO_STDOUT_PACKED;
     let n = port.lane_size();
     let mut streams = vec![
-        if matches!(code, op::PRINTF_TO_STDERR | op::PRINTF_TO_STDERR_PACKED) { 3 } else { 2 };
+        if matches!(code, op::PRINTF_TO_STDERR | op::PRINTF_TO_STDERR_PACKED) {
+            3
+        } else {
+            2
+        };
         n
     ];
     if to_stream {
@@ -428,9 +443,12 @@ fn printf_service(s: &ServiceState, port: &mut Port<'_>, code: u32) -> Result<()
         }
     }
     let mut fetched: Vec<Vec<Option<Vec<u8>>>> = vec![Vec::new(); n];
-    let mut nulls: Vec<Vec<bool>> = pending.iter().map(|p| p.iter().map(|&a| a == 0).collect()).collect();
-    for l in 0..n {
-        pending[l].retain(|&a| a != 0);
+    let mut nulls: Vec<Vec<bool>> = pending
+        .iter()
+        .map(|p| p.iter().map(|&a| a == 0).collect())
+        .collect();
+    for p in &mut pending {
+        p.retain(|&a| a != 0);
     }
     while lanes.iter().any(|&l| !pending[l].is_empty()) {
         let next: Vec<u64> = (0..n).map(|l| pending[l].pop().unwrap_or(0)).collect();
@@ -458,4 +476,3 @@ fn printf_service(s: &ServiceState, port: &mut Port<'_>, code: u32) -> Result<()
         p[1] = 0;
     })
 }
-

@@ -69,8 +69,16 @@ impl Files {
     }
 
     fn open(&self, path: &[u8], mode: &[u8]) -> u64 {
-        let path = String::from_utf8_lossy(&path[..path.iter().position(|&c| c == 0).unwrap_or(path.len())]).into_owned();
-        let mode: String = mode.iter().take_while(|&&c| c != 0).map(|&c| c as char).filter(|&c| c != 'b').collect();
+        let path = String::from_utf8_lossy(
+            &path[..path.iter().position(|&c| c == 0).unwrap_or(path.len())],
+        )
+        .into_owned();
+        let mode: String = mode
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as char)
+            .filter(|&c| c != 'b')
+            .collect();
         let mut o = OpenOptions::new();
         match mode.as_str() {
             "r" => o.read(true),
@@ -84,7 +92,15 @@ impl Files {
         match o.open(path) {
             Ok(file) => {
                 let h = self.next.fetch_add(4, Ordering::Relaxed);
-                self.table.lock().insert(h, HostFile { file, pushback: Vec::new(), eof: false, error: false });
+                self.table.lock().insert(
+                    h,
+                    HostFile {
+                        file,
+                        pushback: Vec::new(),
+                        eof: false,
+                        error: false,
+                    },
+                );
                 h
             }
             Err(_) => 0,
@@ -112,7 +128,9 @@ impl Files {
             1 => read_one(&mut |b| std::io::stdin().read(b)),
             0 => {
                 let mut t = self.table.lock();
-                let Some(f) = t.get_mut(&stream) else { return Vec::new() };
+                let Some(f) = t.get_mut(&stream) else {
+                    return Vec::new();
+                };
                 let mut out = Vec::new();
                 while out.len() < max && !(line && out.last() == Some(&b'\n')) {
                     if let Some(c) = f.pushback.pop() {
@@ -173,7 +191,16 @@ pub(crate) fn install(server: &Server) {
         })
     });
     // Packet-in, one-word-out operations on a stream in data[0] (UNGETC: data[1]).
-    for code in [op::CLOSE_FILE, op::FEOF, op::FERROR, op::CLEARERR, op::FSEEK, op::FTELL, op::FFLUSH, op::UNGETC] {
+    for code in [
+        op::CLOSE_FILE,
+        op::FEOF,
+        op::FERROR,
+        op::CLEARERR,
+        op::FSEEK,
+        op::FTELL,
+        op::FFLUSH,
+        op::UNGETC,
+    ] {
         let s = server.weak();
         server.register(code, move |port| {
             let s = s.upgrade().ok_or_else(gone)?;
@@ -203,7 +230,9 @@ pub(crate) fn install(server: &Server) {
                         f.file.seek(pos).map_or(EOF, |_| 0)
                     }),
                     op::FTELL => files.with(stream, EOF, |f| {
-                        f.file.stream_position().map_or(EOF, |x| x - f.pushback.len() as u64)
+                        f.file
+                            .stream_position()
+                            .map_or(EOF, |x| x - f.pushback.len() as u64)
                     }),
                     op::FFLUSH => match stream & 3 {
                         0 => files.with(stream, EOF, |f| f.file.flush().map_or(EOF, |_| 0)),
@@ -228,7 +257,10 @@ pub(crate) fn install(server: &Server) {
             for l in lanes_of(port) {
                 let max = req[l][0].min(crate::rpc::MAX_STREAM_BYTES) as usize;
                 if code == op::READ_FGETS {
-                    let mut line = s.services.files.read(req[l][1], max.saturating_sub(1), true);
+                    let mut line = s
+                        .services
+                        .files
+                        .read(req[l][1], max.saturating_sub(1), true);
                     if !line.is_empty() {
                         line.push(0);
                     }
@@ -247,7 +279,10 @@ pub(crate) fn install(server: &Server) {
     }
     server.register(op::REMOVE, |port| {
         let paths = port.recv_n()?;
-        let out: Vec<u64> = paths.iter().map(|p| std::fs::remove_file(cstr(p)).map_or(EOF, |_| 0)).collect();
+        let out: Vec<u64> = paths
+            .iter()
+            .map(|p| std::fs::remove_file(cstr(p)).map_or(EOF, |_| 0))
+            .collect();
         reply_words(port, &out)
     });
     server.register(op::RENAME, |port| {
