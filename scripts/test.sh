@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests use: PoCL runs the OpenCL platform on the CPU.
-APT_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev)
+# clang-19 compiles the CUDA RPC header to PTX.
+APT_PACKAGES=(pocl-opencl-icd ocl-icd-opencl-dev clang-19)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -21,6 +22,18 @@ fi
 export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl}"
 cargo test --all-targets
 cargo test --doc
+
+# The CUDA/HIP device-side RPC client header compiles to PTX, and its `__llvm_rpc_client` has
+# the current layout's 2096 bytes.
+if command -v clang++-19 >/dev/null 2>&1; then
+    ptx="$(mktemp --suffix=.ptx)"
+    clang++-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib \
+        -Xclang -target-feature -Xclang +ptx70 -Iinclude -S tests/c/rpc_header_check.cu -o "$ptx"
+    grep -q '__llvm_rpc_client\[2096\]' "$ptx"
+    rm -f "$ptx"
+else
+    echo "note: clang++-19 not installed; skipping the RPC header PTX check"
+fi
 
 if cargo +nightly miri --version >/dev/null 2>&1; then
     # Weak-memory emulation is off: it cannot model the mixed-size atomics that device memory
