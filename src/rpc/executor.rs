@@ -20,9 +20,6 @@ use crate::stream::Stream;
 /// Ports of an executor's server (each is one warp's worth of concurrent calls).
 pub const EXECUTOR_PORTS: usize = 64;
 
-/// The OpenCL C client, prepended to kernel sources that use RPC (not yet provided).
-pub const OPENCL_CLIENT_SOURCE: &str = "";
-
 /// An executor's RPC server.
 pub struct ExecutorRpc {
     thread: ServerThread,

@@ -27,7 +27,7 @@ mod services;
 mod tests;
 
 pub use client::{Client, PrintfArg};
-pub use executor::{ExecutorRpc, OPENCL_CLIENT_SOURCE};
+pub use executor::{EXECUTOR_PORTS, ExecutorRpc};
 pub use layout::{Geometry, Layout};
 pub use mem::{HostMem, LockWord, Mem};
 pub use port::{MAX_STREAM_BYTES, Packet, Port, Process};
