@@ -19,6 +19,18 @@ cargo test --doc
 # The HIP backend (opt-in feature): builds, links libamdhip64, and fails cleanly without a GPU.
 cargo test --features hip --test hip_platform --test examples
 
+# The CUDA/HIP device-side RPC client header compiles to PTX, and its `__llvm_rpc_client` has
+# the current layout's 2096 bytes.
+if command -v clang++-19 >/dev/null 2>&1; then
+    ptx="$(mktemp --suffix=.ptx)"
+    clang++-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib \
+        -Xclang -target-feature -Xclang +ptx70 -Iinclude -S tests/c/rpc_header_check.cu -o "$ptx"
+    grep -q '__llvm_rpc_client\[2096\]' "$ptx"
+    rm -f "$ptx"
+else
+    echo "note: clang++-19 not installed; skipping the RPC header PTX check"
+fi
+
 if cargo +nightly miri --version >/dev/null 2>&1; then
     # Weak-memory emulation is off: it cannot model the mixed-size atomics that device memory
     # uses (see ARCHITECTURE.md); leaks are expected from the mem::forget soundness tests.

@@ -179,6 +179,14 @@ pub enum Error {
         detail: String,
     },
 
+    /// A device-initiated RPC failed: the other side broke the protocol, a service failed, or
+    /// the server shut down while a kernel waited for it.
+    #[error("rpc: {detail}")]
+    Rpc {
+        /// What failed, on which port or opcode.
+        detail: String,
+    },
+
     /// A file named by a loader spec could not be read.
     #[error("cannot read `{path}`: {detail}")]
     Io {

@@ -27,6 +27,8 @@ pub(crate) struct ExecutorShared {
     platform: &'static str,
     ordinal: usize,
     iface: Arc<dyn StreamExecutorInterface>,
+    /// The device-initiated RPC server, started on first use (`StreamExecutor::rpc`).
+    rpc: std::sync::OnceLock<crate::rpc::ExecutorRpc>,
 }
 
 impl StreamExecutor {
@@ -43,6 +45,7 @@ impl StreamExecutor {
                 platform,
                 ordinal,
                 iface,
+                rpc: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -74,6 +77,9 @@ impl StreamExecutor {
     /// The backend's handle.
     pub fn interface(&self) -> &Arc<dyn StreamExecutorInterface> {
         &self.inner.iface
+    }
+    pub(crate) fn rpc_cell(&self) -> &std::sync::OnceLock<crate::rpc::ExecutorRpc> {
+        &self.inner.rpc
     }
     /// True when both handles refer to the same executor.
     pub fn same_as(&self, other: &StreamExecutor) -> bool {

@@ -37,6 +37,7 @@ pub mod philox;
 pub mod platform;
 pub mod ptx;
 mod rng;
+pub mod rpc;
 mod stream;
 
 pub use blas::BlasScalar;

@@ -155,3 +155,20 @@ fn canned_ops_agrees_across_platforms() {
     }
     assert!(!philox_lines.is_empty());
 }
+
+#[test]
+fn rpc_hello_prints_through_the_server_on_host() {
+    let out = Command::new(example("rpc_hello"))
+        .args(["--platform", "host"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Hello world!\nanswer=42 x=2.50\n"
+    );
+}

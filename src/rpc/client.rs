@@ -1,0 +1,228 @@
+//! The in-process client: what a host-platform kernel (or a test pretending to be a device)
+//! uses to call the server. Lane size 1 in the usual case; [`Client::open_lanes`] acts as a
+//! whole warp in one thread (a mask of active lanes, one packet slot per lane).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::port::Port;
+use super::server::Inner;
+use super::{error_reply, opcode};
+use crate::error::{Error, Result};
+
+/// An in-process client of one server. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+/// One argument of [`Client::printf`], laid out as a device's `va_list` would hold it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PrintfArg<'a> {
+    /// `%d`, `%c`, `%x`, ... without a length modifier (4 bytes).
+    Int(i32),
+    /// Conversions with `l`, `ll`, `z`, ... (8 bytes).
+    Long(i64),
+    /// `%f`, `%e`, `%g`, `%a` (a double).
+    Double(f64),
+    /// `%s`: sent when the server asks for it.
+    Str(&'a str),
+}
+
+pub(crate) fn server_error(op: u32, status: u32) -> Error {
+    let what = match status {
+        super::RPC_UNHANDLED_OPCODE => "RPC_UNHANDLED_OPCODE (no handler is registered)",
+        super::RPC_ERROR => "RPC_ERROR (the handler failed; see the server's log)",
+        _ => "an error status",
+    };
+    Error::Rpc {
+        detail: format!("opcode {op:#010x}: the server replied {what}"),
+    }
+}
+
+impl Client {
+    pub(crate) fn new(inner: Arc<Inner>) -> Self {
+        Client { inner }
+    }
+
+    /// Packet slots per port of the block (the warp width this client may use).
+    pub fn lane_size(&self) -> usize {
+        self.inner.client.geometry().lane_size
+    }
+
+    /// Opens a port for `opcode` with only lane 0 active.
+    pub fn open(&self, opcode: u32) -> Result<Port<'_>> {
+        self.open_lanes(opcode, 1)
+    }
+
+    /// Opens a port for `opcode` as a warp whose active lanes are `mask` (non-zero, within the
+    /// lane size). Each `send`/`recv` then visits every active lane.
+    pub fn open_lanes(&self, opcode: u32, mask: u64) -> Result<Port<'_>> {
+        let lanes = self.lane_size();
+        if mask == 0 || (lanes < 64 && mask >> lanes != 0) {
+            return Err(Error::invalid(
+                "rpc::Client::open_lanes",
+                format!("lane mask {mask:#x} is empty or names lanes past the lane size {lanes}"),
+            ));
+        }
+        let p = self.inner.client.geometry().port_count;
+        let hint = self.inner.next_port.fetch_add(1, Ordering::Relaxed) % p;
+        self.inner.client.open(opcode, mask, hint)
+    }
+
+    /// Sends `request` (any size) under `opcode` and returns the reply stream; the exchange of
+    /// user services and the echo tests.
+    pub fn call(&self, opcode: u32, request: &[u8]) -> Result<Vec<u8>> {
+        let mut port = self.open(opcode)?;
+        port.send_n(|_| request)?;
+        let mut out = port.recv_n()?;
+        Ok(std::mem::take(&mut out[0]))
+    }
+
+    /// Sends one packet and returns the reply packet (an error reply is an `Err`).
+    pub fn call_packet(&self, opcode: u32, request: super::Packet) -> Result<super::Packet> {
+        let mut port = self.open(opcode)?;
+        let mut reply = [0u64; 8];
+        port.send_and_recv(|_, p| *p = request, |_, p| reply = *p)?;
+        match error_reply(&reply) {
+            Some(status) => Err(server_error(opcode, status)),
+            None => Ok(reply),
+        }
+    }
+
+    /// The asynchronous no-op: one packet, no reply.
+    pub fn noop(&self) -> Result<()> {
+        let mut port = self.open(opcode::NOOP)?;
+        port.send(|_, _| {})
+    }
+
+    fn write(&self, op: u32, bytes: &[u8]) -> Result<u64> {
+        let mut port = self.open(op)?;
+        port.send_n(|_| bytes)?;
+        let mut reply = [0u64; 8];
+        port.recv(|_, p| reply = *p)?;
+        match error_reply(&reply) {
+            Some(status) => Err(server_error(op, status)),
+            None => Ok(reply[0]),
+        }
+    }
+
+    /// Writes `bytes` to the executor's stdout; returns the count written.
+    pub fn write_stdout(&self, bytes: &[u8]) -> Result<u64> {
+        self.write(opcode::WRITE_TO_STDOUT, bytes)
+    }
+
+    /// Writes `bytes` to the executor's stderr; returns the count written.
+    pub fn write_stderr(&self, bytes: &[u8]) -> Result<u64> {
+        self.write(opcode::WRITE_TO_STDERR, bytes)
+    }
+
+    /// `puts`: `s` and a newline to stdout.
+    pub fn puts(&self, s: &str) -> Result<u64> {
+        self.write(opcode::WRITE_TO_STDOUT_NEWLINE, s.as_bytes())
+    }
+
+    /// C `printf` formatted on the host: `format` and `args` travel as a device's format
+    /// string and `va_list` would. Returns the printf result.
+    pub fn printf(&self, format: &str, args: &[PrintfArg<'_>]) -> Result<i32> {
+        let mut fmt = format.as_bytes().to_vec();
+        fmt.push(0);
+        let mut blob = Vec::new();
+        let mut strings = Vec::new();
+        for a in args {
+            let (bytes, align): (Vec<u8>, usize) = match *a {
+                PrintfArg::Int(v) => (v.to_le_bytes().to_vec(), 4),
+                PrintfArg::Long(v) => (v.to_le_bytes().to_vec(), 8),
+                PrintfArg::Double(v) => (v.to_le_bytes().to_vec(), 8),
+                PrintfArg::Str(s) => {
+                    strings.push(s);
+                    // A fake device pointer: 1-based index of the string, nonzero.
+                    ((strings.len() as u64).to_le_bytes().to_vec(), 8)
+                }
+            };
+            blob.resize(blob.len().next_multiple_of(align), 0);
+            blob.extend_from_slice(&bytes);
+        }
+        let mut port = self.open(opcode::PRINTF_TO_STDOUT)?;
+        port.send_n(|_| &fmt)?;
+        let mut reply = [0u64; 8];
+        port.recv(|_, p| reply = *p)?;
+        if let Some(status) = error_reply(&reply) {
+            return Err(server_error(opcode::PRINTF_TO_STDOUT, status));
+        }
+        let size = reply[0] as usize;
+        blob.resize(size.max(blob.len()), 0);
+        port.send_n(|_| &blob[..size])?;
+        loop {
+            port.recv(|_, p| reply = *p)?;
+            if let Some(status) = error_reply(&reply) {
+                return Err(server_error(opcode::PRINTF_TO_STDOUT, status));
+            }
+            if reply[1] == 0 {
+                return Ok(reply[0] as i32);
+            }
+            let mut s = strings
+                .get(reply[1] as usize - 1)
+                .map(|s| s.as_bytes().to_vec())
+                .unwrap_or_default();
+            s.push(0);
+            port.send_n(|_| &s)?;
+        }
+    }
+
+    /// `exit(status)` from a kernel: the server records it and fails the launching stream.
+    pub fn exit(&self, status: i32) -> Result<()> {
+        let mut port = self.open(opcode::EXIT)?;
+        port.send_and_recv(|_, _| {}, |_, _| {})?;
+        port.send(|_, p| p[0] = u64::from(status as u32))
+    }
+
+    /// Device-accessible memory from the executor (`MALLOC`); returns its device address.
+    pub fn malloc(&self, bytes: u64) -> Result<u64> {
+        let r = self.call_packet(opcode::MALLOC, [bytes, 0, 0, 0, 0, 0, 0, 0])?;
+        Ok(r[0])
+    }
+
+    /// Frees [`malloc`](Self::malloc) memory (asynchronous).
+    pub fn free(&self, address: u64) -> Result<()> {
+        let mut port = self.open(opcode::FREE)?;
+        port.send(|_, p| p[0] = address)
+    }
+
+    /// Calls the typed user service `S` with `request`.
+    pub fn call_service<S: super::Service>(&self, request: &S::Request) -> Result<S::Response> {
+        let reply = self.call(S::OPCODE, bytemuck::bytes_of(request))?;
+        bytemuck::try_pod_read_unaligned(&reply).map_err(|_| Error::Rpc {
+            detail: format!(
+                "service {:#010x} replied {} bytes; the response type has {}",
+                S::OPCODE,
+                reply.len(),
+                std::mem::size_of::<S::Response>()
+            ),
+        })
+    }
+
+    /// Calls the Emissary function (`service`, `index`) with a packed argument buffer; returns
+    /// the result bytes.
+    pub fn emissary(&self, service: u32, index: u32, packed_args: &[u8]) -> Result<Vec<u8>> {
+        let mut port = self.open(super::EMISSARY_OPCODE)?;
+        port.send(|_, p| {
+            p[0] = u64::from(service);
+            p[1] = u64::from(index);
+        })?;
+        port.send_n(|_| packed_args)?;
+        Ok(std::mem::take(&mut port.recv_n()?[0]))
+    }
+
+    /// `HOST_CALL`: calls the registered host function `function` with a copy of `args`.
+    pub fn host_call(&self, function: u64, args: &[u8]) -> Result<u64> {
+        let mut port = self.open(opcode::HOST_CALL)?;
+        port.send_n(|_| args)?;
+        let mut reply = [0u64; 8];
+        port.send_and_recv(|_, p| p[0] = function, |_, p| reply = *p)?;
+        match error_reply(&reply) {
+            Some(status) => Err(server_error(opcode::HOST_CALL, status)),
+            None => Ok(reply[0]),
+        }
+    }
+}

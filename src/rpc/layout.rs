@@ -1,0 +1,244 @@
+//! Where everything sits in the shared RPC block, for both layouts of the LLVM GPU libc protocol,
+//! and the bytes of the device-side `Client` struct (`__llvm_rpc_client`).
+//!
+//! Pure arithmetic, no memory access: the offsets here are checked against the table of worked
+//! values in `shared/rpc-protocol.md` by the unit tests below.
+
+use crate::error::{Error, Result};
+
+/// Which revision of the shared-memory layout the device code was built against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Newest upstream (2026): a 64-byte doorbell first, at most 16384 ports, `Client` = 2096 B.
+    Current,
+    /// LLVM 20 to 22: no doorbell, at most 4096 ports, `Client` = 552 B.
+    PreDoorbell,
+}
+
+impl Layout {
+    /// Size of the doorbell prefix in bytes.
+    pub const fn doorbell_bytes(self) -> usize {
+        match self {
+            Layout::Current => 64,
+            Layout::PreDoorbell => 0,
+        }
+    }
+
+    /// The largest port count the device's lock bitmap can hold.
+    pub const fn max_port_count(self) -> usize {
+        match self {
+            Layout::Current => 16384,
+            Layout::PreDoorbell => 4096,
+        }
+    }
+
+    /// `sizeof(rpc::Client)` on the device, the size of `__llvm_rpc_client`.
+    pub const fn client_image_size(self) -> usize {
+        self.pointers_end() + self.max_port_count() / 32 * 4
+    }
+
+    /// Offset of the lock bitmap in the `Client` struct (after the count and the pointers).
+    const fn pointers_end(self) -> usize {
+        match self {
+            Layout::Current => 48,
+            Layout::PreDoorbell => 40,
+        }
+    }
+
+    /// The layout whose `Client` struct has `symbol_size` bytes (the ELF `st_size` of
+    /// `__llvm_rpc_client`), or `None` for a size no known revision has.
+    pub const fn from_client_size(symbol_size: usize) -> Option<Layout> {
+        if symbol_size == Layout::Current.client_image_size() {
+            Some(Layout::Current)
+        } else if symbol_size == Layout::PreDoorbell.client_image_size() {
+            Some(Layout::PreDoorbell)
+        } else {
+            None
+        }
+    }
+}
+
+/// Byte size of one packet slot (`rpc::Buffer`).
+pub const PACKET_BYTES: usize = 64;
+/// Byte size of one port header (`mask: u64`, `opcode: u32`, padding).
+pub const HEADER_BYTES: usize = 16;
+
+const fn align8(x: usize) -> usize {
+    (x + 7) & !7
+}
+
+/// A validated (layout, port count, lane size) and the offsets it implies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// The layout revision.
+    pub layout: Layout,
+    /// Number of ports.
+    pub port_count: usize,
+    /// Packet slots per port: the client's warp width (1, 32 or 64).
+    pub lane_size: usize,
+}
+
+impl Geometry {
+    /// Checks the port count (1..=the layout's maximum) and lane size (1, 32 or 64).
+    pub fn new(layout: Layout, port_count: usize, lane_size: usize) -> Result<Geometry> {
+        if port_count == 0 || port_count > layout.max_port_count() {
+            return Err(Error::invalid(
+                "rpc::Server::new",
+                format!(
+                    "port_count {port_count} is outside 1..={} for the {layout:?} layout",
+                    layout.max_port_count()
+                ),
+            ));
+        }
+        if !matches!(lane_size, 1 | 32 | 64) {
+            return Err(Error::invalid(
+                "rpc::Server::new",
+                format!(
+                    "lane_size {lane_size} is not 1, 32 or 64; use 1 for CPU clients, 32 for \
+                     NVPTX, the wavefront size for AMDGPU"
+                ),
+            ));
+        }
+        Ok(Geometry {
+            layout,
+            port_count,
+            lane_size,
+        })
+    }
+
+    /// Offset of mailbox array A: the client's inbox, the server's outbox.
+    pub const fn client_inbox(&self) -> usize {
+        self.layout.doorbell_bytes()
+    }
+    /// Offset of mailbox array B: the client's outbox, the server's inbox.
+    pub const fn client_outbox(&self) -> usize {
+        self.client_inbox() + 4 * self.port_count
+    }
+    /// Offset of the header array.
+    pub const fn headers(&self) -> usize {
+        align8(self.layout.doorbell_bytes() + 8 * self.port_count)
+    }
+    /// Offset of the packet array.
+    pub const fn packets(&self) -> usize {
+        align8(self.headers() + HEADER_BYTES * self.port_count)
+    }
+    /// Bytes the shared block needs.
+    pub const fn allocation_size(&self) -> usize {
+        self.packets() + PACKET_BYTES * self.port_count * self.lane_size
+    }
+    /// Offset of the packet of `port`, `lane`.
+    pub const fn packet(&self, port: usize, lane: usize) -> usize {
+        self.packets() + (port * self.lane_size + lane) * PACKET_BYTES
+    }
+    /// Offset of the header of `port`.
+    pub const fn header(&self, port: usize) -> usize {
+        self.headers() + port * HEADER_BYTES
+    }
+
+    /// The device-side `Client` struct for a block whose first byte the device sees at `base`:
+    /// port count, pointers into the block, and a zeroed lock bitmap.
+    pub fn client_image(&self, base: u64) -> Vec<u8> {
+        let mut image = vec![0u8; self.layout.client_image_size()];
+        image[0..4].copy_from_slice(&(self.port_count as u32).to_le_bytes());
+        let mut pointers = Vec::with_capacity(5);
+        if self.layout == Layout::Current {
+            pointers.push(base); // the doorbell sits at the start of the block
+        }
+        pointers.extend([
+            base + self.client_inbox() as u64,
+            base + self.client_outbox() as u64,
+            base + self.headers() as u64,
+            base + self.packets() as u64,
+        ]);
+        for (i, p) in pointers.iter().enumerate() {
+            image[8 + 8 * i..16 + 8 * i].copy_from_slice(&p.to_le_bytes());
+        }
+        image
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_match_the_upstream_builds() {
+        // (layout, P, L, inbox, outbox, H, K, total) from rpc-protocol.md section 2.
+        let table = [
+            (Layout::Current, 1, 1, 64, 68, 72, 88, 152),
+            (Layout::Current, 64, 32, 64, 320, 576, 1600, 132672),
+            (Layout::Current, 4096, 64, 64, 16448, 32832, 98368, 16875584),
+            (
+                Layout::Current,
+                16384,
+                32,
+                64,
+                65600,
+                131136,
+                393280,
+                33947712,
+            ),
+            (Layout::PreDoorbell, 1, 1, 0, 4, 8, 24, 88),
+            (Layout::PreDoorbell, 64, 32, 0, 256, 512, 1536, 132608),
+            (
+                Layout::PreDoorbell,
+                4096,
+                64,
+                0,
+                16384,
+                32768,
+                98304,
+                16875520,
+            ),
+        ];
+        for (layout, p, l, inbox, outbox, h, k, total) in table {
+            let g = Geometry::new(layout, p, l).unwrap();
+            assert_eq!(
+                (
+                    g.client_inbox(),
+                    g.client_outbox(),
+                    g.headers(),
+                    g.packets(),
+                    g.allocation_size()
+                ),
+                (inbox, outbox, h, k, total),
+                "{layout:?} P={p} L={l}"
+            );
+        }
+    }
+
+    #[test]
+    fn client_image_sizes_and_fields() {
+        assert_eq!(Layout::Current.client_image_size(), 2096);
+        assert_eq!(Layout::PreDoorbell.client_image_size(), 552);
+        assert_eq!(Layout::from_client_size(2096), Some(Layout::Current));
+        assert_eq!(Layout::from_client_size(552), Some(Layout::PreDoorbell));
+        assert_eq!(Layout::from_client_size(96), None);
+        let base = 0x7000_0000_1000u64;
+        let word = |img: &[u8], at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap());
+        let g = Geometry::new(Layout::Current, 64, 32).unwrap();
+        let img = g.client_image(base);
+        assert_eq!(u32::from_le_bytes(img[0..4].try_into().unwrap()), 64);
+        assert_eq!(
+            [8, 16, 24, 32, 40].map(|o| word(&img, o)),
+            [base, base + 64, base + 320, base + 576, base + 1600]
+        );
+        assert!(img[48..].iter().all(|&b| b == 0));
+        let g = Geometry::new(Layout::PreDoorbell, 64, 32).unwrap();
+        let img = g.client_image(base);
+        assert_eq!(img.len(), 552);
+        assert_eq!(
+            [8, 16, 24, 32].map(|o| word(&img, o)),
+            [base, base + 256, base + 512, base + 1536]
+        );
+        assert!(img[40..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn bad_geometry_is_an_error() {
+        assert!(Geometry::new(Layout::Current, 0, 1).is_err());
+        assert!(Geometry::new(Layout::PreDoorbell, 4097, 1).is_err());
+        assert!(Geometry::new(Layout::Current, 16384, 1).is_ok());
+        assert!(Geometry::new(Layout::Current, 4, 16).is_err());
+    }
+}

@@ -1,0 +1,129 @@
+//! Device-initiated RPC: kernels call the host through the LLVM GPU libc RPC protocol.
+//!
+//! - [`layout`]: where mailboxes, headers and packets sit for both layouts ([`Layout`]), and
+//!   the bytes of the device's `Client` struct (`__llvm_rpc_client`).
+//! - [`Port`] / [`Process`](port::Process): the protocol state machine (send, recv, send_n,
+//!   recv_n, lane masks) over the shared block; all `unsafe` is in `mem.rs`.
+//! - [`Server`] / [`ServerThread`]: the standalone server; [`Client`]: the in-process client
+//!   host kernels and tests use; [`opcode`]: the libc and offload opcode numbers.
+//! - `services.rs`: the built-in services (write, printf, malloc, exit, files, host calls),
+//!   typed user services and the Emissary-style dispatcher.
+//!
+//! Every executor owns a server (see `StreamExecutor::rpc`).
+
+#[cfg(target_endian = "big")]
+compile_error!("the RPC block is little-endian; big-endian hosts are not supported");
+
+mod client;
+mod executor;
+pub mod layout;
+mod mem;
+mod port;
+mod printf;
+mod server;
+mod services;
+
+#[cfg(test)]
+mod tests;
+
+pub use client::{Client, PrintfArg};
+pub use executor::{EXECUTOR_PORTS, ExecutorRpc};
+pub use layout::{Geometry, Layout};
+pub use mem::{HostMem, LockWord, Mem};
+pub use port::{MAX_STREAM_BYTES, Packet, Port, Process};
+pub use server::{Handler, Server, ServerThread};
+pub use services::{
+    EMISSARY_OPCODE, Emissary, HostFunction, KernelExit, Service, StdStream, check_user_opcode,
+};
+
+/// A handler's status: success.
+pub const RPC_SUCCESS: u32 = 0;
+/// A handler's status: the handler failed or panicked.
+pub const RPC_ERROR: u32 = 0x1000;
+/// A handler's status: nobody handles the opcode.
+pub const RPC_UNHANDLED_OPCODE: u32 = 0x1001;
+
+/// Word 7 of an error reply ("RPC_ERR!" little-endian); words 1..=6 are zero and word 0 holds
+/// the status. Our clients check for it; foreign clients see the status in `data[0]`.
+pub const ERROR_TAG: u64 = u64::from_le_bytes(*b"RPC_ERR!");
+
+/// The status of an error reply, or `None` for an ordinary packet.
+pub fn error_reply(p: &Packet) -> Option<u32> {
+    (p[7] == ERROR_TAG && p[1..7].iter().all(|&w| w == 0)).then_some(p[0] as u32)
+}
+
+/// Opcode numbers (rpc-protocol.md section 10).
+pub mod opcode {
+    /// `('c' << 24) | n`: the libc range.
+    pub const fn libc(n: u32) -> u32 {
+        0x6300_0000 | n
+    }
+    /// `('o' << 24) | n`: the offload range.
+    pub const fn offload(n: u32) -> u32 {
+        0x6F00_0000 | n
+    }
+    /// Does nothing (asynchronous).
+    pub const NOOP: u32 = libc(0);
+    /// Ends the kernel with a status.
+    pub const EXIT: u32 = libc(1);
+    /// Writes bytes to stdout.
+    pub const WRITE_TO_STDOUT: u32 = libc(2);
+    /// Writes bytes to stderr.
+    pub const WRITE_TO_STDERR: u32 = libc(3);
+    /// Writes bytes to a stream.
+    pub const WRITE_TO_STREAM: u32 = libc(4);
+    /// Writes bytes and a newline to stdout (`puts`).
+    pub const WRITE_TO_STDOUT_NEWLINE: u32 = libc(5);
+    /// `fread`.
+    pub const READ_FROM_STREAM: u32 = libc(6);
+    /// `fgets`.
+    pub const READ_FGETS: u32 = libc(7);
+    /// `fopen`.
+    pub const OPEN_FILE: u32 = libc(8);
+    /// `fclose`.
+    pub const CLOSE_FILE: u32 = libc(9);
+    /// Device-accessible memory from the host.
+    pub const MALLOC: u32 = libc(10);
+    /// Frees `MALLOC` memory (asynchronous).
+    pub const FREE: u32 = libc(11);
+    /// Calls a host function pointer with an argument blob.
+    pub const HOST_CALL: u32 = libc(12);
+    /// Aborts the kernel.
+    pub const ABORT: u32 = libc(13);
+    /// `feof`.
+    pub const FEOF: u32 = libc(14);
+    /// `ferror`.
+    pub const FERROR: u32 = libc(15);
+    /// `clearerr`.
+    pub const CLEARERR: u32 = libc(16);
+    /// `fseek`.
+    pub const FSEEK: u32 = libc(17);
+    /// `ftell`.
+    pub const FTELL: u32 = libc(18);
+    /// `fflush`.
+    pub const FFLUSH: u32 = libc(19);
+    /// `ungetc`.
+    pub const UNGETC: u32 = libc(20);
+    /// `printf` to stdout.
+    pub const PRINTF_TO_STDOUT: u32 = libc(21);
+    /// `printf` to stderr.
+    pub const PRINTF_TO_STDERR: u32 = libc(22);
+    /// `fprintf`.
+    pub const PRINTF_TO_STREAM: u32 = libc(23);
+    /// `printf` to stdout, packed arguments (AMDGPU).
+    pub const PRINTF_TO_STDOUT_PACKED: u32 = libc(24);
+    /// `printf` to stderr, packed arguments.
+    pub const PRINTF_TO_STDERR_PACKED: u32 = libc(25);
+    /// `fprintf`, packed arguments.
+    pub const PRINTF_TO_STREAM_PACKED: u32 = libc(26);
+    /// `remove`.
+    pub const REMOVE: u32 = libc(27);
+    /// `rename`.
+    pub const RENAME: u32 = libc(28);
+    /// `system` (not served: a kernel does not get a shell).
+    pub const SYSTEM: u32 = libc(29);
+    /// The offload runtime's host call.
+    pub const OFFLOAD_HOST_CALL: u32 = offload(0);
+    /// The Emissary dispatcher: (service id, function index) and a packed argument buffer.
+    pub const OFFLOAD_EMISSARY: u32 = offload(1);
+}

@@ -1,0 +1,409 @@
+//! The standalone RPC server: owns (or borrows) the shared block, dispatches opcodes to
+//! handlers, and can run on its own thread that parks while nothing is in flight.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::client::Client;
+use super::layout::{Geometry, Layout};
+use super::mem::{HostMem, backoff};
+use super::port::{Port, Process, Wake};
+use super::{RPC_ERROR, RPC_UNHANDLED_OPCODE};
+use crate::error::{Error, Result, panic_message};
+use crate::memory::AlignedHostBuffer;
+use crate::platform::interface::{DeviceAddress, StreamExecutorInterface};
+
+/// A handler for one opcode: drives the server side of the exchange on the open port.
+pub type Handler = Arc<dyn Fn(&mut Port<'_>) -> Result<()> + Send + Sync + 'static>;
+
+/// Who owns the block's memory.
+pub(crate) enum Backing {
+    Owned(#[allow(dead_code)] AlignedHostBuffer),
+    Unified {
+        iface: Arc<dyn StreamExecutorInterface>,
+        addr: DeviceAddress,
+    },
+    Caller,
+}
+
+impl Drop for Backing {
+    fn drop(&mut self) {
+        if let Backing::Unified { iface, addr } = self {
+            iface.deallocate(*addr);
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    // Field order matters: the two halves (which point into the block) drop before `backing`.
+    pub(crate) server: Process,
+    pub(crate) client: Process,
+    base: *mut u8,
+    device_base: u64,
+    handlers: RwLock<HashMap<u32, Handler>>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) wake: Arc<Wake>,
+    /// Set once an in-process client exists: the server half may then park while it waits
+    /// for a client, which wakes it (a device could not).
+    in_process: Arc<AtomicBool>,
+    /// Kernels in flight that may call the server: while non-zero the thread polls.
+    pub(crate) active: AtomicUsize,
+    pub(crate) next_port: AtomicUsize,
+    errors: Mutex<Vec<String>>,
+    pub(crate) services: super::services::ServiceState,
+    _backing: Backing,
+}
+
+// SAFETY: `base` is only handed out as a raw pointer; the block is accessed through `HostMem`.
+unsafe impl Send for Inner {}
+// SAFETY: as above.
+unsafe impl Sync for Inner {}
+
+/// An RPC server over one shared block: `port_count` ports of `lane_size` packet slots in the
+/// given [`Layout`]. Drive it with [`poll`](Self::poll), or move it to a thread with
+/// [`spawn`](Self::spawn). Dropping the owning `Server` (or its `ServerThread`) makes every
+/// in-process client that waits on it fail instead of hang.
+pub struct Server {
+    pub(crate) inner: Arc<Inner>,
+    owner: bool,
+}
+
+impl Server {
+    /// A server with its own zeroed, 64-byte aligned block.
+    pub fn new(layout: Layout, port_count: usize, lane_size: usize) -> Result<Server> {
+        let geo = Geometry::new(layout, port_count, lane_size)?;
+        let buf = AlignedHostBuffer::new(geo.allocation_size(), 64).ok_or_else(|| {
+            Error::invalid(
+                "rpc::Server::new",
+                format!("cannot allocate the {}-byte block", geo.allocation_size()),
+            )
+        })?;
+        let base = crate::platform::interface::HostBuffer::as_ptr(&buf);
+        // SAFETY: `buf` is `allocation_size` zeroed, 64-aligned bytes that `Inner` keeps alive.
+        unsafe { Self::build(geo, base, base as u64, Backing::Owned(buf)) }
+    }
+
+    /// A server whose block is the caller's memory at `memory` (host view) / `device_address`
+    /// (the address devices use; equal to `memory` for UVA, SVM and host memory). The memory is
+    /// zeroed here.
+    ///
+    /// # Safety
+    /// `memory` must point to `allocation_size(layout, port_count, lane_size)` writable bytes,
+    /// 8-byte aligned, that stay valid until the server and every client made from it are
+    /// dropped, and that nothing but devices following the protocol touches meanwhile.
+    pub unsafe fn with_memory(
+        layout: Layout,
+        port_count: usize,
+        lane_size: usize,
+        memory: *mut u8,
+        device_address: u64,
+    ) -> Result<Server> {
+        let geo = Geometry::new(layout, port_count, lane_size)?;
+        if memory.is_null() || !(memory as usize).is_multiple_of(8) {
+            return Err(Error::invalid(
+                "rpc::Server::with_memory",
+                format!("the block at {memory:p} is null or not 8-byte aligned"),
+            ));
+        }
+        // SAFETY: the caller's contract.
+        unsafe { Self::build(geo, memory, device_address, Backing::Caller) }
+    }
+
+    /// A server in unified memory of `iface` (the executor path), freed through it on drop.
+    pub(crate) fn in_unified(
+        iface: Arc<dyn StreamExecutorInterface>,
+        layout: Layout,
+        port_count: usize,
+        lane_size: usize,
+        extra: usize,
+    ) -> Result<Server> {
+        let geo = Geometry::new(layout, port_count, lane_size)?;
+        let (addr, host) = iface.allocate_unified((geo.allocation_size() + extra) as u64)?;
+        let backing = Backing::Unified { iface, addr };
+        // SAFETY: `allocate_unified` gives zeroed, host-coherent bytes, freed only when `backing`
+        // drops, after the halves that point into them.
+        unsafe { Self::build(geo, host, addr.0, backing) }
+    }
+
+    /// # Safety
+    /// `base` points to `geo.allocation_size()` valid bytes that `backing` keeps alive.
+    unsafe fn build(
+        geo: Geometry,
+        base: *mut u8,
+        device_base: u64,
+        backing: Backing,
+    ) -> Result<Server> {
+        let len = geo.allocation_size();
+        // SAFETY: caller's contract; nobody else uses the block yet.
+        unsafe { std::ptr::write_bytes(base, 0, len) };
+        let stop = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(Wake::default());
+        let in_process = Arc::new(AtomicBool::new(false));
+        // SAFETY: caller's contract; both halves only use atomics on it.
+        let (m1, m2) = unsafe { (HostMem::new(base, len), HostMem::new(base, len)) };
+        let inner = Inner {
+            server: Process::new(
+                m1,
+                geo,
+                true,
+                Some(stop.clone()),
+                None,
+                Some(in_process.clone()),
+            ),
+            client: Process::new(
+                m2,
+                geo,
+                false,
+                Some(stop.clone()),
+                Some(wake.clone()),
+                Some(Arc::new(AtomicBool::new(true))),
+            ),
+            in_process,
+            base,
+            device_base,
+            handlers: RwLock::new(HashMap::new()),
+            stop,
+            wake,
+            active: AtomicUsize::new(0),
+            next_port: AtomicUsize::new(0),
+            errors: Mutex::new(Vec::new()),
+            services: Default::default(),
+            _backing: backing,
+        };
+        let server = Server {
+            inner: Arc::new(inner),
+            owner: true,
+        };
+        super::services::install_builtins(&server);
+        Ok(server)
+    }
+
+    /// The block's geometry (layout, port count, lane size and offsets).
+    pub fn geometry(&self) -> Geometry {
+        self.inner.server.geometry()
+    }
+
+    /// Bytes of the block.
+    pub fn allocation_size(&self) -> usize {
+        self.geometry().allocation_size()
+    }
+
+    /// Host address of the block (zeroed at creation, 64-byte aligned when the server allocated
+    /// it). Access it only through the protocol.
+    pub fn buffer(&self) -> *mut u8 {
+        self.inner.base
+    }
+
+    /// The block's address as devices see it.
+    pub fn device_address(&self) -> u64 {
+        self.inner.device_base
+    }
+
+    /// The bytes of the device-side `Client` struct for this block, to copy into the
+    /// `__llvm_rpc_client` symbol of a loaded module (2096 or 552 bytes, by layout).
+    pub fn client_image(&self) -> Vec<u8> {
+        self.geometry().client_image(self.inner.device_base)
+    }
+
+    /// Serves `opcode` with `handler` from now on, replacing any earlier handler. Raw handlers
+    /// may take any opcode, including the reserved libc (`'c'`) and offload (`'o'`) ranges,
+    /// to override a built-in; [`register_service`](Self::register_service) refuses those.
+    pub fn register(
+        &self,
+        opcode: u32,
+        handler: impl Fn(&mut Port<'_>) -> Result<()> + Send + Sync + 'static,
+    ) {
+        self.inner
+            .handlers
+            .write()
+            .insert(opcode, Arc::new(handler));
+    }
+
+    /// A client for in-process callers (host kernels, tests) that shares this block.
+    pub fn client(&self) -> Client {
+        self.inner.in_process.store(true, Ordering::Relaxed);
+        Client::new(self.inner.clone())
+    }
+
+    /// Serves every pending port once; returns how many it served. Handler errors and panics
+    /// are answered with an error reply and recorded ([`take_errors`](Self::take_errors)).
+    pub fn poll(&self) -> Result<usize> {
+        Ok(self.inner.poll())
+    }
+
+    /// Messages of handler failures and unhandled opcodes since the last call.
+    pub fn take_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *self.inner.errors.lock())
+    }
+
+    /// Runs the server on its own thread until the returned handle is stopped or dropped.
+    pub fn spawn(self) -> ServerThread {
+        let view = Server {
+            inner: self.inner.clone(),
+            owner: false,
+        };
+        let join = std::thread::Builder::new()
+            .name("streamexec-rpc".into())
+            .spawn(move || {
+                let _ = self.inner.wake.thread.set(std::thread::current());
+                self.inner.run();
+                drop(self);
+            })
+            .expect("spawning the rpc server thread");
+        ServerThread {
+            server: view,
+            join: Some(join),
+        }
+    }
+
+    /// Marks one more kernel that may call the server as in flight: the thread polls until a
+    /// matching [`end_kernel`](Self::end_kernel).
+    pub fn begin_kernel(&self) {
+        self.inner.active.fetch_add(1, Ordering::SeqCst);
+        if let Some(t) = self.inner.wake.thread.get() {
+            t.unpark();
+        }
+    }
+
+    /// Ends a [`begin_kernel`](Self::begin_kernel).
+    pub fn end_kernel(&self) {
+        self.inner.active.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// A handle that does not stop the server when dropped.
+    pub(crate) fn view(&self) -> Server {
+        Server {
+            inner: self.inner.clone(),
+            owner: false,
+        }
+    }
+
+    /// A weak handle for handlers (they live in the server, so they must not keep it alive).
+    pub(crate) fn weak(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.owner {
+            self.inner.stop.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Inner {
+    fn record_error(&self, msg: String) {
+        eprintln!("streamexec rpc: {msg}");
+        let mut e = self.errors.lock();
+        if e.len() < 1024 {
+            e.push(msg);
+        }
+    }
+
+    pub(crate) fn poll(&self) -> usize {
+        let mut served = 0;
+        let mut start = 0;
+        while let Some(mut port) = self.server.try_open(start) {
+            start = port.index() + 1;
+            self.dispatch(&mut port);
+            served += 1;
+        }
+        served
+    }
+
+    fn dispatch(&self, port: &mut Port<'_>) {
+        let opcode = port.opcode();
+        let handler = self.handlers.read().get(&opcode).cloned();
+        let Some(handler) = handler else {
+            self.record_error(format!(
+                "unhandled opcode {opcode:#010x} on port {}; replied RPC_UNHANDLED_OPCODE",
+                port.index()
+            ));
+            port.reply_error(RPC_UNHANDLED_OPCODE);
+            return;
+        };
+        let failure = match catch_unwind(AssertUnwindSafe(|| handler(port))) {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(payload) => format!("panicked: {}", panic_message(&*payload)),
+        };
+        self.record_error(format!(
+            "handler for opcode {opcode:#010x} on port {} failed: {failure}; replied RPC_ERROR",
+            port.index()
+        ));
+        port.reply_error(RPC_ERROR);
+    }
+
+    /// The server thread: poll while work is pending or kernels are in flight, park otherwise.
+    fn run(&self) {
+        let mut idle = 0u32;
+        while !self.stop.load(Ordering::SeqCst) {
+            if self.poll() > 0 {
+                idle = 0;
+                continue;
+            }
+            if self.active.load(Ordering::SeqCst) > 0 {
+                backoff(idle.min(100));
+                idle = idle.saturating_add(1);
+                continue;
+            }
+            self.wake.sleeping.store(true, Ordering::Relaxed);
+            // Pairs with the clients' fence in `Wake::notify`.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            if self.poll() == 0
+                && self.active.load(Ordering::SeqCst) == 0
+                && !self.stop.load(Ordering::SeqCst)
+            {
+                std::thread::park();
+            }
+            self.wake.sleeping.store(false, Ordering::Relaxed);
+            idle = 0;
+        }
+    }
+}
+
+/// A server running on its own thread. Stops and joins on drop; in-process clients still
+/// waiting on it then fail with `Error::Rpc` instead of hanging.
+pub struct ServerThread {
+    server: Server,
+    join: Option<JoinHandle<()>>,
+}
+
+impl ServerThread {
+    /// The running server (register handlers, make clients, mark kernels in flight).
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Stops the thread and waits for it.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        self.server.inner.stop.store(true, Ordering::SeqCst);
+        if let Some(j) = self.join.take() {
+            j.thread().unpark();
+            let _ = j.join();
+        }
+    }
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+impl std::ops::Deref for ServerThread {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}

@@ -1,0 +1,330 @@
+//! The built-in and user services through an executor's server (host platform): output to an
+//! installed writer, printf, exit failing the stream, typed services, the Emissary dispatcher,
+//! host calls, malloc, files, and an idle server costing no CPU.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use bytemuck::{Pod, Zeroable};
+use rand::RngExt;
+use streamexec::rpc::{Client, PrintfArg, Server, Service, opcode};
+use streamexec::*;
+
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Capture {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+fn host() -> StreamExecutor {
+    PlatformManager::platform_with_name("host")
+        .unwrap()
+        .executor_for_device(0)
+        .unwrap()
+}
+
+/// Tests in this file share the host executor (and its server); one kernel at a time, so an
+/// `exit` is seen by the stream that launched it.
+static ONE_KERNEL: Mutex<()> = Mutex::new(());
+
+fn run_kernel(exec: &StreamExecutor, f: impl Fn(&Client) + Send + Sync + 'static) -> Result<()> {
+    let _one = ONE_KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let client = exec.rpc().unwrap().client();
+    let spec = MultiKernelLoaderSpec::new(1).add_host_kernel(HostKernel::new(
+        "rpc_kernel",
+        move |ctx, (_x,): (u32,)| {
+            if ctx.global_id_x() == 0 {
+                f(&client)
+            }
+        },
+    ));
+    let kernel: TypedKernel<(u32,)> = exec.get_kernel(&spec).unwrap();
+    let mut stream = exec.create_stream().unwrap();
+    stream
+        .then_launch_with_rpc(ThreadDim::new(4, 1, 1), BlockDim::default(), &kernel, (0,))
+        .block_host_until_done()
+}
+
+#[test]
+fn kernel_output_goes_to_the_installed_writer() {
+    let mut rng = common::rng("kernel_output_goes_to_the_installed_writer");
+    let exec = host();
+    let (out, err) = (Capture::default(), Capture::default());
+    let rpc = exec.rpc().unwrap();
+    rpc.set_stdout(Some(Box::new(out.clone())));
+    rpc.set_stderr(Some(Box::new(err.clone())));
+    let (i, f): (i32, f64) = (rng.random_range(-1000..1000), rng.random_range(-10.0..10.0));
+    let expected = format!("Hello world!\ni={i} f={f:.3} s=<abc> {:>5}|\n", "x");
+    run_kernel(&exec, move |c| {
+        assert_eq!(c.puts("Hello world!").unwrap(), 13);
+        let n = c
+            .printf(
+                "i=%d f=%.3f s=<%s> %5s|\n",
+                &[
+                    PrintfArg::Int(i),
+                    PrintfArg::Double(f),
+                    PrintfArg::Str("abc"),
+                    PrintfArg::Str("x"),
+                ],
+            )
+            .unwrap();
+        assert!(n > 0);
+        c.write_stderr(b"to stderr").unwrap();
+    })
+    .unwrap();
+    assert_eq!(out.text(), expected);
+    assert_eq!(err.text(), "to stderr");
+    rpc.set_stdout(None);
+    rpc.set_stderr(None);
+}
+
+#[test]
+fn exit_fails_the_launching_stream_and_the_process_lives() {
+    let exec = host();
+    let err = run_kernel(&exec, |c| c.exit(3).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("exit(3)"), "{err}");
+    run_kernel(&exec, |c| c.noop().unwrap()).unwrap();
+}
+
+#[derive(Clone, Copy, Pod, Zeroable)]
+#[repr(C)]
+struct Req {
+    a: [f64; 20],
+    k: u32,
+    _pad: u32,
+}
+
+struct Scale;
+
+impl Service for Scale {
+    const OPCODE: u32 = 0x5500_0001;
+    type Request = Req;
+    type Response = [f64; 20];
+    fn call(&self, r: Req) -> Result<[f64; 20]> {
+        if r.k == 0 {
+            return Err(Error::Rpc {
+                detail: "k must not be 0".into(),
+            });
+        }
+        Ok(r.a.map(|x| x * f64::from(r.k)))
+    }
+}
+
+struct Reserved;
+
+impl Service for Reserved {
+    const OPCODE: u32 = opcode::libc(100);
+    type Request = u32;
+    type Response = u32;
+    fn call(&self, r: u32) -> Result<u32> {
+        Ok(r)
+    }
+}
+
+#[test]
+fn typed_services_emissary_and_host_calls() {
+    let mut rng = common::rng("typed_services_emissary_and_host_calls");
+    let server = Server::new(rpc::Layout::Current, 4, 1).unwrap();
+    server.register_service(Scale).unwrap();
+    let e = server.register_service(Reserved).unwrap_err();
+    assert!(e.to_string().contains("reserved"), "{e}");
+    assert!(rpc::check_user_opcode(opcode::offload(7)).is_err());
+    server.expose(7, 1, |(a, b): (i32, f64)| f64::from(a) * b);
+    extern "C" fn sum_bytes(p: *mut std::ffi::c_void) -> u64 {
+        // SAFETY: the test passes a 16-byte blob.
+        let b = unsafe { std::slice::from_raw_parts(p as *const u8, 16) };
+        b.iter().map(|&x| u64::from(x)).sum()
+    }
+    let f = server.register_host_function(sum_bytes);
+    let t = server.spawn();
+    let c = t.client();
+
+    let req = Req {
+        a: rng.random(),
+        k: rng.random_range(1..100),
+        _pad: 0,
+    };
+    let got = c.call_service::<Scale>(&req).unwrap();
+    for (g, x) in got.iter().zip(req.a) {
+        assert_eq!(*g, x * f64::from(req.k));
+    }
+    let bad = c.call_service::<Scale>(&Req { k: 0, ..req }).unwrap_err();
+    assert!(bad.to_string().contains("RPC_ERROR"), "{bad}");
+
+    let (a, b): (i32, f64) = (rng.random_range(-50..50), rng.random());
+    let mut packed = a.to_le_bytes().to_vec();
+    packed.extend_from_slice(&b.to_le_bytes());
+    let r = c.emissary(7, 1, &packed).unwrap();
+    assert_eq!(f64::from_le_bytes(r.try_into().unwrap()), f64::from(a) * b);
+    assert!(c.emissary(7, 2, &packed).is_err(), "not exposed");
+    assert!(c.emissary(7, 1, &packed[..5]).is_err(), "too few bytes");
+
+    let blob: [u8; 16] = rng.random();
+    let want: u64 = blob.iter().map(|&x| u64::from(x)).sum();
+    assert_eq!(c.host_call(f, &blob).unwrap(), want);
+    assert!(c.host_call(f + 1, &blob).is_err(), "unregistered pointer");
+    let short = c.call(0x5500_0001, b"short").unwrap_err();
+    assert!(short.to_string().contains("RPC_ERROR"), "{short}");
+}
+
+#[test]
+fn malloc_gives_executor_memory() {
+    let exec = host();
+    let before = exec.memory_usage().unwrap().free;
+    let c = exec.rpc().unwrap().client();
+    let p = c.malloc(1 << 20).unwrap();
+    assert_ne!(p, 0);
+    assert!(exec.memory_usage().unwrap().free <= before);
+    c.free(p).unwrap();
+}
+
+/// OPEN_FILE, WRITE_TO_STREAM, FTELL, FSEEK, READ_FROM_STREAM, FEOF, CLOSE_FILE, RENAME and
+/// REMOVE, driven packet by packet as libc's client does.
+#[test]
+fn file_opcodes() {
+    let mut rng = common::rng("file_opcodes");
+    let t = Server::new(rpc::Layout::PreDoorbell, 2, 1).unwrap().spawn();
+    let c = t.client();
+    let dir = std::env::temp_dir().join(format!("streamexec-rpc-{}", rng.random::<u64>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("a.txt");
+    let cpath = |p: &std::path::Path| {
+        let mut v = p.to_str().unwrap().as_bytes().to_vec();
+        v.push(0);
+        v
+    };
+    let open = |p: &[u8], mode: &[u8]| {
+        let mut port = c.open(opcode::OPEN_FILE).unwrap();
+        port.send_n(|_| p).unwrap();
+        let mut h = 0;
+        port.send_and_recv(
+            |_, pk| {
+                *pk = [0; 8];
+                bytemuck::cast_slice_mut::<u64, u8>(pk)[..mode.len()].copy_from_slice(mode)
+            },
+            |_, pk| h = pk[0],
+        )
+        .unwrap();
+        h
+    };
+    let word = |op: u32, w: [u64; 3]| {
+        c.call_packet(op, [w[0], w[1], w[2], 0, 0, 0, 0, 0])
+            .unwrap()[0]
+    };
+    let h = open(&cpath(&path), b"w+");
+    assert!(h != 0 && h & 3 == 0);
+    let data: Vec<u8> = (0..rng.random_range(1..3000))
+        .map(|_| rng.random())
+        .collect();
+    let mut port = c.open(opcode::WRITE_TO_STREAM).unwrap();
+    port.send(|_, p| p[0] = h).unwrap();
+    port.send_n(|_| &data).unwrap();
+    let mut n = 0;
+    port.recv(|_, p| n = p[0]).unwrap();
+    drop(port);
+    assert_eq!(n, data.len() as u64);
+    assert_eq!(word(opcode::FTELL, [h, 0, 0]), data.len() as u64);
+    assert_eq!(word(opcode::FSEEK, [h, 0, 0]), 0);
+    let mut port = c.open(opcode::READ_FROM_STREAM).unwrap();
+    port.send(|_, p| {
+        p[0] = 100_000;
+        p[1] = h
+    })
+    .unwrap();
+    let got = port.recv_n().unwrap();
+    let mut count = 0;
+    port.recv(|_, p| count = p[0]).unwrap();
+    drop(port);
+    assert_eq!(got[0], data);
+    assert_eq!(count, data.len() as u64);
+    assert_eq!(word(opcode::FEOF, [h, 0, 0]), 1);
+    assert_eq!(word(opcode::CLOSE_FILE, [h, 0, 0]), 0);
+    assert_eq!(
+        word(opcode::CLOSE_FILE, [h, 0, 0]),
+        u64::MAX,
+        "closed twice"
+    );
+    assert_eq!(
+        word(opcode::FTELL, [0x1234_5000, 0, 0]),
+        u64::MAX,
+        "garbage handle"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), data);
+    let new = dir.join("b.txt");
+    let mut port = c.open(opcode::RENAME).unwrap();
+    let (old_c, new_c) = (cpath(&path), cpath(&new));
+    port.send_n(|_| &old_c).unwrap();
+    port.send_n(|_| &new_c).unwrap();
+    let mut r = 1;
+    port.recv(|_, p| r = p[0]).unwrap();
+    drop(port);
+    assert_eq!(r, 0);
+    assert!(new.exists() && !path.exists());
+    let mut port = c.open(opcode::REMOVE).unwrap();
+    port.send_n(|_| &new_c).unwrap();
+    port.recv(|_, p| r = p[0]).unwrap();
+    drop(port);
+    assert_eq!(r, 0);
+    assert!(!new.exists());
+    std::fs::remove_dir(&dir).unwrap();
+}
+
+/// The server thread of an idle executor is parked: it stays asleep and uses no CPU time.
+#[test]
+fn an_idle_server_uses_no_cpu() {
+    let exec = host();
+    run_kernel(&exec, |c| c.noop().unwrap()).unwrap();
+    let find = || {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|e| {
+                let d = e.unwrap().path();
+                let comm = std::fs::read_to_string(d.join("comm")).ok()?;
+                (comm.trim() == "streamexec-rpc").then(|| {
+                    let stat = std::fs::read_to_string(d.join("stat")).unwrap();
+                    let f: Vec<String> = stat
+                        .rsplit_once(')')
+                        .unwrap()
+                        .1
+                        .split_whitespace()
+                        .map(String::from)
+                        .collect();
+                    // state, utime + stime (clock ticks)
+                    (
+                        f[0].clone(),
+                        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap(),
+                    )
+                })
+            })
+            .collect::<Vec<_>>()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let before = find();
+    assert!(!before.is_empty(), "no streamexec-rpc thread");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let after = find();
+    // Other tests' servers may be busy; at least one idle server (ours) must be asleep with
+    // unchanged CPU time.
+    assert!(
+        before
+            .iter()
+            .zip(&after)
+            .any(|(b, a)| a.0 == "S" && a.1 == b.1),
+        "{before:?} -> {after:?}"
+    );
+}
