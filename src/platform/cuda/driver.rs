@@ -20,6 +20,8 @@ pub(crate) struct CudaDriver {
     dev: sys::CUdevice,
     ctx: sys::CUcontext,
     ordinal: usize,
+    /// cuBLAS, created on first use (or why it cannot be).
+    blas: std::sync::OnceLock<Result<super::blas::CudaBlas>>,
 }
 
 // SAFETY: CUDA contexts and devices are process-wide handles usable from any thread.
@@ -33,7 +35,12 @@ impl CudaDriver {
         // SAFETY: `dev` is a valid device; released in `drop`.
         let ctx = unsafe { result::primary_ctx::retain(dev) }
             .map_err(|e| cu_error("cuDevicePrimaryCtxRetain", e))?;
-        Ok(CudaDriver { dev, ctx, ordinal })
+        Ok(CudaDriver {
+            dev,
+            ctx,
+            ordinal,
+            blas: std::sync::OnceLock::new(),
+        })
     }
 
     fn bind(&self) -> Result<()> {
@@ -204,6 +211,18 @@ fn choose(spec: &MultiKernelLoaderSpec, cc: (u32, u32)) -> Result<Chosen<'_>> {
 // from the driver and are destroyed only through the matching calls.
 unsafe impl Driver for CudaDriver {
     const PLATFORM: &'static str = PLATFORM;
+    const HAS_BLAS: bool = true;
+
+    fn blas(&self) -> Result<&dyn crate::platform::gpu::GpuBlas> {
+        match self.blas.get_or_init(|| {
+            self.bind()?;
+            super::blas::CudaBlas::new()
+        }) {
+            Ok(b) => Ok(b),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 

@@ -6,6 +6,7 @@
 //! the driver calls (`driver.rs`), the kernel image choice (PTX by compute capability, cubin,
 //! or CUDA C++ through NVRTC) and the device description.
 
+mod blas;
 mod driver;
 
 use std::sync::Arc;

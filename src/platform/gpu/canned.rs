@@ -1,14 +1,18 @@
 //! Canned operations on CUDA-like devices: Philox fills from the built-in kernels of
 //! kernels/canned.cu (PTX committed under kernels/ptx/), launched like any kernel on the
-//! user's stream, so they keep its order and error state. BLAS (cuBLAS) is not wired yet.
+//! user's stream, so they keep its order and error state; BLAS through the driver's vendor
+//! library (cuBLAS), called in stream order on the stream's driver handle.
 
 use std::sync::Arc;
 
+use super::stream::GpuStream;
 use super::{Driver, GpuExecutor};
 use crate::error::{Error, Result};
 use crate::kernel::{BlockDim, KernelParam, PackedArg, ParamKind, ThreadDim};
 use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::platform::canned::{PhiloxFill, RandDistribution, RngSupport};
+use crate::platform::canned::{
+    BlasSupport, GemmCall, GemvCall, Level1Call, PhiloxFill, RandDistribution, RngSupport,
+};
 use crate::platform::interface::{
     KernelInterface, LaunchDims, StreamExecutorInterface, StreamInterface,
 };
@@ -89,5 +93,36 @@ impl<D: Driver> RngSupport for GpuExecutor<D> {
             dynamic_shared_bytes: 0,
         };
         stream.launch(&kernel, &dims, &args)
+    }
+}
+
+/// The stream as this backend's, for calls that need its driver handle.
+fn gpu_stream<'s, D: Driver>(
+    stream: &'s dyn StreamInterface,
+    op: &str,
+) -> Result<&'s GpuStream<D>> {
+    stream
+        .native()
+        .and_then(|n| n.downcast_ref::<GpuStream<D>>())
+        .ok_or_else(|| Error::invalid(op, format!("the stream is not a {} stream", D::PLATFORM)))
+}
+
+impl<D: Driver> BlasSupport for GpuExecutor<D> {
+    fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()> {
+        let call = *call;
+        gpu_stream::<D>(stream, "then_blas_gemm")?
+            .submit_driver(move |drv, s| drv.blas()?.gemm(s, &call))
+    }
+
+    fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()> {
+        let call = *call;
+        gpu_stream::<D>(stream, "then_blas_gemv")?
+            .submit_driver(move |drv, s| drv.blas()?.gemv(s, &call))
+    }
+
+    fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()> {
+        let call = *call;
+        gpu_stream::<D>(stream, "then_blas_*")?
+            .submit_driver(move |drv, s| drv.blas()?.level1(s, &call))
     }
 }

@@ -365,6 +365,10 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         unsafe { self.drv.memset_d8(dst.0, value, bytes as usize) }
     }
 
+    fn blas(&self) -> Option<&dyn crate::platform::canned::BlasSupport> {
+        D::HAS_BLAS.then_some(self as &dyn crate::platform::canned::BlasSupport)
+    }
+
     fn rng(&self) -> Option<&dyn crate::platform::canned::RngSupport> {
         D::CANNED_PTX.map(|_| self as &dyn crate::platform::canned::RngSupport)
     }

@@ -48,6 +48,16 @@ pub(crate) struct ModuleImage {
     pub what: String,
 }
 
+/// A vendor BLAS bound to one device (cuBLAS); each call runs on driver stream `s`.
+pub(crate) trait GpuBlas: Send + Sync {
+    /// GEMM / strided-batched GEMM.
+    fn gemm(&self, s: RawStream, c: &crate::platform::canned::GemmCall) -> Result<()>;
+    /// GEMV.
+    fn gemv(&self, s: RawStream, c: &crate::platform::canned::GemvCall) -> Result<()>;
+    /// Level 1.
+    fn level1(&self, s: RawStream, c: &crate::platform::canned::Level1Call) -> Result<()>;
+}
+
 /// Host function run by the driver in stream order (releases what async copies borrowed).
 pub(crate) type HostFn = Box<dyn FnOnce() + Send + 'static>;
 
@@ -62,6 +72,17 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
     const PLATFORM: &'static str;
     /// PTX of kernels/canned.cu (Philox fills) where the driver loads PTX.
     const CANNED_PTX: Option<&'static str> = None;
+    /// True when [`blas`](Self::blas) may succeed.
+    const HAS_BLAS: bool = false;
+
+    /// The device's vendor BLAS (created on first use); `Unsupported` where there is none.
+    fn blas(&self) -> Result<&dyn GpuBlas> {
+        Err(crate::Error::unsupported(
+            Self::PLATFORM,
+            "then_blas_*",
+            "this platform has no BLAS library",
+        ))
+    }
 
     /// This device's description.
     fn describe(&self) -> Result<DeviceDescription>;

@@ -94,6 +94,15 @@ impl<D: Driver> GpuStream<D> {
         &self.shared
     }
 
+    /// Runs `f` with the driver and the driver stream, in stream order.
+    pub(crate) fn submit_driver(
+        &self,
+        f: impl FnOnce(&D, RawStream) -> Result<()> + Send + 'static,
+    ) -> Result<()> {
+        let sh = self.shared.clone();
+        self.shared.submit(move || f(&sh.drv, sh.raw))
+    }
+
     fn event(&self, event: &Arc<dyn EventInterface>, what: &str) -> Result<Arc<GpuEvent<D>>> {
         let any: &dyn Any = event.as_any();
         let same_object = std::ptr::eq(
@@ -353,5 +362,9 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
 
     fn async_error(&self) -> Option<Error> {
         self.shared.error.lock().clone()
+    }
+
+    fn native(&self) -> Option<&dyn Any> {
+        Some(self)
     }
 }
