@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{Driver, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream};
+use super::{Driver, GpuBlas, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream};
 use crate::error::{Error, Result};
 use crate::loader_spec::MultiKernelLoaderSpec;
 use crate::platform::DeviceDescription;
@@ -201,6 +201,12 @@ pub(crate) const KERNELS_PTX: &str = "
 // SAFETY: handles are map keys that stay valid until destroyed; failures are `Err`s.
 unsafe impl Driver for MockDriver {
     const PLATFORM: &'static str = "mock";
+    const HAS_BLAS: bool = true;
+
+    fn blas(&self) -> Result<&dyn GpuBlas> {
+        Ok(self)
+    }
+
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
@@ -569,4 +575,61 @@ fn philox_kernel(mem: &MockMemory, name: &str, args: &[Vec<u8>], threads: u64) {
     let n = n.min(threads * dist.elems_per_block());
     let bytes = (n * dist.elem_size()) as usize;
     mem.with(dst, bytes, name, |d| generate(&stream, dist, 0, d));
+}
+
+/// A column-major f32 GEMM (batch 1) in stream order, enough to test the BLAS plumbing.
+impl GpuBlas for MockDriver {
+    fn gemm(&self, s: RawStream, c: &crate::platform::canned::GemmCall) -> Result<()> {
+        use crate::platform::canned::BlasElem;
+        if c.elem != BlasElem::F32
+            || c.batch != 1
+            || c.trans_a.is_transposed()
+            || c.trans_b.is_transposed()
+        {
+            return Err(Error::unsupported(
+                "mock",
+                "gemm",
+                "only f32, batch 1, no transposes",
+            ));
+        }
+        let (c, mem) = (*c, self.mem.clone());
+        self.on(s, move || {
+            let read = |o: &crate::platform::canned::Operand| {
+                mem.with(o.addr.0, o.len as usize * 4, "gemm", |d| {
+                    d.chunks_exact(4)
+                        .map(|w| f32::from_ne_bytes(w.try_into().unwrap()))
+                        .collect::<Vec<f32>>()
+                })
+            };
+            let (Some(a), Some(b), Some(old)) = (read(&c.a), read(&c.b), read(&c.c)) else {
+                return;
+            };
+            let (m, n, k) = (c.m as usize, c.n as usize, c.k as usize);
+            let (lda, ldb, ldc) = (c.lda as usize, c.ldb as usize, c.ldc as usize);
+            let mut out = old.clone();
+            for j in 0..n {
+                for i in 0..m {
+                    let dot: f32 = (0..k).map(|p| a[i + p * lda] * b[p + j * ldb]).sum();
+                    let prev = if c.beta == 0.0 {
+                        0.0
+                    } else {
+                        c.beta as f32 * old[i + j * ldc]
+                    };
+                    out[i + j * ldc] = c.alpha as f32 * dot + prev;
+                }
+            }
+            let bytes: Vec<u8> = out.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            mem.with(c.c.addr.0, bytes.len(), "gemm", |d| {
+                d.copy_from_slice(&bytes)
+            });
+        })
+    }
+
+    fn gemv(&self, _s: RawStream, _c: &crate::platform::canned::GemvCall) -> Result<()> {
+        Err(Error::unsupported("mock", "gemv", "not simulated"))
+    }
+
+    fn level1(&self, _s: RawStream, _c: &crate::platform::canned::Level1Call) -> Result<()> {
+        Err(Error::unsupported("mock", "level1", "not simulated"))
+    }
 }

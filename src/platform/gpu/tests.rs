@@ -272,3 +272,77 @@ fn philox_fills_pass_the_ptx_kernels_parameters_in_order() {
     assert_eq!(fill(&exec), fill(&host));
     assert!(mem.violations.lock().is_empty());
 }
+
+#[test]
+fn blas_calls_run_in_stream_order_through_the_drivers_library() {
+    use crate::platform::canned::Transpose;
+    let (exec, mem) = executor();
+    let (m, n, k) = (7usize, 5usize, 3usize);
+    let a: Vec<f32> = words(11, m * k)
+        .iter()
+        .map(|&w| (w % 100) as f32 / 10.0)
+        .collect();
+    let b: Vec<f32> = words(12, k * n)
+        .iter()
+        .map(|&w| (w % 100) as f32 / 10.0)
+        .collect();
+    let (da, db) = (
+        exec.copy_to_device(&a).unwrap(),
+        exec.copy_to_device(&b).unwrap(),
+    );
+    let dc = exec.copy_to_device(&vec![f32::NAN; m * n]).unwrap();
+    let mut s = exec.create_stream().unwrap();
+    // Deferred mode: the GEMM must still run after the callback and before the copy back.
+    s.then_host_callback(|| std::thread::sleep(Duration::from_millis(20)))
+        .then_blas_gemm(
+            Transpose::None,
+            Transpose::None,
+            m,
+            n,
+            k,
+            2.0f32,
+            &da,
+            m,
+            &db,
+            k,
+            0.0,
+            &dc,
+            m,
+        )
+        .block_host_until_done()
+        .unwrap();
+    let got = exec.copy_to_vec(&dc).unwrap();
+    for j in 0..n {
+        for i in 0..m {
+            let want: f64 = (0..k)
+                .map(|p| a[i + p * m] as f64 * b[p + j * k] as f64)
+                .sum::<f64>()
+                * 2.0;
+            assert!(
+                (got[i + j * m] as f64 - want).abs() <= 1e-4 * want.abs().max(1.0),
+                "({i},{j})"
+            );
+        }
+    }
+    // What the library refuses fails the stream with its error.
+    let err = s
+        .then_blas_gemm(
+            Transpose::Transpose,
+            Transpose::None,
+            m,
+            n,
+            k,
+            1.0f32,
+            &da,
+            k,
+            &db,
+            k,
+            0.0,
+            &dc,
+            m,
+        )
+        .block_host_until_done()
+        .unwrap_err();
+    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+    assert!(mem.violations.lock().is_empty());
+}
