@@ -226,7 +226,7 @@ impl<'a> Cursor<'_, 'a> {
         Ok(t.text)
     }
 
-    fn expect(&mut self, text: &str, wanted: &str) -> Result<()> {
+    fn require(&mut self, text: &str, wanted: &str) -> Result<()> {
         let line = self.line();
         let got = self.next(wanted)?;
         if got != text {
@@ -329,7 +329,7 @@ impl<'a> Cursor<'_, 'a> {
         })?;
         let array = if self.eat("[") {
             let n = self.number("an array length")?;
-            self.expect("]", "`]`")?;
+            self.require("]", "`]`")?;
             Some(n)
         } else {
             None
@@ -372,12 +372,12 @@ pub fn parse_entries(ptx: &str) -> Result<Vec<PtxEntry>> {
         let mut params = Vec::new();
         if c.eat("(") && !c.eat(")") {
             loop {
-                c.expect(".param", "`.param`")?;
+                c.require(".param", "`.param`")?;
                 params.push(c.param()?);
                 if c.eat(")") {
                     break;
                 }
-                c.expect(",", "`,` or `)` after a parameter")?;
+                c.require(",", "`,` or `)` after a parameter")?;
             }
         }
         entries.push(PtxEntry {

@@ -87,7 +87,7 @@ impl StreamExecutor {
         }
         // A racing first call may also start one; the loser's server stops when it drops.
         let _ = cell.set(ExecutorRpc::start(self)?);
-        Ok(cell.get().expect("set above"))
+        Ok(cell.get().expect("set above")) // ok: `set` above or by a racing caller
     }
 }
 

@@ -254,7 +254,7 @@ impl Server {
                 self.inner.run();
                 drop(self);
             })
-            .expect("spawning the rpc server thread");
+            .expect("spawning the rpc server thread"); // ok: `spawn` returns no Result (the issue fixes its signature); out of threads is fatal
         ServerThread {
             server: view,
             join: Some(join),

@@ -55,211 +55,111 @@ fn op(t: Transpose) -> cb::cublasOperation_t {
     }
 }
 
-/// The f32/f64 cuBLAS routines behind one interface.
-trait Elem: Copy {
-    fn from_f64(v: f64) -> Self;
-    /// # Safety
-    /// cuBLAS's contract for `?gemm` (or `?gemmStridedBatched` when `batch > 1`).
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm(
-        h: cb::cublasHandle_t,
-        c: &GemmCall,
-        d: [c_int; 6],
-        al: &Self,
-        be: &Self,
-    ) -> cb::cublasStatus_t;
-    /// # Safety
-    /// cuBLAS's contract for `?gemv`.
-    unsafe fn gemv(
-        h: cb::cublasHandle_t,
-        c: &GemvCall,
-        d: [c_int; 5],
-        al: &Self,
-        be: &Self,
-    ) -> cb::cublasStatus_t;
-    /// # Safety
-    /// cuBLAS's contract for the level-1 routine of `c.op`.
-    unsafe fn level1(h: cb::cublasHandle_t, c: &Level1Call, d: [c_int; 3]) -> cb::cublasStatus_t;
-}
-
 /// The device pointer of an operand (CUDA device addresses are real pointers).
 fn dptr<T>(o: &Operand) -> *mut T {
     o.addr.0 as usize as *mut T
 }
 
+type H = cb::cublasHandle_t;
+type Op = cb::cublasOperation_t;
+type St = cb::cublasStatus_t;
+type Gemm<T> = unsafe fn(
+    H,
+    Op,
+    Op,
+    c_int,
+    c_int,
+    c_int,
+    *const T,
+    *const T,
+    c_int,
+    *const T,
+    c_int,
+    *const T,
+    *mut T,
+    c_int,
+) -> St;
+type GemmStrided<T> = unsafe fn(
+    H,
+    Op,
+    Op,
+    c_int,
+    c_int,
+    c_int,
+    *const T,
+    *const T,
+    c_int,
+    i64,
+    *const T,
+    c_int,
+    i64,
+    *const T,
+    *mut T,
+    c_int,
+    i64,
+    c_int,
+) -> St;
+type Gemv<T> = unsafe fn(
+    H,
+    Op,
+    c_int,
+    c_int,
+    *const T,
+    *const T,
+    c_int,
+    *const T,
+    c_int,
+    *const T,
+    *mut T,
+    c_int,
+) -> St;
+type Axpy<T> = unsafe fn(H, c_int, *const T, *const T, c_int, *mut T, c_int) -> St;
+type Scal<T> = unsafe fn(H, c_int, *const T, *mut T, c_int) -> St;
+type Copy<T> = unsafe fn(H, c_int, *const T, c_int, *mut T, c_int) -> St;
+type Dot<T> = unsafe fn(H, c_int, *const T, c_int, *const T, c_int, *mut T) -> St;
+type Reduce<T> = unsafe fn(H, c_int, *const T, c_int, *mut T) -> St;
+
+/// The cuBLAS routines of one element type (`cublasS*` for f32, `cublasD*` for f64).
+trait Elem: std::marker::Copy + 'static {
+    const GEMM: Gemm<Self>;
+    const GEMM_STRIDED: GemmStrided<Self>;
+    const GEMV: Gemv<Self>;
+    const AXPY: Axpy<Self>;
+    const SCAL: Scal<Self>;
+    const COPY: Copy<Self>;
+    const DOT: Dot<Self>;
+    const NRM2: Reduce<Self>;
+    const ASUM: Reduce<Self>;
+    fn from_f64(v: f64) -> Self;
+}
+
 impl Elem for f32 {
+    const GEMM: Gemm<Self> = cb::cublasSgemm_v2;
+    const GEMM_STRIDED: GemmStrided<Self> = cb::cublasSgemmStridedBatched;
+    const GEMV: Gemv<Self> = cb::cublasSgemv_v2;
+    const AXPY: Axpy<Self> = cb::cublasSaxpy_v2;
+    const SCAL: Scal<Self> = cb::cublasSscal_v2;
+    const COPY: Copy<Self> = cb::cublasScopy_v2;
+    const DOT: Dot<Self> = cb::cublasSdot_v2;
+    const NRM2: Reduce<Self> = cb::cublasSnrm2_v2;
+    const ASUM: Reduce<Self> = cb::cublasSasum_v2;
     fn from_f64(v: f64) -> Self {
         v as f32
-    }
-    unsafe fn gemm(
-        h: cb::cublasHandle_t,
-        c: &GemmCall,
-        d: [c_int; 6],
-        al: &Self,
-        be: &Self,
-    ) -> cb::cublasStatus_t {
-        let [m, n, k, lda, ldb, ldc] = d;
-        let (ta, tb) = (op(c.trans_a), op(c.trans_b));
-        let (a, b, cc) = (dptr::<f32>(&c.a), dptr::<f32>(&c.b), dptr::<f32>(&c.c));
-        // SAFETY: the caller's contract.
-        unsafe {
-            if c.batch == 1 {
-                cb::cublasSgemm_v2(h, ta, tb, m, n, k, al, a, lda, b, ldb, be, cc, ldc)
-            } else {
-                cb::cublasSgemmStridedBatched(
-                    h,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    al,
-                    a,
-                    lda,
-                    c.stride_a as i64,
-                    b,
-                    ldb,
-                    c.stride_b as i64,
-                    be,
-                    cc,
-                    ldc,
-                    c.stride_c as i64,
-                    c.batch as c_int,
-                )
-            }
-        }
-    }
-    unsafe fn gemv(
-        h: cb::cublasHandle_t,
-        c: &GemvCall,
-        d: [c_int; 5],
-        al: &Self,
-        be: &Self,
-    ) -> cb::cublasStatus_t {
-        let [m, n, lda, incx, incy] = d;
-        // SAFETY: the caller's contract.
-        unsafe {
-            cb::cublasSgemv_v2(
-                h,
-                op(c.trans),
-                m,
-                n,
-                al,
-                dptr::<f32>(&c.a),
-                lda,
-                dptr::<f32>(&c.x),
-                incx,
-                be,
-                dptr::<f32>(&c.y),
-                incy,
-            )
-        }
-    }
-    unsafe fn level1(h: cb::cublasHandle_t, c: &Level1Call, d: [c_int; 3]) -> cb::cublasStatus_t {
-        let [n, incx, incy] = d;
-        let x = dptr::<f32>(&c.x);
-        let y = c.y.map_or(std::ptr::null_mut(), |y| dptr::<f32>(&y));
-        let r = c.result.map_or(std::ptr::null_mut(), |r| dptr::<f32>(&r));
-        // SAFETY: the caller's contract.
-        unsafe {
-            match c.op {
-                Level1Op::Axpy { alpha } => {
-                    cb::cublasSaxpy_v2(h, n, &(alpha as f32), x, incx, y, incy)
-                }
-                Level1Op::Scal { alpha } => cb::cublasSscal_v2(h, n, &(alpha as f32), x, incx),
-                Level1Op::Copy => cb::cublasScopy_v2(h, n, x, incx, y, incy),
-                Level1Op::Dot => cb::cublasSdot_v2(h, n, x, incx, y, incy, r),
-                Level1Op::Nrm2 => cb::cublasSnrm2_v2(h, n, x, incx, r),
-                Level1Op::Asum => cb::cublasSasum_v2(h, n, x, incx, r),
-            }
-        }
     }
 }
 
 impl Elem for f64 {
+    const GEMM: Gemm<Self> = cb::cublasDgemm_v2;
+    const GEMM_STRIDED: GemmStrided<Self> = cb::cublasDgemmStridedBatched;
+    const GEMV: Gemv<Self> = cb::cublasDgemv_v2;
+    const AXPY: Axpy<Self> = cb::cublasDaxpy_v2;
+    const SCAL: Scal<Self> = cb::cublasDscal_v2;
+    const COPY: Copy<Self> = cb::cublasDcopy_v2;
+    const DOT: Dot<Self> = cb::cublasDdot_v2;
+    const NRM2: Reduce<Self> = cb::cublasDnrm2_v2;
+    const ASUM: Reduce<Self> = cb::cublasDasum_v2;
     fn from_f64(v: f64) -> Self {
         v
-    }
-    unsafe fn gemm(
-        h: cb::cublasHandle_t,
-        c: &GemmCall,
-        d: [c_int; 6],
-        al: &Self,
-        be: &Self,
-    ) -> cb::cublasStatus_t {
-        let [m, n, k, lda, ldb, ldc] = d;
-        let (ta, tb) = (op(c.trans_a), op(c.trans_b));
-        let (a, b, cc) = (dptr::<f64>(&c.a), dptr::<f64>(&c.b), dptr::<f64>(&c.c));
-        // SAFETY: the caller's contract.
-        unsafe {
-            if c.batch == 1 {
-                cb::cublasDgemm_v2(h, ta, tb, m, n, k, al, a, lda, b, ldb, be, cc, ldc)
-            } else {
-                cb::cublasDgemmStridedBatched(
-                    h,
-                    ta,
-                    tb,
-                    m,
-                    n,
-                    k,
-                    al,
-                    a,
-                    lda,
-                    c.stride_a as i64,
-                    b,
-                    ldb,
-                    c.stride_b as i64,
-                    be,
-                    cc,
-                    ldc,
-                    c.stride_c as i64,
-                    c.batch as c_int,
-                )
-            }
-        }
-    }
-    unsafe fn gemv(
-        h: cb::cublasHandle_t,
-        c: &GemvCall,
-        d: [c_int; 5],
-        al: &Self,
-        be: &Self,
-    ) -> cb::cublasStatus_t {
-        let [m, n, lda, incx, incy] = d;
-        // SAFETY: the caller's contract.
-        unsafe {
-            cb::cublasDgemv_v2(
-                h,
-                op(c.trans),
-                m,
-                n,
-                al,
-                dptr::<f64>(&c.a),
-                lda,
-                dptr::<f64>(&c.x),
-                incx,
-                be,
-                dptr::<f64>(&c.y),
-                incy,
-            )
-        }
-    }
-    unsafe fn level1(h: cb::cublasHandle_t, c: &Level1Call, d: [c_int; 3]) -> cb::cublasStatus_t {
-        let [n, incx, incy] = d;
-        let x = dptr::<f64>(&c.x);
-        let y = c.y.map_or(std::ptr::null_mut(), |y| dptr::<f64>(&y));
-        let r = c.result.map_or(std::ptr::null_mut(), |r| dptr::<f64>(&r));
-        // SAFETY: the caller's contract.
-        unsafe {
-            match c.op {
-                Level1Op::Axpy { alpha } => cb::cublasDaxpy_v2(h, n, &alpha, x, incx, y, incy),
-                Level1Op::Scal { alpha } => cb::cublasDscal_v2(h, n, &alpha, x, incx),
-                Level1Op::Copy => cb::cublasDcopy_v2(h, n, x, incx, y, incy),
-                Level1Op::Dot => cb::cublasDdot_v2(h, n, x, incx, y, incy, r),
-                Level1Op::Nrm2 => cb::cublasDnrm2_v2(h, n, x, incx, r),
-                Level1Op::Asum => cb::cublasDasum_v2(h, n, x, incx, r),
-            }
-        }
     }
 }
 
@@ -318,13 +218,28 @@ impl CudaBlas {
             int(c.ldc, "ldc")?,
         ];
         int(c.batch, "batch")?;
+        let [m, n, k, lda, ldb, ldc] = d;
         let (al, be) = (T::from_f64(c.alpha), T::from_f64(c.beta));
+        let (ta, tb) = (op(c.trans_a), op(c.trans_b));
+        let (a, b, cc) = (dptr::<T>(&c.a), dptr::<T>(&c.b), dptr::<T>(&c.c));
+        let (sa, sb, sc) = (c.stride_a as i64, c.stride_b as i64, c.stride_c as i64);
+        let batch = c.batch as c_int;
         // SAFETY: the stream checked every operand's extent and ownership; alpha and beta
         // are host values read during the call (pointer mode host).
         self.on(
             s,
             false,
-            |h| unsafe { T::gemm(h, c, d, &al, &be) },
+            |h| unsafe {
+                if batch == 1 {
+                    (T::GEMM)(h, ta, tb, m, n, k, &al, a, lda, b, ldb, &be, cc, ldc)
+                } else {
+                    let (x, y, z) = ((a, lda, sa), (b, ldb, sb), (cc, ldc, sc));
+                    (T::GEMM_STRIDED)(
+                        h, ta, tb, m, n, k, &al, x.0, x.1, x.2, y.0, y.1, y.2, &be, z.0, z.1, z.2,
+                        batch,
+                    )
+                }
+            },
             "cublas?gemm",
         )
     }
@@ -337,12 +252,15 @@ impl CudaBlas {
             int(c.incx, "incx")?,
             int(c.incy, "incy")?,
         ];
+        let [m, n, lda, incx, incy] = d;
         let (al, be) = (T::from_f64(c.alpha), T::from_f64(c.beta));
+        let (a, x, y) = (dptr::<T>(&c.a), dptr::<T>(&c.x), dptr::<T>(&c.y));
+        let t = op(c.trans);
         // SAFETY: as in `gemm_t`.
         self.on(
             s,
             false,
-            |h| unsafe { T::gemv(h, c, d, &al, &be) },
+            |h| unsafe { (T::GEMV)(h, t, m, n, &al, a, lda, x, incx, &be, y, incy) },
             "cublas?gemv",
         )
     }
@@ -356,11 +274,26 @@ impl CudaBlas {
         // Reductions write their result to device memory (pointer mode device); scalars of
         // axpy/scal are host values.
         let device_results = c.result.is_some();
+        let [n, incx, incy] = d;
+        let x = dptr::<T>(&c.x);
+        let y = c.y.map_or(std::ptr::null_mut(), |y| dptr::<T>(&y));
+        let r = c.result.map_or(std::ptr::null_mut(), |r| dptr::<T>(&r));
         // SAFETY: as in `gemm_t`; the result operand is one element of device memory.
         self.on(
             s,
             device_results,
-            |h| unsafe { T::level1(h, c, d) },
+            |h| unsafe {
+                match c.op {
+                    Level1Op::Axpy { alpha } => {
+                        (T::AXPY)(h, n, &T::from_f64(alpha), x, incx, y, incy)
+                    }
+                    Level1Op::Scal { alpha } => (T::SCAL)(h, n, &T::from_f64(alpha), x, incx),
+                    Level1Op::Copy => (T::COPY)(h, n, x, incx, y, incy),
+                    Level1Op::Dot => (T::DOT)(h, n, x, incx, y, incy, r),
+                    Level1Op::Nrm2 => (T::NRM2)(h, n, x, incx, r),
+                    Level1Op::Asum => (T::ASUM)(h, n, x, incx, r),
+                }
+            },
             "cublas level 1",
         )
     }
