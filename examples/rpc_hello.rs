@@ -1,7 +1,8 @@
 //! A kernel prints through the executor's RPC server: `puts` and a `printf` with an integer and
 //! a float, formatted on the host.
 //!
-//! `cargo run --example rpc_hello -- --platform host`
+//! `cargo run --example rpc_hello -- --platform host` (a Rust host kernel with the in-process
+//! client) or `-- --platform opencl` (an OpenCL C kernel with the embedded OpenCL C client).
 
 use streamexec::rpc::PrintfArg;
 use streamexec::*;
@@ -15,12 +16,21 @@ fn main() -> Result<()> {
         .map_or("host", String::as_str);
     let executor = PlatformManager::platform_with_name(name)?.executor_for_device(0)?;
     let rpc = executor.rpc()?;
+    let mut stream = executor.create_stream()?;
     if name != "host" {
-        return Err(Error::unsupported(
-            name,
-            "rpc_hello",
-            "this example's kernel is a host kernel; the OpenCL C client is not written yet",
-        ));
+        // The spec's `with_rpc` puts the OpenCL C client (`se_rpc_*`) in front of this source.
+        let spec = MultiKernelLoaderSpec::new(2)
+            .add_opencl_text_in_memory(OPENCL_HELLO, "hello")
+            .with_rpc();
+        let kernel: TypedKernel<(DevicePtr<u8>, f32)> = executor.get_kernel(&spec)?;
+        return stream
+            .then_launch_with_rpc(
+                ThreadDim::new(32, 1, 1),
+                BlockDim::default(),
+                &kernel,
+                (rpc.block()?, 2.5),
+            )
+            .block_host_until_done();
     }
     let client = rpc.client();
     let spec = MultiKernelLoaderSpec::new(1).add_host_kernel(HostKernel::new(
@@ -38,7 +48,6 @@ fn main() -> Result<()> {
         },
     ));
     let kernel: TypedKernel<(f32,)> = executor.get_kernel(&spec)?;
-    let mut stream = executor.create_stream()?;
     stream
         .then_launch_with_rpc(
             ThreadDim::new(32, 1, 1),
@@ -48,3 +57,16 @@ fn main() -> Result<()> {
         )
         .block_host_until_done()
 }
+
+/// The OpenCL kernel: `rpc` is the executor's shared block (`ExecutorRpc::block`).
+const OPENCL_HELLO: &str = r#"
+__kernel void hello(__global void *rpc, float x) {
+    if (get_global_id(0) == 0) {
+        se_rpc_puts(rpc, "Hello world!");
+        se_rpc_args a = se_rpc_args_new();
+        se_rpc_arg_int(&a, 42);
+        se_rpc_arg_float(&a, x);
+        se_rpc_printf(rpc, "answer=%d x=%.2f\n", &a);
+    }
+}
+"#;

@@ -130,6 +130,7 @@ pub struct MultiKernelLoaderSpec {
     hsaco: Option<KernelImage>,
     host: Option<HostKernel>,
     opencl_build_options: String,
+    rpc: bool,
 }
 
 impl MultiKernelLoaderSpec {
@@ -145,6 +146,7 @@ impl MultiKernelLoaderSpec {
             hsaco: None,
             host: None,
             opencl_build_options: String::new(),
+            rpc: false,
         }
     }
 
@@ -260,6 +262,20 @@ impl MultiKernelLoaderSpec {
     pub fn with_opencl_build_options(mut self, options: &str) -> Self {
         self.opencl_build_options = options.to_string();
         self
+    }
+    /// The kernel calls the executor's RPC server: the OpenCL loader puts the OpenCL C client
+    /// ([`rpc::OPENCL_CLIENT_SOURCE`](crate::rpc::OPENCL_CLIENT_SOURCE): `se_rpc_puts`,
+    /// `se_rpc_printf`, `se_rpc_open`/`send`/`recv`/`close`, ...) in front of the OpenCL C text.
+    /// The kernel takes the block as a `__global void *rpc` parameter, passed
+    /// [`ExecutorRpc::block`](crate::rpc::ExecutorRpc::block), and is launched with
+    /// `then_launch_with_rpc`.
+    pub fn with_rpc(mut self) -> Self {
+        self.rpc = true;
+        self
+    }
+    /// Whether the kernel calls the RPC server ([`with_rpc`](Self::with_rpc)).
+    pub fn rpc(&self) -> bool {
+        self.rpc
     }
     /// An AMD HSACO code object in memory.
     pub fn add_hsaco_in_memory(mut self, hsaco: &[u8], kernel_name: &str) -> Self {

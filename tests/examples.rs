@@ -172,3 +172,32 @@ fn rpc_hello_prints_through_the_server_on_host() {
         "Hello world!\nanswer=42 x=2.50\n"
     );
 }
+
+#[test]
+fn rpc_hello_prints_through_the_server_on_opencl() {
+    let required = common::required_platforms().iter().any(|p| p == "opencl");
+    let available = streamexec::PlatformManager::platforms()
+        .into_iter()
+        .any(|i| i.name == "opencl" && i.is_available());
+    if !available {
+        assert!(
+            !required,
+            "STREAMEXEC_REQUIRE names `opencl` but it is unavailable"
+        );
+        eprintln!("rpc_hello on opencl: skipping, the opencl platform is unavailable");
+        return;
+    }
+    let out = Command::new(example("rpc_hello"))
+        .args(["--platform", "opencl"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Hello world!\nanswer=42 x=2.50\n"
+    );
+}

@@ -14,6 +14,7 @@ use super::services::KernelExit;
 use crate::error::{Error, Result};
 use crate::executor::StreamExecutor;
 use crate::kernel::{BlockDim, KernelArgs, ThreadDim, TypedKernel};
+use crate::memory::DevicePtr;
 use crate::platform::interface::DeviceAddress;
 use crate::stream::Stream;
 
@@ -23,16 +24,26 @@ pub const EXECUTOR_PORTS: usize = 64;
 /// An executor's RPC server.
 pub struct ExecutorRpc {
     thread: ServerThread,
+    /// The block as a kernel argument (`None` on host, whose kernels use [`Client`]).
+    block: Option<DevicePtr<u8>>,
 }
 
 impl ExecutorRpc {
     pub(crate) fn start(exec: &StreamExecutor) -> Result<ExecutorRpc> {
         let iface = exec.interface().clone();
-        let server = match exec.platform_name() {
+        let host = exec.platform_name() == "host";
+        let server = if host {
             // Host kernels are in-process clients: plain memory, and they wake the thread.
-            "host" => Server::new(Layout::Current, EXECUTOR_PORTS, 1)?,
-            _ => Server::in_unified(iface.clone(), Layout::Current, EXECUTOR_PORTS, 1, 0)?,
+            Server::new(Layout::Current, EXECUTOR_PORTS, 1)?
+        } else {
+            // Device clients keep their port locks in the same block, after the protocol's bytes.
+            let locks = super::opencl::lock_bytes();
+            Server::in_unified(iface.clone(), Layout::Current, EXECUTOR_PORTS, 1, locks)?
         };
+        let block = (!host).then(|| {
+            let bytes = server.geometry().allocation_size() + super::opencl::lock_bytes();
+            DevicePtr::from_parts(DeviceAddress(server.device_address()), bytes, exec.id())
+        });
         let (a, f) = (iface.clone(), iface);
         server.set_allocator((
             Box::new(move |bytes| a.allocate(bytes).map(|d| d.0)),
@@ -40,6 +51,7 @@ impl ExecutorRpc {
         ));
         Ok(ExecutorRpc {
             thread: server.spawn(),
+            block,
         })
     }
 
@@ -61,6 +73,20 @@ impl ExecutorRpc {
     /// Sends kernel stderr to `w` (`None`: the process's stderr).
     pub fn set_stderr(&self, w: Option<Box<dyn Write + Send>>) {
         self.server().set_stderr(w)
+    }
+
+    /// The shared block as a kernel argument, for kernels built with the OpenCL client
+    /// ([`MultiKernelLoaderSpec::with_rpc`](crate::MultiKernelLoaderSpec::with_rpc)): the
+    /// kernel declares a `__global void *rpc` parameter and passes it to the `se_rpc_*` calls.
+    /// Host kernels call through [`client`](Self::client) instead (`Unsupported` here).
+    pub fn block(&self) -> Result<DevicePtr<u8>> {
+        self.block.ok_or_else(|| {
+            Error::unsupported(
+                "host",
+                "ExecutorRpc::block",
+                "host kernels call the server through ExecutorRpc::client()",
+            )
+        })
     }
 
     /// The device address of the shared block (the OpenCL client's buffer argument).

@@ -9,6 +9,9 @@
 //! - `services.rs`: the built-in services (write, printf, malloc, exit, files, host calls),
 //!   typed user services and the Emissary-style dispatcher.
 //!
+//! - `client.cl`: the OpenCL C client ([`OPENCL_CLIENT_SOURCE`]), prepended to a kernel's source
+//!   when its spec says [`with_rpc`](crate::MultiKernelLoaderSpec::with_rpc).
+//!
 //! Every executor owns a server (see `StreamExecutor::rpc`).
 
 #[cfg(target_endian = "big")]
@@ -18,6 +21,7 @@ mod client;
 mod executor;
 pub mod layout;
 mod mem;
+mod opencl;
 mod port;
 mod printf;
 mod server;
@@ -30,6 +34,9 @@ pub use client::{Client, PrintfArg};
 pub use executor::{EXECUTOR_PORTS, ExecutorRpc};
 pub use layout::{Geometry, Layout};
 pub use mem::{HostMem, LockWord, Mem};
+pub use opencl::OPENCL_CLIENT_SOURCE;
+#[cfg(feature = "opencl")]
+pub(crate) use opencl::opencl_prelude;
 pub use port::{MAX_STREAM_BYTES, Packet, Port, Process};
 pub use server::{Handler, Server, ServerThread};
 pub use services::{

@@ -153,3 +153,4 @@ __kernel void local_sum(__global const uint* in, __global uint* out, __local uin
 // After the helpers and the `opencl_or_skip!` macro, which the modules use.
 mod launch_and_memory;
 mod loading;
+mod rpc;

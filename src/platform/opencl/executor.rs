@@ -145,7 +145,17 @@ impl OpenClExecutor {
         if options.contains('\0') {
             return Err(load_err("the build options contain a NUL byte".into()));
         }
-        let bytes = image.source.bytes()?.into_owned();
+        let mut bytes = image.source.bytes()?.into_owned();
+        if spec.rpc() {
+            if binary {
+                return Err(load_err(
+                    "the spec asks for RPC, which needs OpenCL C text to put the client in front \
+                     of; add_opencl_text_* instead of a binary"
+                        .into(),
+                ));
+            }
+            bytes.splice(0..0, crate::rpc::opencl_prelude().into_bytes());
+        }
         let key = (binary, bytes, options);
         if let Some(p) = self.programs.lock().get(&key) {
             return Ok((p.clone(), image.kernel_name.clone()));
