@@ -134,6 +134,10 @@ impl WorkQueue {
 /// Deferred, from the first operation that must run on the host in stream order (a host
 /// callback, a wait on a record not yet made) on: operations go through a [`WorkQueue`]
 /// worker, so a failure really skips the rest and callbacks may call the driver.
+#[cfg_attr(
+    not(any(feature = "opencl", feature = "cuda", feature = "hip")),
+    allow(dead_code)
+)]
 pub(crate) struct Submitter {
     deferred: AtomicBool,
     work: Arc<WorkQueue>,
@@ -141,6 +145,10 @@ pub(crate) struct Submitter {
     platform: &'static str,
 }
 
+#[cfg_attr(
+    not(any(feature = "opencl", feature = "cuda", feature = "hip")),
+    allow(dead_code)
+)]
 impl Submitter {
     /// A direct-mode submitter whose worker (once started) stores failures in `error`.
     pub(crate) fn new(

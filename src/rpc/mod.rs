@@ -2,7 +2,7 @@
 //!
 //! - [`layout`]: where mailboxes, headers and packets sit for both layouts ([`Layout`]), and
 //!   the bytes of the device's `Client` struct (`__llvm_rpc_client`).
-//! - [`Port`] / [`Process`](port::Process): the protocol state machine (send, recv, send_n,
+//! - [`Port`] / [`Process`]: the protocol state machine (send, recv, send_n,
 //!   recv_n, lane masks) over the shared block; all `unsafe` is in `mem.rs`.
 //! - [`Server`] / [`ServerThread`]: the standalone server; [`Client`]: the in-process client
 //!   host kernels and tests use; [`opcode`]: the libc and offload opcode numbers.
