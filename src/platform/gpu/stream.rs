@@ -263,30 +263,24 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
             })?;
         // Parameter values, each at an 8-byte aligned slot of one buffer: SharedMemory
         // arguments are a launch attribute in CUDA and HIP, not parameters.
-        let mut slots: Vec<(usize, &[u8])> = Vec::with_capacity(args.len());
-        let mut words = 0;
-        let ptrs: Vec<[u8; 8]> = args
-            .iter()
-            .map(|a| match a {
-                PackedArg::Pointer { addr, .. } => addr.0.to_ne_bytes(),
-                _ => [0; 8],
-            })
-            .collect();
-        for (a, p) in args.iter().zip(&ptrs) {
+        let mut storage: Vec<u64> = Vec::with_capacity(args.len());
+        let mut offsets = Vec::with_capacity(args.len());
+        for a in args {
+            let pointer;
             let bytes: &[u8] = match a {
                 PackedArg::Scalar { bytes, .. } => bytes,
-                PackedArg::Pointer { .. } => p,
+                PackedArg::Pointer { addr, .. } => {
+                    pointer = addr.0.to_ne_bytes();
+                    &pointer
+                }
                 PackedArg::SharedMemory { .. } => continue,
             };
-            slots.push((words, bytes));
-            words += bytes.len().div_ceil(8).max(1);
-        }
-        let mut storage = vec![0u64; words];
-        for (w, bytes) in &slots {
-            bytemuck::cast_slice_mut::<u64, u8>(&mut storage[*w..])[..bytes.len()]
+            let at = storage.len();
+            storage.resize(at + bytes.len().div_ceil(8).max(1), 0);
+            bytemuck::cast_slice_mut::<u64, u8>(&mut storage[at..])[..bytes.len()]
                 .copy_from_slice(bytes);
+            offsets.push(at);
         }
-        let offsets: Vec<usize> = slots.iter().map(|(w, _)| *w).collect();
         let (t, b) = (dims.threads.0, dims.blocks.0);
         let (grid, block) = ([b.x, b.y, b.z], [t.x, t.y, t.z]);
         let (sh, kernel) = (self.shared.clone(), kernel.clone());
