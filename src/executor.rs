@@ -97,6 +97,14 @@ impl StreamExecutor {
                 .can_enable_peer_access(other.inner.iface.as_ref())
     }
 
+    /// Turns the data-race checker on or off for kernels this executor launches from now on.
+    /// With it on, the first pair of conflicting accesses (two threads, at least one a write,
+    /// not both atomic, with no barrier between them) fails the launch's stream with both
+    /// threads, both instructions and the address. `Unsupported` where the platform has none.
+    pub fn set_race_check(&self, on: bool) -> Result<()> {
+        self.inner.iface.set_race_check(on)
+    }
+
     /// Gives this device direct access to `other`'s memory (for peer copies and kernels).
     /// Errors: `InvalidArgument` for the same executor or another platform, `Unsupported` where
     /// the devices cannot reach each other.

@@ -126,6 +126,16 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
         ))
     }
 
+    /// Turns the data-race checker on or off for kernels launched after this call (the host
+    /// platform's PTX engine has one). Default: `Unsupported`.
+    fn set_race_check(&self, _on: bool) -> Result<()> {
+        Err(crate::Error::unsupported(
+            self.description().platform.clone(),
+            "set_race_check",
+            "this platform has no data-race checker; run the kernel's PTX on the host platform",
+        ))
+    }
+
     /// Loads the format of `spec` this platform prefers. Errors: `NoSuitableFormat` listing what
     /// the spec holds, `KernelLoad` with the compiler/JIT log, `Io` for unreadable files.
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>>;
