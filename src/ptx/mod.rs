@@ -1,10 +1,13 @@
 //! PTX front end, shared by the CUDA backend (load-time signature checks) and the host
 //! platform's PTX engine.
 //!
-//! Today it reads what a loader needs without a full parse: the `.entry` declarations of a
-//! module and their `.param` lists (types, `.align`, arrays, `.ptr` attributes), so a
-//! `TypedKernel`'s argument list can be checked against the kernel before the first launch.
+//! [`parse_entries`] reads only what a loader needs (the `.entry` parameter lists), so a
+//! `TypedKernel`'s arguments can be checked before the first launch. [`parse_module`] reads the
+//! whole module into the syntax tree of [`ast`].
 
+pub mod ast;
 mod params;
+mod parse;
 
 pub use params::{PtxEntry, PtxParam, PtxScalar, check_signature, parse_entries};
+pub use parse::parse_module;
