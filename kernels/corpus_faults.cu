@@ -7,7 +7,9 @@
 //   racy_neighbour       thread t reads a[t + 32] while thread t + 32 (another warp) writes it
 //   synced_neighbour     its race-free twin: the read and the write are split by bar.sync
 //   oob_store            writes out[i] for every launched thread, no `i < n` guard
-//   barrier_divergent    bar.sync reached by threads 0..15 only
+//   barrier_divergent    bar.sync reached by threads 0..15 only (part of warp 0)
+//   barrier_deadlock     warp 0 waits at barrier 0 (bar.sync 0), warp 1 at barrier 1
+//                        (barrier.sync 1), each for all 64 threads: neither can complete
 #include "prelude.h"
 
 extern "C" __global__ void racy_shared_sum(const int* in, int* out) {
@@ -48,5 +50,13 @@ extern "C" __global__ void oob_store(int* out) {
 
 extern "C" __global__ void barrier_divergent(int* out) {
     if (threadIdx.x < 16) __syncthreads();
+    out[threadIdx.x] = threadIdx.x;
+}
+
+// Whole warps on different named barriers: a deadlock whatever the engine's rules for exited
+// threads or for partial warps at a barrier. Launch with 64 threads.
+extern "C" __global__ void barrier_deadlock(int* out) {
+    if (threadIdx.x < 32) __syncthreads();
+    else __nvvm_barrier_sync(1);
     out[threadIdx.x] = threadIdx.x;
 }

@@ -119,14 +119,14 @@ fn out_of_bounds_store_is_a_kernel_fault_and_the_executor_stays_usable() {
     }
 }
 
-#[test]
-fn barrier_reached_by_some_threads_is_a_kernel_fault_not_a_hang() {
+/// Launches `kernel` (one `int*` parameter) on 64 threads on a watchdog thread, so a hang
+/// fails the test instead of blocking it forever, and expects a `KernelFault`.
+fn expect_barrier_fault(kernel: &'static str) {
     for (opt, ptx) in FAULTS {
-        // On a watchdog thread, so a hang fails the test instead of blocking it forever.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let exec = host();
-            let k = load::<(P<i32>,)>(&exec, ptx, "barrier_divergent");
+            let k = load::<(P<i32>,)>(&exec, ptx, kernel);
             let out = poisoned(&exec, 64, POISON_I32);
             // Not `launch`: a hung launch must not hold RACE_CHECK and block other tests.
             let mut s = exec.create_stream().unwrap();
@@ -137,7 +137,19 @@ fn barrier_reached_by_some_threads_is_a_kernel_fault_not_a_hang() {
         });
         let r = rx
             .recv_timeout(std::time::Duration::from_secs(120))
-            .unwrap_or_else(|_| panic!("{opt}: barrier_divergent did not finish in 120 s"));
-        expect_fault(r, "barrier_divergent", opt);
+            .unwrap_or_else(|_| panic!("{opt}: {kernel} did not finish in 120 s"));
+        expect_fault(r, kernel, opt);
     }
+}
+
+/// `if (threadIdx.x < 16) __syncthreads();` with 64 threads: half of warp 0 at bar.sync.
+#[test]
+fn barrier_reached_by_some_threads_is_a_kernel_fault_not_a_hang() {
+    expect_barrier_fault("barrier_divergent");
+}
+
+/// Warp 0 at barrier 0, warp 1 at barrier 1: a deadlock, reported, not a hang.
+#[test]
+fn barrier_deadlock_is_a_kernel_fault_not_a_hang() {
+    expect_barrier_fault("barrier_deadlock");
 }
