@@ -44,6 +44,7 @@ fn err(ptx: &str) -> String {
 /// Every committed PTX file parses, every instruction prints back to text that parses to the
 /// same instruction, and the entries agree with `parse_entries`.
 #[test]
+#[cfg_attr(miri, ignore = "slow under Miri; the fuzz run covers it")]
 fn the_kernel_corpus_parses_and_instructions_round_trip() {
     for (name, text) in CORPUS {
         let m = parse_module(text).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -268,6 +269,7 @@ fn errors_name_the_line_and_the_construct() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "slow under Miri; the fuzz run covers it")]
 fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let deep = format!(".entry k() {}{}", "{".repeat(100_000), "}".repeat(100_000));
     assert!(err(&deep).contains("nesting deeper"));
@@ -287,6 +289,7 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
 
 /// Every prefix of a real module either parses or is an error: never a panic.
 #[test]
+#[cfg_attr(miri, ignore = "slow under Miri; the fuzz run covers it")]
 fn truncated_modules_never_panic() {
     let text = CORPUS[0].1;
     let mut cut = 0;
