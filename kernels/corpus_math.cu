@@ -3,11 +3,13 @@
 //
 // What the PTX exercises:
 //   divergent_loops   nested loops with data-dependent trip counts, `ret` from inside both loops
-//                     (lanes of one warp leave at different points and must reconverge), rem.s32
+//                     (lanes of one warp leave at different points and must reconverge);
+//                     `% 5` is rem.s32 at -O0 and a mul.hi.s32 sequence at -O3
 //   call_funcs        `.func` + `call` (both functions are __noinline__) with the .param ABI:
 //                     st.param / ld.param around call, a loop inside the callee, a pointer
 //                     argument, fma.rn.f64 via __nvvm_fma_rn_d
-//   i64_math          mul.lo.s64, div.s64, rem.s64, div.u64, rem.u64, shl.b64, shr.s64, shr.u64,
+//   i64_math          mul.lo.s64, div.s64, div.u64, rem.s64 and rem.u64 (-O0; -O3 derives the
+//                     remainders from the quotients), shl.b64, shr.s64, shr.u64,
 //                     mul.hi.s64, mul.hi.u64, add/sub.s64, min/max.s64 (or setp+selp)
 //   f64_math          mul/add/sub.rn.f64, div.rn.f64, sqrt.rn.f64, fma.rn.f64, min/max.f64, abs
 //   conversions       cvt.rzi/rni/rmi/rpi.{s32,u32,s64,u64}.{f32,f64} (float->int, saturating,

@@ -515,3 +515,56 @@ pub fn run_cells(test: &str, cells: Vec<Cell>) {
         failures.join("\n")
     );
 }
+
+/// Every generated cell kernel parses with the PTX front end (no engine needed): one entry
+/// `cell` with five parameters, holding the instruction under test.
+#[test]
+fn every_cell_kernel_parses() {
+    use streamexec::ptx::ast::Statement;
+    let families = [
+        int::integer_arithmetic_cells(),
+        int::bit_operations_cells(),
+        int::compare_and_select_cells(),
+        float::float_arithmetic_rn_cells(),
+        float::float_approx_f32_cells(),
+        cvt::cvt_int_to_int_cells(),
+        cvt::cvt_int_to_float_cells(),
+        cvt::cvt_float_to_int_cells(),
+        cvt::cvt_float_to_float_cells(),
+    ];
+    let mut count = 0;
+    for cell in families.iter().flatten() {
+        let ptx = cell.ptx();
+        let m = streamexec::ptx::parse_module(&ptx)
+            .unwrap_or_else(|e| panic!("`{}`: {e}\n{ptx}", cell.text));
+        assert_eq!(m.functions.len(), 1, "`{}`", cell.text);
+        let f = &m.functions[0];
+        assert!(
+            f.is_entry && f.name == "cell" && f.params.len() == 5,
+            "`{}`",
+            cell.text
+        );
+        let opcode = cell.text.split_whitespace().next().unwrap();
+        let found = f
+            .body
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .any(|s| match s {
+                Statement::Inst(i) => {
+                    std::iter::once(i.opcode.as_str())
+                        .chain(i.modifiers.iter().map(String::as_str))
+                        .collect::<Vec<_>>()
+                        .join(".")
+                        == opcode
+                }
+                _ => false,
+            });
+        assert!(found, "`{}`: instruction not in the parsed body", cell.text);
+        count += 1;
+    }
+    assert_eq!(
+        count, 420,
+        "cells per family changed: update the README's count"
+    );
+}

@@ -37,8 +37,7 @@ fn float_of(v: u64, t: Ty) -> f64 {
 /// PTX ISA 9.7.9.21 (cvt): between integer types the source is sign- or zero-extended by its
 /// own type and the result is the destination's low bits; with `.sat` it is clamped to the
 /// destination's range instead.
-#[test]
-fn cvt_int_to_int() {
+pub fn cvt_int_to_int_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for d in INTS {
         for a in INTS {
@@ -56,13 +55,17 @@ fn cvt_int_to_int() {
             }));
         }
     }
-    run_cells("cvt_int_to_int", cells);
+    cells
+}
+
+#[test]
+fn cvt_int_to_int() {
+    run_cells("cvt_int_to_int", cvt_int_to_int_cells());
 }
 
 /// PTX ISA 9.7.9.21 (cvt): integer to float takes a float rounding modifier (.rn .rz .rm .rp,
 /// IEEE directions); the reference rounds the exact integer in that direction.
-#[test]
-fn cvt_int_to_float() {
+pub fn cvt_int_to_float_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for r in Round::ALL {
         for d in [F32, F64] {
@@ -79,15 +82,19 @@ fn cvt_int_to_float() {
             }
         }
     }
-    run_cells("cvt_int_to_float", cells);
+    cells
+}
+
+#[test]
+fn cvt_int_to_float() {
+    run_cells("cvt_int_to_float", cvt_int_to_float_cells());
 }
 
 /// PTX ISA 9.7.9.21 (cvt): float to integer takes an integer rounding modifier (.rni .rzi
 /// .rmi .rpi: nearest-even, toward zero, down, up) and saturates to the destination range,
 /// NaN giving 0 ("For float-to-integer conversions, the result is clamped to the destination
 /// range by default"), the same as Rust's `as` after rounding.
-#[test]
-fn cvt_float_to_int() {
+pub fn cvt_float_to_int_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for r in Round::ALL {
         for a in [F32, F64] {
@@ -99,7 +106,12 @@ fn cvt_float_to_int() {
             }
         }
     }
-    run_cells("cvt_float_to_int", cells);
+    cells
+}
+
+#[test]
+fn cvt_float_to_int() {
+    run_cells("cvt_float_to_int", cvt_float_to_int_cells());
 }
 
 /// PTX ISA 9.7.9.21 (cvt): f64 -> f32 rounds in the given direction (.rn .rz .rm .rp, IEEE
@@ -107,8 +119,7 @@ fn cvt_float_to_int() {
 /// f32 -> f64 is exact; an integer rounding modifier on a float -> same float conversion rounds
 /// to an integral value; `.sat` on a float destination clamps to [0.0, 1.0] with NaN -> +0.0
 /// (compared numerically, so the sign of a zero is not checked).
-#[test]
-fn cvt_float_to_float() {
+pub fn cvt_float_to_float_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for r in Round::ALL {
         let text = format!("cvt.{}.f32.f64 {{d}}, {{a}}", r.float());
@@ -145,7 +156,12 @@ fn cvt_float_to_float() {
         })
         .cmp(Cmp::FloatNumeric),
     );
-    run_cells("cvt_float_to_float", cells);
+    cells
+}
+
+#[test]
+fn cvt_float_to_float() {
+    run_cells("cvt_float_to_float", cvt_float_to_float_cells());
 }
 
 /// The directed-rounding references themselves, checked against their definition (no engine

@@ -29,8 +29,7 @@ fn un(t: Ty, f32op: fn(f32) -> f32, f64op: fn(f64) -> f64) -> impl Fn(&[u64; 3])
 /// rounding); add/sub/mul without a rounding modifier also round to nearest. min/max return
 /// the non-NaN operand when one is NaN (NaN when both); the sign of a zero result from +0/-0 is
 /// compared numerically. neg/abs flip/clear the sign bit (a NaN stays a NaN).
-#[test]
-fn float_arithmetic_rn() {
+pub fn float_arithmetic_rn_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for t in [F32, F64] {
         let n = t.name();
@@ -105,15 +104,19 @@ fn float_arithmetic_rn() {
         cells.push(Cell::new(c1("neg"), t, &[t], un(t, |x| -x, |x| -x)));
         cells.push(Cell::new(c1("abs"), t, &[t], un(t, f32::abs, f64::abs)));
     }
-    run_cells("float_arithmetic_rn", cells);
+    cells
+}
+
+#[test]
+fn float_arithmetic_rn() {
+    run_cells("float_arithmetic_rn", float_arithmetic_rn_cells());
 }
 
 /// PTX ISA 9.7.3: the `.approx` f32 operations are implementation-defined within bounds
 /// (rcp/sqrt/div: a few ulp; rsqrt: 2^-22 relative; ex2: 2 ulp; lg2: 2^-22 absolute). Inputs
 /// are positive normal numbers (small ones for ex2), and the test allows 2^-20 relative
 /// (absolute below 1), looser than every documented bound.
-#[test]
-fn float_approx_f32() {
+pub fn float_approx_f32_cells() -> Vec<Cell> {
     let tol = Cmp::Within(2f64.powi(-20));
     let pos = |text: &str, f: fn(f32) -> f32| {
         Cell::new(text, F32, &[F32], un(F32, f, |x| x))
@@ -155,5 +158,10 @@ fn float_approx_f32() {
         .input(0, Gen::PositiveNormal)
         .input(1, Gen::PositiveNormal),
     ];
-    run_cells("float_approx_f32", cells);
+    cells
+}
+
+#[test]
+fn float_approx_f32() {
+    run_cells("float_approx_f32", float_approx_f32_cells());
 }

@@ -23,8 +23,7 @@ const INTS: [Ty; 4] = [S32, U32, S64, U64];
 /// the 2N-bit product, mul.wide the full product of N-bit operands; div/rem truncate toward
 /// zero (a zero divisor, and MIN / -1, are unspecified: not drawn); add.sat/sub.sat.s32 clamp
 /// to the s32 range; abs/neg of MIN wrap to MIN.
-#[test]
-fn integer_arithmetic() {
+pub fn integer_arithmetic_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for t in INTS {
         let n = t.name();
@@ -139,7 +138,12 @@ fn integer_arithmetic() {
             },
         ));
     }
-    run_cells("integer_arithmetic", cells);
+    cells
+}
+
+#[test]
+fn integer_arithmetic() {
+    run_cells("integer_arithmetic", integer_arithmetic_cells());
 }
 
 /// PTX ISA 9.7.8 (logic and shift): the shift amount is an unsigned 32-bit register; amounts
@@ -147,8 +151,7 @@ fn integer_arithmetic() {
 /// amounts greater than the register width N are clamped to N"). PTX ISA 9.7.1 popc/clz/brev
 /// and bfe/bfi: position and length are taken mod 256 (b & 0xff), bits past the msb are not
 /// extracted/inserted, bfe.s fills with the sign of the last extracted bit (0 when len = 0).
-#[test]
-fn bit_operations() {
+pub fn bit_operations_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for t in [B32, B64] {
         let n = t.name();
@@ -286,15 +289,19 @@ fn bit_operations() {
             );
         }
     }
-    run_cells("bit_operations", cells);
+    cells
+}
+
+#[test]
+fn bit_operations() {
+    run_cells("bit_operations", bit_operations_cells());
 }
 
 /// PTX ISA 9.7.3 (comparison and selection): setp with signed/unsigned integer comparisons
 /// (lo/ls/hi/hs are the unsigned names); ordered float comparisons are false when either
 /// operand is NaN, the unordered ones (equ neu ltu leu gtu geu) true; num = neither NaN,
 /// nan = either NaN. selp d = c ? a : b.
-#[test]
-fn compare_and_select() {
+pub fn compare_and_select_cells() -> Vec<Cell> {
     use std::cmp::Ordering::*;
     let mut cells = Vec::new();
     for t in INTS {
@@ -366,5 +373,10 @@ fn compare_and_select() {
             .cmp(Cmp::Exact),
         );
     }
-    run_cells("compare_and_select", cells);
+    cells
+}
+
+#[test]
+fn compare_and_select() {
+    run_cells("compare_and_select", compare_and_select_cells());
 }
