@@ -335,6 +335,9 @@ fn edges(t: Ty) -> Vec<u64> {
 }
 
 fn draw(rng: &mut StdRng, t: Ty, g: Gen, i: usize) -> u64 {
+    if t == Ty::Pred {
+        return rng.random_range(0..2);
+    }
     let e = edges(t);
     match g {
         Gen::Shift => {
