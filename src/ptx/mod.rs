@@ -5,9 +5,14 @@
 //! `TypedKernel`'s arguments can be checked before the first launch. [`parse_module`] reads the
 //! whole module into the syntax tree of [`ast`].
 
+pub mod alu;
 pub mod ast;
+mod decode;
+mod decode_inst;
+pub mod ir;
 mod params;
 mod parse;
 
 pub use params::{PtxEntry, PtxParam, PtxScalar, check_signature, parse_entries};
+pub use decode::{DYNAMIC_SHARED_BASE, decode_module, module_data};
 pub use parse::parse_module;

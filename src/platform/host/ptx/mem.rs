@@ -1,0 +1,298 @@
+//! Memory accesses of the PTX engine: address resolution per state space, bounds and
+//! alignment checks, loads, stores and atomics.
+//!
+//! Device memory is the host platform's allocations, reached only through relaxed atomics (as
+//! everywhere on the host platform) after a bounds check against the launch's pinned
+//! arguments or the executor's allocation table. Shared, local and parameter memory belong to
+//! one block, which one host thread runs, so they are plain byte arrays.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use super::Launch;
+use crate::platform::host::memory;
+use crate::ptx::DYNAMIC_SHARED_BASE;
+use crate::ptx::ir::{AtomOp, LOCAL_WINDOW, SHARED_WINDOW, Space, THREAD_PARAM_BASE, Ty, WINDOW_BYTES};
+
+/// Where an access lands.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Loc {
+    /// Host pointer into pinned device memory.
+    Global(*mut u8),
+    /// Byte index into the block's shared memory.
+    Shared(usize),
+    /// Byte index into the warp's local memory.
+    Local(usize),
+    /// Byte index into the kernel parameter buffer (read-only).
+    KParam(usize),
+    /// Byte index into the warp's call-parameter memory.
+    TParam(usize),
+}
+
+/// The per-block memories an access may touch.
+pub(super) struct BlockMem<'a> {
+    pub(super) shared: &'a mut [u8],
+    pub(super) static_shared: usize,
+    pub(super) dynamic_at: usize,
+    pub(super) dynamic_len: usize,
+    pub(super) local: &'a mut [u8],
+    pub(super) local_bytes: usize,
+    pub(super) tparam: &'a mut [u8],
+    pub(super) tparam_bytes: usize,
+}
+
+impl Launch {
+    /// Host pointer of `[addr, addr + bytes)` if it lies in live device memory.
+    pub(super) fn global(&self, addr: u64, bytes: u64) -> Option<*mut u8> {
+        if let Some(p) = self.pins.iter().find(|p| p.contains(addr, bytes)) {
+            return Some(p.at(addr));
+        }
+        let mut extra = self.extra.lock();
+        if let Some(p) = extra.iter().find(|p| p.contains(addr, bytes)) {
+            return Some(p.at(addr));
+        }
+        let pinned = self
+            .table
+            .resolve(crate::platform::interface::DeviceAddress(addr), bytes)?;
+        let ptr = pinned.ptr;
+        extra.push(pinned);
+        Some(ptr)
+    }
+}
+
+fn space_name(s: Space) -> &'static str {
+    match s {
+        Space::Global => "global",
+        Space::Shared => "shared",
+        Space::Local => "local",
+        Space::Param => "param",
+        Space::Generic => "generic",
+    }
+}
+
+/// Resolves an access of `bytes` at `addr` in `space` for `lane`; `Err` says why it faults.
+pub(super) fn locate(
+    l: &Launch,
+    m: &BlockMem<'_>,
+    space: Space,
+    addr: u64,
+    bytes: u64,
+    lane: usize,
+    store: bool,
+) -> Result<Loc, String> {
+    let what = if store { "store" } else { "load" };
+    if !addr.is_multiple_of(bytes) {
+        return Err(format!(
+            "misaligned {bytes}-byte {} {what} at address {addr:#x} (it must be {bytes}-byte aligned)",
+            space_name(space)
+        ));
+    }
+    let (space, a) = match space {
+        Space::Generic if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) => {
+            (Space::Shared, addr - SHARED_WINDOW)
+        }
+        Space::Generic if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) => {
+            (Space::Local, addr - LOCAL_WINDOW)
+        }
+        Space::Generic => (Space::Global, addr),
+        s => (s, addr),
+    };
+    let oob = |extent: String| {
+        format!(
+            "out-of-bounds {bytes}-byte {} {what} at address {addr:#x} ({extent})",
+            space_name(space)
+        )
+    };
+    match space {
+        Space::Global => l
+            .global(a, bytes)
+            .map(Loc::Global)
+            .ok_or_else(|| oob("not inside a live allocation of this executor".into())),
+        Space::Shared => {
+            let end = a.checked_add(bytes).unwrap_or(u64::MAX);
+            if end <= m.static_shared as u64 {
+                Ok(Loc::Shared(a as usize))
+            } else if a >= DYNAMIC_SHARED_BASE && end - DYNAMIC_SHARED_BASE <= m.dynamic_len as u64 {
+                Ok(Loc::Shared(m.dynamic_at + (a - DYNAMIC_SHARED_BASE) as usize))
+            } else {
+                Err(oob(format!(
+                    "the block has {} bytes of static shared memory at 0 and {} dynamic bytes at {DYNAMIC_SHARED_BASE:#x}",
+                    m.static_shared, m.dynamic_len
+                )))
+            }
+        }
+        Space::Local => {
+            if a.checked_add(bytes).is_some_and(|e| e <= m.local_bytes as u64) {
+                Ok(Loc::Local(lane * m.local_bytes + a as usize))
+            } else {
+                Err(oob(format!("each thread has {} bytes of local memory", m.local_bytes)))
+            }
+        }
+        Space::Param if a >= THREAD_PARAM_BASE => {
+            let o = a - THREAD_PARAM_BASE;
+            if o + bytes <= m.tparam_bytes as u64 {
+                Ok(Loc::TParam(lane * m.tparam_bytes + o as usize))
+            } else {
+                Err(oob("outside the call parameters".into()))
+            }
+        }
+        Space::Param => {
+            if store {
+                Err(format!("store to kernel parameter memory at {addr:#x}"))
+            } else if a + bytes <= l.params.len() as u64 {
+                Ok(Loc::KParam(a as usize))
+            } else {
+                Err(oob(format!("the kernel has {} bytes of parameters", l.params.len())))
+            }
+        }
+        Space::Generic => unreachable!("resolved above"), // ok: generic was mapped to a space
+    }
+}
+
+fn read_le(b: &[u8]) -> u64 {
+    let mut v = [0u8; 8];
+    v[..b.len()].copy_from_slice(b);
+    u64::from_le_bytes(v)
+}
+
+/// Loads `bytes` (1, 2, 4 or 8) at `loc`, zero-extended.
+pub(super) fn load(l: &Launch, m: &BlockMem<'_>, loc: Loc, bytes: usize) -> u64 {
+    match loc {
+        // SAFETY: `locate` checked that the range is inside pinned live device memory and
+        // aligned to `bytes`.
+        Loc::Global(p) => unsafe {
+            match bytes {
+                1 => memory::load_aligned::<u8>(p) as u64,
+                2 => memory::load_aligned::<u16>(p) as u64,
+                4 => memory::load_aligned::<u32>(p) as u64,
+                _ => memory::load_aligned::<u64>(p),
+            }
+        },
+        Loc::Shared(i) => read_le(&m.shared[i..i + bytes]),
+        Loc::Local(i) => read_le(&m.local[i..i + bytes]),
+        Loc::KParam(i) => read_le(&l.params[i..i + bytes]),
+        Loc::TParam(i) => read_le(&m.tparam[i..i + bytes]),
+    }
+}
+
+/// Stores the low `bytes` of `v` at `loc` (never `KParam`: `locate` refuses that).
+pub(super) fn store(m: &mut BlockMem<'_>, loc: Loc, bytes: usize, v: u64) {
+    let b = v.to_le_bytes();
+    match loc {
+        // SAFETY: as in `load`.
+        Loc::Global(p) => unsafe {
+            match bytes {
+                1 => memory::store_aligned::<u8>(p, v as u8),
+                2 => memory::store_aligned::<u16>(p, v as u16),
+                4 => memory::store_aligned::<u32>(p, v as u32),
+                _ => memory::store_aligned::<u64>(p, v),
+            }
+        },
+        Loc::Shared(i) => m.shared[i..i + bytes].copy_from_slice(&b[..bytes]),
+        Loc::Local(i) => m.local[i..i + bytes].copy_from_slice(&b[..bytes]),
+        Loc::TParam(i) => m.tparam[i..i + bytes].copy_from_slice(&b[..bytes]),
+        Loc::KParam(_) => {}
+    }
+}
+
+/// The new value of an atomic location holding `old`.
+fn apply(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
+    let wide = ty.bytes() == 8;
+    let mask = if wide { u64::MAX } else { u32::MAX as u64 };
+    let (o, b) = (old & mask, b & mask);
+    let r = match (op, ty) {
+        (AtomOp::Add, Ty::F32) => (f32::from_bits(o as u32) + f32::from_bits(b as u32)).to_bits() as u64,
+        (AtomOp::Add, Ty::F64) => (f64::from_bits(o) + f64::from_bits(b)).to_bits(),
+        (AtomOp::Add, _) => o.wrapping_add(b),
+        (AtomOp::Min | AtomOp::Max, _) => {
+            let (x, y) = (ty.extend(o) as i64, ty.extend(b) as i64);
+            let less = if ty.signed() { x < y } else { o < b };
+            if less == (op == AtomOp::Min) { o } else { b }
+        }
+        (AtomOp::Exch, _) => b,
+        (AtomOp::Cas, _) => {
+            if o == b {
+                c
+            } else {
+                o
+            }
+        }
+        (AtomOp::Inc, _) => {
+            if o >= b {
+                0
+            } else {
+                o + 1
+            }
+        }
+        (AtomOp::Dec, _) => {
+            if o == 0 || o > b {
+                b
+            } else {
+                o - 1
+            }
+        }
+        (AtomOp::And, _) => o & b,
+        (AtomOp::Or, _) => o | b,
+        (AtomOp::Xor, _) => o ^ b,
+    };
+    r & mask
+}
+
+/// Performs an atomic read-modify-write at `loc`; returns the old value.
+pub(super) fn atomic(m: &mut BlockMem<'_>, loc: Loc, op: AtomOp, ty: Ty, b: u64, c: u64) -> u64 {
+    let bytes = ty.bytes() as usize;
+    match loc {
+        Loc::Global(p) => {
+            if bytes == 8 {
+                // SAFETY: `locate` checked bounds and 8-byte alignment of live pinned memory;
+                // every access to device memory is atomic.
+                let a = unsafe { AtomicU64::from_ptr(p as *mut u64) };
+                let mut old = a.load(Ordering::Relaxed);
+                loop {
+                    let new = apply(op, ty, old, b, c);
+                    match a.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
+                        Ok(_) => return old,
+                        Err(now) => old = now,
+                    }
+                }
+            } else {
+                // SAFETY: as above, 4-byte aligned.
+                let a = unsafe { AtomicU32::from_ptr(p as *mut u32) };
+                let mut old = a.load(Ordering::Relaxed);
+                loop {
+                    let new = apply(op, ty, old as u64, b, c) as u32;
+                    match a.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
+                        Ok(_) => return old as u64,
+                        Err(now) => old = now,
+                    }
+                }
+            }
+        }
+        Loc::Shared(i) => {
+            let old = read_le(&m.shared[i..i + bytes]);
+            let new = apply(op, ty, old, b, c);
+            m.shared[i..i + bytes].copy_from_slice(&new.to_le_bytes()[..bytes]);
+            old
+        }
+        // `locate` only yields these for non-atomic spaces, which the decoder rejects.
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inc_dec_wrap_and_signed_min() {
+        assert_eq!(apply(AtomOp::Inc, Ty::U32, 5, 5, 0), 0);
+        assert_eq!(apply(AtomOp::Inc, Ty::U32, 4, 5, 0), 5);
+        assert_eq!(apply(AtomOp::Dec, Ty::U32, 0, 7, 0), 7);
+        assert_eq!(apply(AtomOp::Dec, Ty::U32, 9, 7, 0), 7);
+        assert_eq!(apply(AtomOp::Dec, Ty::U32, 3, 7, 0), 2);
+        let m1 = (-1i32) as u32 as u64;
+        assert_eq!(apply(AtomOp::Min, Ty::S32, 3, m1, 0), m1);
+        assert_eq!(apply(AtomOp::Min, Ty::U32, 3, m1, 0), 3);
+        assert_eq!(apply(AtomOp::Cas, Ty::U32, 3, 3, 9), 9);
+        assert_eq!(apply(AtomOp::Cas, Ty::U32, 4, 3, 9), 4);
+    }
+}
