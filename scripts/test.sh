@@ -31,6 +31,9 @@ else
     echo "note: clang++-19 not installed; skipping the RPC header PTX check"
 fi
 
+# The PTX parser under a coverage-guided fuzzer for a few seconds: malformed input is an Err.
+bash scripts/fuzz.sh
+
 if cargo +nightly miri --version >/dev/null 2>&1; then
     # Weak-memory emulation is off: it cannot model the mixed-size atomics that device memory
     # uses (see ARCHITECTURE.md); leaks are expected from the mem::forget soundness tests.

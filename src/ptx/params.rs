@@ -118,15 +118,15 @@ pub struct PtxEntry {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-struct Token<'a> {
-    text: &'a str,
-    line: usize,
+pub(super) struct Token<'a> {
+    pub(super) text: &'a str,
+    pub(super) line: usize,
 }
 
 /// Splits PTX into tokens, dropping comments and whitespace. Identifiers and directives are one
 /// token each (PTX identifiers: letters, digits, `_`, `$`, `%`, and a leading `.`); every other
 /// character is a token of its own; string literals are kept whole.
-fn tokenize(src: &str) -> std::result::Result<Vec<Token<'_>>, (usize, String)> {
+pub(super) fn tokenize(src: &str) -> std::result::Result<Vec<Token<'_>>, (usize, String)> {
     let bytes = src.as_bytes();
     let (mut i, mut line, mut out) = (0, 1, Vec::new());
     let word = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'%' | b'.');
@@ -165,6 +165,19 @@ fn tokenize(src: &str) -> std::result::Result<Vec<Token<'_>>, (usize, String)> {
             let start = i;
             while i < bytes.len() && word(bytes[i]) {
                 i += 1;
+                // A decimal exponent's sign belongs to the number (`1.5e-3`).
+                let exp = matches!(bytes[i - 1], b'e' | b'E')
+                    && bytes[start].is_ascii_digit()
+                    && !matches!(
+                        bytes.get(start + 1),
+                        Some(b'x' | b'X' | b'f' | b'F' | b'd' | b'D')
+                    );
+                if exp
+                    && matches!(bytes.get(i), Some(b'+' | b'-'))
+                    && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)
+                {
+                    i += 1;
+                }
             }
             out.push(Token {
                 text: &src[start..i],
@@ -183,7 +196,7 @@ fn tokenize(src: &str) -> std::result::Result<Vec<Token<'_>>, (usize, String)> {
     Ok(out)
 }
 
-fn is_identifier(s: &str) -> bool {
+pub(super) fn is_identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars
         .next()
@@ -191,7 +204,7 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$'))
 }
 
-fn load_error(kernel: &str, line: usize, detail: impl std::fmt::Display) -> Error {
+pub(super) fn load_error(kernel: &str, line: usize, detail: impl std::fmt::Display) -> Error {
     Error::KernelLoad {
         platform: "ptx".into(),
         kernel: kernel.to_string(),

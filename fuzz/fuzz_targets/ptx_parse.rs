@@ -1,0 +1,23 @@
+//! The PTX front end on arbitrary text: every input must give `Ok` or `Err`, never a panic,
+//! a hang or unbounded recursion.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(module) = streamexec::ptx::parse_module(text) {
+        // Printing what was parsed must not panic either.
+        for f in &module.functions {
+            for s in f.body.iter().flatten() {
+                if let streamexec::ptx::ast::Statement::Inst(i) = s {
+                    let _ = i.to_string();
+                }
+            }
+        }
+    }
+    let _ = streamexec::ptx::parse_entries(text);
+});
