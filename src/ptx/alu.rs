@@ -117,33 +117,75 @@ macro_rules! impl_float {
     ($t:ty, $bits:ty, $nan:expr) => {
         impl Float for $t {
             #[inline(always)]
-            fn from_bits(v: u64) -> Self { <$t>::from_bits(v as $bits) }
+            fn from_bits(v: u64) -> Self {
+                <$t>::from_bits(v as $bits)
+            }
             #[inline(always)]
-            fn to_bits(self) -> u64 { <$t>::to_bits(self) as u64 }
-            fn from_f64(v: f64) -> Self { v as $t }
-            fn from_i128(v: i128) -> Self { v as $t }
-            fn to_f64(self) -> f64 { self as f64 }
+            fn to_bits(self) -> u64 {
+                <$t>::to_bits(self) as u64
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            fn from_i128(v: i128) -> Self {
+                v as $t
+            }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
             #[inline(always)]
-            fn nan(self) -> bool { self.is_nan() }
+            fn nan(self) -> bool {
+                self.is_nan()
+            }
             #[inline(always)]
-            fn ftz(self) -> Self { if self.is_subnormal() { <$t>::copysign(0.0, self) } else { self } }
-            fn up(self) -> Self { self.next_up() }
-            fn down(self) -> Self { self.next_down() }
-            fn zero(self) -> bool { self == 0.0 }
-            fn neg(self) -> bool { self.is_sign_negative() }
+            fn ftz(self) -> Self {
+                if self.is_subnormal() {
+                    <$t>::copysign(0.0, self)
+                } else {
+                    self
+                }
+            }
+            fn up(self) -> Self {
+                self.next_up()
+            }
+            fn down(self) -> Self {
+                self.next_down()
+            }
+            fn zero(self) -> bool {
+                self == 0.0
+            }
+            fn neg(self) -> bool {
+                self.is_sign_negative()
+            }
             #[inline(always)]
-            fn fma(self, b: Self, c: Self) -> Self { self.mul_add(b, c) }
+            fn fma(self, b: Self, c: Self) -> Self {
+                self.mul_add(b, c)
+            }
             #[inline(always)]
-            fn add(self, b: Self) -> Self { self + b }
+            fn add(self, b: Self) -> Self {
+                self + b
+            }
             #[inline(always)]
-            fn sub(self, b: Self) -> Self { self - b }
+            fn sub(self, b: Self) -> Self {
+                self - b
+            }
             #[inline(always)]
-            fn mul(self, b: Self) -> Self { self * b }
+            fn mul(self, b: Self) -> Self {
+                self * b
+            }
             #[inline(always)]
-            fn div(self, b: Self) -> Self { self / b }
-            fn sqrt(self) -> Self { <$t>::sqrt(self) }
-            fn finite(self) -> bool { self.is_finite() }
-            fn negate(self) -> Self { -self }
+            fn div(self, b: Self) -> Self {
+                self / b
+            }
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            fn finite(self) -> bool {
+                self.is_finite()
+            }
+            fn negate(self) -> Self {
+                -self
+            }
             const CANON_NAN: Self = <$t>::from_bits($nan);
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -267,7 +309,11 @@ pub fn fdiv<F: Float, const R: u8, const FTZ: bool>(a: u64, b: u64) -> u64 {
 /// `fma{.rnd}` / `mad{.rnd}` for floats (directed modes are exact only for `.rn`; others round
 /// the fused result to nearest and correct with the residue of the product, which is exact
 /// unless the addend cancels it).
-pub fn ffma<F: Float, const R: u8, const FTZ: bool, const SAT: bool>(a: u64, b: u64, c: u64) -> u64 {
+pub fn ffma<F: Float, const R: u8, const FTZ: bool, const SAT: bool>(
+    a: u64,
+    b: u64,
+    c: u64,
+) -> u64 {
     let (a, b, c) = (pre::<F, FTZ>(a), pre::<F, FTZ>(b), pre::<F, FTZ>(c));
     let r = a.fma(b, c);
     let r = if R != RN && r.finite() {
@@ -408,7 +454,11 @@ pub fn ibin<I: Int, const K: u8>(a: u64, b: u64) -> u64 {
         13 | 14 => {
             let m = |v: i128| {
                 let v = v & 0xFF_FFFF;
-                if I::SIGNED && v & 0x80_0000 != 0 { v - 0x100_0000 } else { v }
+                if I::SIGNED && v & 0x80_0000 != 0 {
+                    v - 0x100_0000
+                } else {
+                    v
+                }
             };
             let p = m(x) * m(y);
             if K == 13 { p } else { p >> 16 }
@@ -469,7 +519,11 @@ pub fn iunary<I: Int, const K: u8>(a: u64) -> u64 {
         6 => I::from_wide((bits.reverse_bits() >> (128 - I::BITS)) as i128).to_bits(),
         _ => {
             // Most significant non-sign bit.
-            let v = if I::SIGNED && x.wide() < 0 { !bits & ((1u128 << I::BITS) - 1) } else { bits };
+            let v = if I::SIGNED && x.wide() < 0 {
+                !bits & ((1u128 << I::BITS) - 1)
+            } else {
+                bits
+            };
             if v == 0 {
                 u32::MAX as u64
             } else {
@@ -487,7 +541,11 @@ pub fn bfe<I: Int>(a: u64, b: u64, c: u64) -> u64 {
     let pos = (b as u8) as u32;
     let len = (c as u8) as u32;
     let msb_set = if I::SIGNED {
-        let sb = if len == 0 { 0 } else { (pos + len - 1).min(w - 1) };
+        let sb = if len == 0 {
+            0
+        } else {
+            (pos + len - 1).min(w - 1)
+        };
         (x >> sb) & 1 == 1
     } else {
         false
@@ -611,7 +669,11 @@ pub fn fcmp<F: Float, const C: u8, const FTZ: bool>(a: u64, b: u64) -> u64 {
 /// Integer → integer, with `.sat` clamping to the destination range.
 pub fn cvt_ii<S: Int, D: Int, const SAT: bool>(a: u64) -> u64 {
     let v = S::from_bits(a).wide();
-    let v = if SAT { v.clamp(D::min_wide(), D::max_wide()) } else { v };
+    let v = if SAT {
+        v.clamp(D::min_wide(), D::max_wide())
+    } else {
+        v
+    };
     D::from_wide(v).to_bits()
 }
 
@@ -716,7 +778,10 @@ mod tests {
         assert_eq!(cvt_ii::<u32, i16, true>(70000), i16::MAX as u64);
         assert_eq!(cvt_ii::<i32, i64, false>(u32::MAX as u64) as i64, -1);
         let big = u64::MAX;
-        assert_eq!(g(cvt_if::<u64, f32, RZ, false>(big)), 1.8446744e19f32.next_down());
+        assert_eq!(
+            g(cvt_if::<u64, f32, RZ, false>(big)),
+            1.8446744e19f32.next_down()
+        );
         assert_eq!(g(cvt_if::<u64, f32, RN, false>(big)), 1.8446744e19);
     }
 
@@ -725,7 +790,10 @@ mod tests {
         assert_eq!(ishift::<u32, true>(1, 40), 0);
         assert_eq!(ishift::<i32, false>((-8i32) as u32 as u64, 99) as i32, -1);
         assert_eq!(ibin::<u32, 4>(7, 0), u32::MAX as u64);
-        assert_eq!(ibin::<i32, 4>(i32::MIN as u32 as u64, u32::MAX as u64) as i32, i32::MIN);
+        assert_eq!(
+            ibin::<i32, 4>(i32::MIN as u32 as u64, u32::MAX as u64) as i32,
+            i32::MIN
+        );
         assert_eq!(ibin::<i32, 11>(i32::MAX as u64, 5) as i32, i32::MAX);
         assert_eq!(imul_wide::<i32, i64>((-3i32) as u32 as u64, 7) as i64, -21);
         assert_eq!(ibin::<u32, 3>(u32::MAX as u64, 2), 1);

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use super::ast::{self, Init, Operand, Space as AstSpace, Statement, VarType};
 use super::ir::{
-    Addr, CallSite, DecodedModule, Inst, ModuleData, Op, ParamCopy, ParamSlot, Program, Space,
-    Src, Ty, LOCAL_WINDOW, SHARED_WINDOW, THREAD_PARAM_BASE, WINDOW_BYTES,
+    Addr, CallSite, DecodedModule, Inst, LOCAL_WINDOW, ModuleData, Op, ParamCopy, ParamSlot,
+    Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty, WINDOW_BYTES,
 };
 use crate::error::{Error, Result};
 
@@ -64,7 +64,11 @@ fn var_size(v: &ast::Variable) -> Option<u64> {
             _ => 1,
         }
     }
-    let inner: u64 = v.array.iter().skip(1).try_fold(1u64, |n, d| d.and_then(|d| n.checked_mul(d)))?;
+    let inner: u64 = v
+        .array
+        .iter()
+        .skip(1)
+        .try_fold(1u64, |n, d| d.and_then(|d| n.checked_mul(d)))?;
     let count = leaves(v.init.as_ref()?);
     Some(count.div_ceil(inner.max(1)) * inner * v.element_size())
 }
@@ -94,7 +98,10 @@ pub fn module_data(m: &ast::Module) -> Result<ModuleData> {
             ));
         }
         let size = var_size(v).ok_or_else(|| {
-            load_error("(module)", format!("line {}: variable `{}` has no size", v.line, v.name))
+            load_error(
+                "(module)",
+                format!("line {}: variable `{}` has no size", v.line, v.name),
+            )
         })?;
         let align = v.alignment().max(1);
         if !align.is_power_of_two() || align > 4096 {
@@ -139,7 +146,10 @@ pub fn module_data(m: &ast::Module) -> Result<ModuleData> {
             }
             let bits = match item {
                 Init::Imm(imm) => imm_bits(*imm, ty).ok_or_else(|| {
-                    load_error("(module)", format!("line {}: bad initializer {imm}", v.line))
+                    load_error(
+                        "(module)",
+                        format!("line {}: bad initializer {imm}", v.line),
+                    )
                 })?,
                 Init::Address { symbol, offset, .. } => {
                     let Some(t) = d.symbols.get(symbol) else {
@@ -155,7 +165,10 @@ pub fn module_data(m: &ast::Module) -> Result<ModuleData> {
                     if esize != 8 {
                         return Err(load_error(
                             "(module)",
-                            format!("line {}: an address initializer needs 64-bit elements", v.line),
+                            format!(
+                                "line {}: an address initializer needs 64-bit elements",
+                                v.line
+                            ),
                         ));
                     }
                     d.relocs.push(at);
@@ -213,13 +226,13 @@ pub(super) fn imm_bits(imm: ast::Imm, ty: Ty) -> Option<u64> {
 }
 
 /// Decodes every `.entry` of `m`; module data lives at device address `data_base`.
-pub fn decode_module(
-    m: &ast::Module,
-    data: &ModuleData,
-    data_base: u64,
-) -> Result<DecodedModule> {
+pub fn decode_module(m: &ast::Module, data: &ModuleData, data_base: u64) -> Result<DecodedModule> {
     let mut programs = HashMap::new();
-    for f in m.functions.iter().filter(|f| f.is_entry && f.body.is_some()) {
+    for f in m
+        .functions
+        .iter()
+        .filter(|f| f.is_entry && f.body.is_some())
+    {
         let p = ProgramBuilder::new(m, data, data_base, &f.name).build(f)?;
         programs.insert(f.name.clone(), Arc::new(p));
     }
@@ -322,7 +335,10 @@ impl<'m> ProgramBuilder<'m> {
                 match v.range {
                     Some(n) => {
                         if n > 1 << 20 {
-                            return Err(load_error(&self.kernel, format!("line {}: too many registers", v.line)));
+                            return Err(load_error(
+                                &self.kernel,
+                                format!("line {}: too many registers", v.line),
+                            ));
                         }
                         for i in 0..n {
                             scope.insert(format!("{}{i}", v.name), Sym::Reg(self.regs));
@@ -336,15 +352,25 @@ impl<'m> ProgramBuilder<'m> {
                 }
                 return Ok(());
             }
-            AstSpace::Shared if v.linkage == ast::Linkage::Extern || (v.array.first() == Some(&None) && v.init.is_none()) => {
+            AstSpace::Shared
+                if v.linkage == ast::Linkage::Extern
+                    || (v.array.first() == Some(&None) && v.init.is_none()) =>
+            {
                 Sym::Shared(DYNAMIC_SHARED_BASE)
             }
             space => {
-                let size = var_size(v)
-                    .filter(|s| *s <= 1 << 30)
-                    .ok_or_else(|| self.err(v.line, format!("variable `{}` has no usable size", v.name)))?;
+                let size = var_size(v).filter(|s| *s <= 1 << 30).ok_or_else(|| {
+                    self.err(v.line, format!("variable `{}` has no usable size", v.name))
+                })?;
                 if v.init.is_some() && space != AstSpace::Global && space != AstSpace::Const {
-                    return Err(self.err(v.line, format!("initializer on {} variable `{}` is not supported", space.directive(), v.name)));
+                    return Err(self.err(
+                        v.line,
+                        format!(
+                            "initializer on {} variable `{}` is not supported",
+                            space.directive(),
+                            v.name
+                        ),
+                    ));
                 }
                 match space {
                     AstSpace::Shared => Sym::Shared(Self::alloc(&mut self.shared, size, align)),
@@ -356,8 +382,12 @@ impl<'m> ProgramBuilder<'m> {
                     _ => {
                         return Err(self.err(
                             v.line,
-                            format!("{} variable `{}` inside a function is not supported", space.directive(), v.name),
-                        ))
+                            format!(
+                                "{} variable `{}` inside a function is not supported",
+                                space.directive(),
+                                v.name
+                            ),
+                        ));
                     }
                 }
             }
@@ -432,11 +462,17 @@ impl<'m> ProgramBuilder<'m> {
         if self.shared > 48 * 1024 {
             return Err(load_error(
                 &self.kernel,
-                format!("{} bytes of static shared memory exceed the 48 KiB per block", self.shared),
+                format!(
+                    "{} bytes of static shared memory exceed the 48 KiB per block",
+                    self.shared
+                ),
             ));
         }
         if self.local > 1 << 20 || self.tparam > 1 << 20 {
-            return Err(load_error(&self.kernel, "more than 1 MiB of local memory per thread".into()));
+            return Err(load_error(
+                &self.kernel,
+                "more than 1 MiB of local memory per thread".into(),
+            ));
         }
         let carry_reg = self.regs;
         Ok(Program {
@@ -488,7 +524,9 @@ impl<'m> ProgramBuilder<'m> {
         if let Some(f) = visit(&self.kernel, &self.edges, &mut state) {
             return Err(load_error(
                 &self.kernel,
-                format!("function `{f}` is called recursively; the host platform's PTX engine does not support recursion"),
+                format!(
+                    "function `{f}` is called recursively; the host platform's PTX engine does not support recursion"
+                ),
             ));
         }
         Ok(())
@@ -501,10 +539,20 @@ impl<'m> ProgramBuilder<'m> {
         let body = f.body.as_deref().unwrap_or(&[]);
         self.statements(body)?;
         // A body that falls off its end returns.
-        self.push(f.line, "ret; (implicit)".into(), Inst { op: if self.in_entry { Op::Exit } else { Op::Ret }, guard: None });
+        self.push(
+            f.line,
+            "ret; (implicit)".into(),
+            Inst {
+                op: if self.in_entry { Op::Exit } else { Op::Ret },
+                guard: None,
+            },
+        );
         for (at, label, line, text) in std::mem::take(&mut self.label_fixups) {
             let target = *self.labels.get(&label).ok_or_else(|| {
-                self.err(line, format!("`{text}`: label `{label}` is not defined in this function"))
+                self.err(
+                    line,
+                    format!("`{text}`: label `{label}` is not defined in this function"),
+                )
             })?;
             if let Op::Bra { target: t } = &mut self.code[at].op {
                 *t = target;
@@ -519,7 +567,11 @@ impl<'m> ProgramBuilder<'m> {
         for s in body {
             match s {
                 Statement::Label { name, line } => {
-                    if self.labels.insert(name.clone(), self.code.len() as u32).is_some() {
+                    if self
+                        .labels
+                        .insert(name.clone(), self.code.len() as u32)
+                        .is_some()
+                    {
                         return Err(self.err(*line, format!("label `{name}` defined twice")));
                     }
                 }
@@ -561,43 +613,91 @@ impl<'m> ProgramBuilder<'m> {
             let mut params = Vec::new();
             for p in &f.params {
                 if p.space != AstSpace::Param {
-                    return Err(self.err(p.line, format!("parameter `{}` of `{callee}` is not in .param space", p.name)));
+                    return Err(self.err(
+                        p.line,
+                        format!(
+                            "parameter `{}` of `{callee}` is not in .param space",
+                            p.name
+                        ),
+                    ));
                 }
-                let size = var_size(p).ok_or_else(|| self.err(p.line, "parameter without a size"))?;
-                params.push((Self::alloc(&mut self.tparam, size, p.alignment().max(1)), size as u32));
+                let size =
+                    var_size(p).ok_or_else(|| self.err(p.line, "parameter without a size"))?;
+                params.push((
+                    Self::alloc(&mut self.tparam, size, p.alignment().max(1)),
+                    size as u32,
+                ));
             }
             let mut r = Vec::new();
             for p in &f.returns {
-                let size = var_size(p).ok_or_else(|| self.err(p.line, "return value without a size"))?;
-                r.push((Self::alloc(&mut self.tparam, size, p.alignment().max(1)), size as u32));
+                let size =
+                    var_size(p).ok_or_else(|| self.err(p.line, "return value without a size"))?;
+                r.push((
+                    Self::alloc(&mut self.tparam, size, p.alignment().max(1)),
+                    size as u32,
+                ));
             }
-            self.funcs.insert(callee.to_string(), FuncInfo { params, rets: r, start: None });
+            self.funcs.insert(
+                callee.to_string(),
+                FuncInfo {
+                    params,
+                    rets: r,
+                    start: None,
+                },
+            );
             self.worklist.push(callee.to_string());
         }
         self.edges.push((self.current.clone(), callee.to_string()));
         let info = &self.funcs[callee];
         if args.len() != info.params.len() || rets.len() != info.rets.len() {
-            return Err(self.err(i.line, format!("`{i}`: `{callee}` takes {} argument(s) and {} return value(s)", info.params.len(), info.rets.len())));
+            return Err(self.err(
+                i.line,
+                format!(
+                    "`{i}`: `{callee}` takes {} argument(s) and {} return value(s)",
+                    info.params.len(),
+                    info.rets.len()
+                ),
+            ));
         }
         let (pp, rr) = (info.params.clone(), info.rets.clone());
         let slot = |o: &Operand| -> Result<(u64, u32)> {
             let name = match o {
                 Operand::Symbol { name, offset: 0 } | Operand::Reg(name) => name,
-                _ => return Err(self.err(i.line, format!("`{i}`: call operand `{o}` must name a .param variable"))),
+                _ => {
+                    return Err(self.err(
+                        i.line,
+                        format!("`{i}`: call operand `{o}` must name a .param variable"),
+                    ));
+                }
             };
             match self.lookup(name) {
                 Some(Sym::TParam(off, size)) => Ok((off, size)),
-                _ => Err(self.err(i.line, format!("`{i}`: call operand `{name}` is not a .param variable in scope"))),
+                _ => Err(self.err(
+                    i.line,
+                    format!("`{i}`: call operand `{name}` is not a .param variable in scope"),
+                )),
             }
         };
-        let mut site = CallSite { target: 0, args: Vec::new(), rets: Vec::new() };
+        let mut site = CallSite {
+            target: 0,
+            args: Vec::new(),
+            rets: Vec::new(),
+        };
         for (a, (off, size)) in args.iter().zip(&pp) {
             let (from, fsize) = slot(a)?;
-            site.args.push(ParamCopy { from: from as u32, to: *off as u32, len: fsize.min(*size) });
+            site.args.push(ParamCopy {
+                from: from as u32,
+                to: *off as u32,
+                len: fsize.min(*size),
+            });
         }
         for (r, (off, size)) in rets.iter().zip(&rr) {
             let (to, tsize) = slot(r)?;
-            site.rets.push(ParamCopy { from: *off as u32, to: to as u32, len: tsize.min(*size) });
+            site.rets.push(ParamCopy {
+                from: *off as u32,
+                to: to as u32,
+                len: tsize.min(*size),
+            });
         }
         self.call_fixups.push((self.code.len(), callee.to_string()));
         Ok(Op::Call(Box::new(site)))
@@ -614,7 +714,12 @@ impl<'m> ProgramBuilder<'m> {
         let sym = self
             .lookup(name)
             .ok_or_else(|| self.err(i.line, format!("`{i}`: unknown symbol `{name}`")))?;
-        let bad = || self.err(i.line, format!("`{i}`: `{name}` cannot be addressed in this state space"));
+        let bad = || {
+            self.err(
+                i.line,
+                format!("`{i}`: `{name}` cannot be addressed in this state space"),
+            )
+        };
         let (own, base): (Space, u64) = match sym {
             Sym::Shared(o) => (Space::Shared, o),
             Sym::Local(o) => (Space::Local, o),
@@ -638,9 +743,12 @@ impl<'m> ProgramBuilder<'m> {
     /// A register operand (destination or source).
     pub(super) fn reg(&self, i: &ast::Instruction, o: &Operand) -> Result<u32> {
         match o {
-            Operand::Reg(name) => match self.lookup(name) {
+            Operand::Reg(name) | Operand::Symbol { name, offset: 0 } => match self.lookup(name) {
                 Some(Sym::Reg(r)) => Ok(r),
-                _ => Err(self.err(i.line, format!("`{i}`: `{name}` is not a declared register"))),
+                _ => Err(self.err(
+                    i.line,
+                    format!("`{i}`: `{name}` is not a declared register"),
+                )),
             },
             _ => Err(self.err(i.line, format!("`{i}`: operand `{o}` must be a register"))),
         }
@@ -659,9 +767,17 @@ impl<'m> ProgramBuilder<'m> {
                 Some(_) => Ok(Src::Imm(self.symbol_address(i, name, 0, None)? as u64)),
                 None => Err(self.err(i.line, format!("`{i}`: unknown name `{name}`"))),
             },
-            Operand::Imm(imm) => imm_bits(*imm, ty)
-                .map(Src::Imm)
-                .ok_or_else(|| self.err(i.line, format!("`{i}`: immediate {imm} does not fit type {ty:?}"))),
+            Operand::Imm(imm) => imm_bits(*imm, ty).map(Src::Imm).ok_or_else(|| {
+                self.err(
+                    i.line,
+                    format!("`{i}`: immediate {imm} does not fit type {ty:?}"),
+                )
+            }),
+            Operand::Symbol { name, offset: 0 }
+                if matches!(self.lookup(name), Some(Sym::Reg(_))) =>
+            {
+                Ok(Src::Reg(self.reg(i, o)?))
+            }
             Operand::Symbol { name, offset } => {
                 Ok(Src::Imm(self.symbol_address(i, name, *offset, None)? as u64))
             }
@@ -676,15 +792,24 @@ impl<'m> ProgramBuilder<'m> {
         };
         Ok(match &a.base {
             ast::AddressBase::Reg(name) => match self.lookup(name) {
-                Some(Sym::Reg(r)) => Addr { base: Some(r), offset: a.offset },
-                Some(_) => Addr { base: None, offset: self.symbol_address(i, name, a.offset, Some(space))? },
+                Some(Sym::Reg(r)) => Addr {
+                    base: Some(r),
+                    offset: a.offset,
+                },
+                Some(_) => Addr {
+                    base: None,
+                    offset: self.symbol_address(i, name, a.offset, Some(space))?,
+                },
                 None => return Err(self.err(i.line, format!("`{i}`: unknown name `{name}`"))),
             },
             ast::AddressBase::Symbol(name) => Addr {
                 base: None,
                 offset: self.symbol_address(i, name, a.offset, Some(space))?,
             },
-            ast::AddressBase::Absolute => Addr { base: None, offset: a.offset },
+            ast::AddressBase::Absolute => Addr {
+                base: None,
+                offset: a.offset,
+            },
         })
     }
 }
@@ -697,8 +822,14 @@ mod tests {
     fn immediates_convert_to_the_instruction_type() {
         use ast::Imm;
         assert_eq!(imm_bits(Imm::F32(0x42F6_0000), Ty::F32), Some(0x42F6_0000));
-        assert_eq!(imm_bits(Imm::F32(0x3F80_0000), Ty::F64), Some(1.0f64.to_bits()));
-        assert_eq!(imm_bits(Imm::Float(0.5), Ty::F32), Some(0.5f32.to_bits() as u64));
+        assert_eq!(
+            imm_bits(Imm::F32(0x3F80_0000), Ty::F64),
+            Some(1.0f64.to_bits())
+        );
+        assert_eq!(
+            imm_bits(Imm::Float(0.5), Ty::F32),
+            Some(0.5f32.to_bits() as u64)
+        );
         assert_eq!(imm_bits(Imm::Int(-1), Ty::U32), Some(u64::MAX));
         assert_eq!(imm_bits(Imm::Float(0.5), Ty::U32), None);
     }

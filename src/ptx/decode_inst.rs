@@ -6,7 +6,7 @@ use super::alu::*;
 use super::ast::{self, Operand};
 use super::decode::ProgramBuilder;
 use super::ir::{
-    AtomOp, BoolOp, Cmp, Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, Sreg, Src, Ty, VoteMode,
+    AtomOp, BoolOp, Cmp, Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, Src, Sreg, Ty, VoteMode,
 };
 use crate::error::Result;
 
@@ -287,7 +287,11 @@ fn mad_wide(t: Ty) -> Option<Fn3> {
 fn cvt_fn(d: Ty, s: Ty, r: u8, ir: u8, ftz: bool, sat: bool) -> Option<Fn1> {
     macro_rules! ii {
         ($S:ty) => {
-            if sat { int_fn!(d, cvt_ii_to, $S, true) } else { int_fn!(d, cvt_ii_to, $S, false) }
+            if sat {
+                int_fn!(d, cvt_ii_to, $S, true)
+            } else {
+                int_fn!(d, cvt_ii_to, $S, false)
+            }
         };
     }
     macro_rules! fi {
@@ -413,12 +417,20 @@ impl ProgramBuilder<'_> {
         };
         let ops = &i.operands;
         let line = i.line;
-        let unsupported = |what: &str| self.err(line, format!("`{i}`: {what} is not supported by the host platform's PTX engine"));
+        let unsupported = |what: &str| {
+            self.err(
+                line,
+                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+            )
+        };
         let want = |n: usize| -> Result<()> {
             if ops.len() == n {
                 Ok(())
             } else {
-                Err(self.err(line, format!("`{i}`: expected {n} operands, found {}", ops.len())))
+                Err(self.err(
+                    line,
+                    format!("`{i}`: expected {n} operands, found {}", ops.len()),
+                ))
             }
         };
         let op: Op = match i.opcode.as_str() {
@@ -455,13 +467,27 @@ impl ProgramBuilder<'_> {
                         }
                         let half = if ty == Ty::U64 { Ty::U32 } else { Ty::U16 };
                         let (a, b) = (self.src(i, &parts[0], half)?, self.src(i, &parts[1], half)?);
-                        let f: Fn2 = if ty == Ty::U64 { pack2::<32> } else { pack2::<16> };
-                        Op::Bin { f, d: self.reg(i, d)?, a, b }
+                        let f: Fn2 = if ty == Ty::U64 {
+                            pack2::<32>
+                        } else {
+                            pack2::<16>
+                        };
+                        Op::Bin {
+                            f,
+                            d: self.reg(i, d)?,
+                            a,
+                            b,
+                        }
                     }
-                    (d, a) => Op::Un { f: mov, d: self.reg(i, d)?, a: self.src(i, a, ty)? },
+                    (d, a) => Op::Un {
+                        f: mov,
+                        d: self.reg(i, d)?,
+                        a: self.src(i, a, ty)?,
+                    },
                 }
             }
-            "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "copysign" | "mul24" => {
+            "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor"
+            | "copysign" | "mul24" => {
                 return self.binary(i, m).map(|o| vec![o]);
             }
             "shl" | "shr" => {
@@ -474,9 +500,15 @@ impl ProgramBuilder<'_> {
                     int_fn!(ty, ishift, false)
                 };
                 let f = f.ok_or_else(|| unsupported("this shift type"))?;
-                Op::Bin { f, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], ty)?, b: self.src(i, &ops[2], Ty::U32)? }
+                Op::Bin {
+                    f,
+                    d: self.reg(i, &ops[0])?,
+                    a: self.src(i, &ops[1], ty)?,
+                    b: self.src(i, &ops[2], Ty::U32)?,
+                }
             }
-            "neg" | "abs" | "not" | "cnot" | "popc" | "clz" | "brev" | "bfind" | "sqrt" | "rcp" | "rsqrt" | "sin" | "cos" | "ex2" | "lg2" | "tanh" | "testp" => {
+            "neg" | "abs" | "not" | "cnot" | "popc" | "clz" | "brev" | "bfind" | "sqrt" | "rcp"
+            | "rsqrt" | "sin" | "cos" | "ex2" | "lg2" | "tanh" | "testp" => {
                 return self.unary(i, m).map(|o| vec![o]);
             }
             "mad" | "fma" | "mad24" | "selp" | "bfe" | "prmt" | "sad" => {
@@ -490,7 +522,15 @@ impl ProgramBuilder<'_> {
                 if !ty.int() || ty.bytes() < 4 {
                     return Err(unsupported("this carry type"));
                 }
-                Op::Carry { sub: i.opcode == "subc", wide: ty.bytes() == 8, cin: true, cout, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], ty)?, b: self.src(i, &ops[2], ty)? }
+                Op::Carry {
+                    sub: i.opcode == "subc",
+                    wide: ty.bytes() == 8,
+                    cin: true,
+                    cout,
+                    d: self.reg(i, &ops[0])?,
+                    a: self.src(i, &ops[1], ty)?,
+                    b: self.src(i, &ops[2], ty)?,
+                }
             }
             "madc" => {
                 let cout = m.has("cc");
@@ -501,7 +541,17 @@ impl ProgramBuilder<'_> {
                 if !ty.int() || ty.bytes() < 4 {
                     return Err(unsupported("this carry type"));
                 }
-                Op::MadCarry { hi, wide: ty.bytes() == 8, signed: ty.signed(), cin: true, cout, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], ty)?, b: self.src(i, &ops[2], ty)?, c: self.src(i, &ops[3], ty)? }
+                Op::MadCarry {
+                    hi,
+                    wide: ty.bytes() == 8,
+                    signed: ty.signed(),
+                    cin: true,
+                    cout,
+                    d: self.reg(i, &ops[0])?,
+                    a: self.src(i, &ops[1], ty)?,
+                    b: self.src(i, &ops[2], ty)?,
+                    c: self.src(i, &ops[3], ty)?,
+                }
             }
             "bfi" => {
                 let ty = self.one_ty(i, &mut m)?;
@@ -510,7 +560,14 @@ impl ProgramBuilder<'_> {
                 if !matches!(ty, Ty::U32 | Ty::U64) {
                     return Err(unsupported("this bfi type"));
                 }
-                Op::Bfi { wide: ty == Ty::U64, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], ty)?, b: self.src(i, &ops[2], ty)?, c: self.src(i, &ops[3], Ty::U32)?, e: self.src(i, &ops[4], Ty::U32)? }
+                Op::Bfi {
+                    wide: ty == Ty::U64,
+                    d: self.reg(i, &ops[0])?,
+                    a: self.src(i, &ops[1], ty)?,
+                    b: self.src(i, &ops[2], ty)?,
+                    c: self.src(i, &ops[3], Ty::U32)?,
+                    e: self.src(i, &ops[4], Ty::U32)?,
+                }
             }
             "setp" => return self.setp(i, m).map(|o| vec![o]),
             "cvt" => {
@@ -543,8 +600,13 @@ impl ProgramBuilder<'_> {
                 if irc != 0 && d.float() && s.float() && d != s {
                     return Err(unsupported("integer rounding with a width change"));
                 }
-                let f = cvt_fn(d, s, rc, irc, ftz, sat).ok_or_else(|| unsupported("this conversion"))?;
-                Op::Un { f, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], s)? }
+                let f = cvt_fn(d, s, rc, irc, ftz, sat)
+                    .ok_or_else(|| unsupported("this conversion"))?;
+                Op::Un {
+                    f,
+                    d: self.reg(i, &ops[0])?,
+                    a: self.src(i, &ops[1], s)?,
+                }
             }
             "cvta" => {
                 let to = m.has("to");
@@ -552,10 +614,17 @@ impl ProgramBuilder<'_> {
                 let ty = self.one_ty(i, &mut m)?;
                 self.done(i, m)?;
                 want(2)?;
-                if !matches!(space, Space::Global | Space::Shared | Space::Local) || !matches!(ty, Ty::U64 | Ty::U32) {
+                if !matches!(space, Space::Global | Space::Shared | Space::Local)
+                    || !matches!(ty, Ty::U64 | Ty::U32)
+                {
                     return Err(unsupported("cvta for this space"));
                 }
-                Op::Cvta { to, space, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], ty)? }
+                Op::Cvta {
+                    to,
+                    space,
+                    d: self.reg(i, &ops[0])?,
+                    a: self.src(i, &ops[1], ty)?,
+                }
             }
             "ld" | "ldu" | "st" => return self.ld_st(i, m).map(|o| vec![o]),
             "atom" | "red" => return self.atom(i, m).map(|o| vec![o]),
@@ -590,8 +659,16 @@ impl ProgramBuilder<'_> {
                     match o {
                         Operand::List(l) if callee.is_none() => rets = l,
                         Operand::List(l) => args = l,
-                        Operand::Symbol { name, offset: 0 } | Operand::Reg(name) if callee.is_none() => callee = Some(name.clone()),
-                        _ => return Err(unsupported("this call form (indirect calls and prototypes)")),
+                        Operand::Symbol { name, offset: 0 } | Operand::Reg(name)
+                            if callee.is_none() =>
+                        {
+                            callee = Some(name.clone())
+                        }
+                        _ => {
+                            return Err(unsupported(
+                                "this call form (indirect calls and prototypes)",
+                            ));
+                        }
                     }
                 }
                 let callee = callee.ok_or_else(|| unsupported("a call without a callee"))?;
@@ -606,7 +683,9 @@ impl ProgramBuilder<'_> {
                     m.drop_ignorable();
                     if !m.has("sync") {
                         m.has("cta");
-                        return Err(unsupported("this barrier form (only bar.sync / barrier.sync)"));
+                        return Err(unsupported(
+                            "this barrier form (only bar.sync / barrier.sync)",
+                        ));
                     }
                     self.done(i, m)?;
                     if ops.is_empty() || ops.len() > 2 {
@@ -632,7 +711,9 @@ impl ProgramBuilder<'_> {
                 m.types();
                 self.done(i, m)?;
                 want(1)?;
-                Op::Activemask { d: self.reg(i, &ops[0])? }
+                Op::Activemask {
+                    d: self.reg(i, &ops[0])?,
+                }
             }
             "shfl" => {
                 m.has("sync");
@@ -646,14 +727,31 @@ impl ProgramBuilder<'_> {
                 let tys = m.types();
                 self.done(i, m)?;
                 if tys != [Ty::U32] || !(ops.len() == 5 || ops.len() == 4) {
-                    return Err(unsupported("this shfl form (only shfl.sync.MODE.b32 d[|p], a, b, c, mask)"));
+                    return Err(unsupported(
+                        "this shfl form (only shfl.sync.MODE.b32 d[|p], a, b, c, mask)",
+                    ));
                 }
                 let (d, p) = match &ops[0] {
-                    Operand::Pair(d, p) => (self.reg(i, &Operand::Reg(d.clone()))?, Some(self.reg(i, &Operand::Reg(p.clone()))?)),
+                    Operand::Pair(d, p) => (
+                        self.reg(i, &Operand::Reg(d.clone()))?,
+                        Some(self.reg(i, &Operand::Reg(p.clone()))?),
+                    ),
                     o => (self.reg(i, o)?, None),
                 };
-                let mask = if ops.len() == 5 { self.src(i, &ops[4], Ty::U32)? } else { Src::Imm(u32::MAX as u64) };
-                Op::Shfl { mode, d, p, a: self.src(i, &ops[1], Ty::U32)?, b: self.src(i, &ops[2], Ty::U32)?, c: self.src(i, &ops[3], Ty::U32)?, mask }
+                let mask = if ops.len() == 5 {
+                    self.src(i, &ops[4], Ty::U32)?
+                } else {
+                    Src::Imm(u32::MAX as u64)
+                };
+                Op::Shfl {
+                    mode,
+                    d,
+                    p,
+                    a: self.src(i, &ops[1], Ty::U32)?,
+                    b: self.src(i, &ops[2], Ty::U32)?,
+                    c: self.src(i, &ops[3], Ty::U32)?,
+                    mask,
+                }
             }
             "vote" => {
                 m.has("sync");
@@ -677,10 +775,24 @@ impl ProgramBuilder<'_> {
                     Some(o) => self.src(i, o, Ty::U32)?,
                     None => Src::Imm(u32::MAX as u64),
                 };
-                Op::Vote { mode, d: self.reg(i, &ops[0])?, a, neg, mask }
+                Op::Vote {
+                    mode,
+                    d: self.reg(i, &ops[0])?,
+                    a,
+                    neg,
+                    mask,
+                }
             }
             "prefetch" | "prefetchu" | "pmevent" | "nanosleep" => Op::Nop,
-            _ => return Err(self.err(line, format!("`{i}`: opcode `{}` is not supported by the host platform's PTX engine", i.opcode))),
+            _ => {
+                return Err(self.err(
+                    line,
+                    format!(
+                        "`{i}`: opcode `{}` is not supported by the host platform's PTX engine",
+                        i.opcode
+                    ),
+                ));
+            }
         };
         Ok(vec![op])
     }
@@ -695,23 +807,35 @@ impl ProgramBuilder<'_> {
     fn done(&self, i: &ast::Instruction, m: Mods<'_>) -> Result<()> {
         match m.list.first() {
             None => Ok(()),
-            Some(x) => Err(self.err(i.line, format!("`{i}`: modifier `.{x}` is not supported by the host platform's PTX engine"))),
+            Some(x) => Err(self.err(
+                i.line,
+                format!(
+                    "`{i}`: modifier `.{x}` is not supported by the host platform's PTX engine"
+                ),
+            )),
         }
     }
 
     fn space(&self, _i: &ast::Instruction, m: &mut Mods<'_>) -> Result<Space> {
-        Ok(match m.one_of(&["global", "shared", "local", "const", "param"]) {
-            Some("global") | Some("const") => Space::Global,
-            Some("shared") => Space::Shared,
-            Some("local") => Space::Local,
-            Some("param") => Space::Param,
-            _ => Space::Generic,
-        })
+        Ok(
+            match m.one_of(&["global", "shared", "local", "const", "param"]) {
+                Some("global") | Some("const") => Space::Global,
+                Some("shared") => Space::Shared,
+                Some("local") => Space::Local,
+                Some("param") => Space::Param,
+                _ => Space::Generic,
+            },
+        )
     }
 
     fn binary(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| self.err(i.line, format!("`{i}`: {what} is not supported by the host platform's PTX engine"));
+        let unsupported = |what: &str| {
+            self.err(
+                i.line,
+                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+            )
+        };
         let cc = m.has("cc");
         let sat = m.has("sat");
         let ftz = m.has("ftz");
@@ -735,7 +859,15 @@ impl ProgramBuilder<'_> {
             if !matches!(op, "add" | "sub") || !ty.int() || ty.bytes() < 4 {
                 return Err(unsupported("this carry-out form"));
             }
-            return Ok(Op::Carry { sub: op == "sub", wide: ty.bytes() == 8, cin: false, cout: true, d, a: self.src(i, &ops[1], ty)?, b: self.src(i, &ops[2], ty)? });
+            return Ok(Op::Carry {
+                sub: op == "sub",
+                wide: ty.bytes() == 8,
+                cin: false,
+                cout: true,
+                d,
+                a: self.src(i, &ops[1], ty)?,
+                b: self.src(i, &ops[2], ty)?,
+            });
         }
         let (aty, bty) = if shape == Some("wide") {
             (ty, ty)
@@ -796,13 +928,25 @@ impl ProgramBuilder<'_> {
 
     fn unary(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| self.err(i.line, format!("`{i}`: {what} is not supported by the host platform's PTX engine"));
+        let unsupported = |what: &str| {
+            self.err(
+                i.line,
+                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+            )
+        };
         let ftz = m.has("ftz");
         let approx = m.one_of(&["approx", "full"]).is_some();
         let r = m.one_of(&["rn", "rz", "rm", "rp"]);
         let shift = m.has("shiftamt");
         let test = if i.opcode == "testp" {
-            m.one_of(&["finite", "infinite", "number", "notanumber", "normal", "subnormal"])
+            m.one_of(&[
+                "finite",
+                "infinite",
+                "number",
+                "notanumber",
+                "normal",
+                "subnormal",
+            ])
         } else {
             None
         };
@@ -862,12 +1006,21 @@ impl ProgramBuilder<'_> {
             }
         };
         let f = f.ok_or_else(|| unsupported("this opcode/type/modifier combination"))?;
-        Ok(Op::Un { f, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], ty)? })
+        Ok(Op::Un {
+            f,
+            d: self.reg(i, &ops[0])?,
+            a: self.src(i, &ops[1], ty)?,
+        })
     }
 
     fn ternary(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| self.err(i.line, format!("`{i}`: {what} is not supported by the host platform's PTX engine"));
+        let unsupported = |what: &str| {
+            self.err(
+                i.line,
+                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+            )
+        };
         if i.opcode == "mad" && m.list.contains(&"cc") {
             m.has("cc");
             let hi = m.one_of(&["lo", "hi"]) == Some("hi");
@@ -876,7 +1029,17 @@ impl ProgramBuilder<'_> {
             if ops.len() != 4 || !ty.int() || ty.bytes() < 4 {
                 return Err(unsupported("this mad.cc form"));
             }
-            return Ok(Op::MadCarry { hi, wide: ty.bytes() == 8, signed: ty.signed(), cin: false, cout: true, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], ty)?, b: self.src(i, &ops[2], ty)?, c: self.src(i, &ops[3], ty)? });
+            return Ok(Op::MadCarry {
+                hi,
+                wide: ty.bytes() == 8,
+                signed: ty.signed(),
+                cin: false,
+                cout: true,
+                d: self.reg(i, &ops[0])?,
+                a: self.src(i, &ops[1], ty)?,
+                b: self.src(i, &ops[2], ty)?,
+                c: self.src(i, &ops[3], ty)?,
+            });
         }
         let sat = m.has("sat");
         let ftz = m.has("ftz");
@@ -897,7 +1060,10 @@ impl ProgramBuilder<'_> {
         let (cty, bty) = match op {
             "selp" => (Ty::Pred, ty),
             "bfe" => (Ty::U32, Ty::U32),
-            "mad" if shape == Some("wide") => (wide_of(ty).ok_or_else(|| unsupported("mad.wide of this type"))?, ty),
+            "mad" if shape == Some("wide") => (
+                wide_of(ty).ok_or_else(|| unsupported("mad.wide of this type"))?,
+                ty,
+            ),
             _ => (ty, ty),
         };
         let f: Option<Fn3> = match op {
@@ -921,12 +1087,23 @@ impl ProgramBuilder<'_> {
             _ => None,
         };
         let f = f.ok_or_else(|| unsupported("this opcode/type/modifier combination"))?;
-        Ok(Op::Tern { f, d: self.reg(i, &ops[0])?, a: self.src(i, &ops[1], ty)?, b: self.src(i, &ops[2], bty)?, c: self.src(i, &ops[3], cty)? })
+        Ok(Op::Tern {
+            f,
+            d: self.reg(i, &ops[0])?,
+            a: self.src(i, &ops[1], ty)?,
+            b: self.src(i, &ops[2], bty)?,
+            c: self.src(i, &ops[3], cty)?,
+        })
     }
 
     fn setp(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| self.err(i.line, format!("`{i}`: {what} is not supported by the host platform's PTX engine"));
+        let unsupported = |what: &str| {
+            self.err(
+                i.line,
+                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+            )
+        };
         let ftz = m.has("ftz");
         let bop = match m.one_of(&["and", "or", "xor"]) {
             Some("and") => Some(BoolOp::And),
@@ -934,15 +1111,32 @@ impl ProgramBuilder<'_> {
             Some("xor") => Some(BoolOp::Xor),
             _ => None,
         };
-        let cmp = m.list.iter().position(|x| parse_cmp(x).is_some()).map(|p| m.list.remove(p));
-        let (cmp, force_unsigned) = cmp.and_then(parse_cmp).ok_or_else(|| unsupported("setp without a comparison"))?;
+        let cmp = m
+            .list
+            .iter()
+            .position(|x| parse_cmp(x).is_some())
+            .map(|p| m.list.remove(p));
+        let (cmp, force_unsigned) = cmp
+            .and_then(parse_cmp)
+            .ok_or_else(|| unsupported("setp without a comparison"))?;
         let ty = self.one_ty(i, &mut m)?;
         self.done(i, m)?;
-        let cty = if force_unsigned == Some(true) { unsigned_of(ty) } else { ty };
-        let f = if ty.float() { flt_cmp(cmp, ty, ftz) } else { int_cmp(cmp, cty) };
+        let cty = if force_unsigned == Some(true) {
+            unsigned_of(ty)
+        } else {
+            ty
+        };
+        let f = if ty.float() {
+            flt_cmp(cmp, ty, ftz)
+        } else {
+            int_cmp(cmp, cty)
+        };
         let f = f.ok_or_else(|| unsupported("this comparison/type"))?;
         let (p, q) = match &ops.first() {
-            Some(Operand::Pair(p, q)) => (self.reg(i, &Operand::Reg(p.clone()))?, Some(self.reg(i, &Operand::Reg(q.clone()))?)),
+            Some(Operand::Pair(p, q)) => (
+                self.reg(i, &Operand::Reg(p.clone()))?,
+                Some(self.reg(i, &Operand::Reg(q.clone()))?),
+            ),
             Some(o) => (self.reg(i, o)?, None),
             None => return Err(unsupported("setp without operands")),
         };
@@ -957,12 +1151,24 @@ impl ProgramBuilder<'_> {
             }),
             None => None,
         };
-        Ok(Op::Setp { f, p, q, a: self.src(i, &ops[1], ty)?, b: self.src(i, &ops[2], ty)?, comb })
+        Ok(Op::Setp {
+            f,
+            p,
+            q,
+            a: self.src(i, &ops[1], ty)?,
+            b: self.src(i, &ops[2], ty)?,
+            comb,
+        })
     }
 
     fn ld_st(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| self.err(i.line, format!("`{i}`: {what} is not supported by the host platform's PTX engine"));
+        let unsupported = |what: &str| {
+            self.err(
+                i.line,
+                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+            )
+        };
         m.drop_ignorable();
         let space = self.space(i, &mut m)?;
         let n = match m.one_of(&["v2", "v4"]) {
@@ -979,11 +1185,19 @@ impl ProgramBuilder<'_> {
             return Err(self.err(i.line, format!("`{i}`: expected 2 operands")));
         }
         let store = i.opcode == "st";
-        let (mem, val) = if store { (&ops[0], &ops[1]) } else { (&ops[1], &ops[0]) };
+        let (mem, val) = if store {
+            (&ops[0], &ops[1])
+        } else {
+            (&ops[1], &ops[0])
+        };
         let addr = self.addr(i, mem, space)?;
         let items: Vec<&Operand> = match val {
             Operand::Vector(v) if v.len() == n as usize => v.iter().collect(),
-            Operand::Vector(_) => return Err(unsupported("a vector operand whose length differs from .v2/.v4")),
+            Operand::Vector(_) => {
+                return Err(unsupported(
+                    "a vector operand whose length differs from .v2/.v4",
+                ));
+            }
             o if n == 1 => vec![o],
             _ => return Err(unsupported("a .v2/.v4 access without a vector operand")),
         };
@@ -992,7 +1206,13 @@ impl ProgramBuilder<'_> {
             for (k, o) in items.iter().enumerate() {
                 s[k] = self.src(i, o, ty)?;
             }
-            Ok(Op::St { space, ty, n, s, addr })
+            Ok(Op::St {
+                space,
+                ty,
+                n,
+                s,
+                addr,
+            })
         } else {
             let mut d = [u32::MAX; 4];
             for (k, o) in items.iter().enumerate() {
@@ -1001,19 +1221,32 @@ impl ProgramBuilder<'_> {
                     o => self.reg(i, o)?,
                 };
             }
-            Ok(Op::Ld { space, ty, n, d, addr })
+            Ok(Op::Ld {
+                space,
+                ty,
+                n,
+                d,
+                addr,
+            })
         }
     }
 
     fn atom(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| self.err(i.line, format!("`{i}`: {what} is not supported by the host platform's PTX engine"));
+        let unsupported = |what: &str| {
+            self.err(
+                i.line,
+                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+            )
+        };
         m.drop_ignorable();
         let space = self.space(i, &mut m)?;
         if space == Space::Local || space == Space::Param {
             return Err(unsupported("an atomic in this state space"));
         }
-        let op = match m.one_of(&["add", "min", "max", "exch", "cas", "inc", "dec", "and", "or", "xor"]) {
+        let op = match m.one_of(&[
+            "add", "min", "max", "exch", "cas", "inc", "dec", "and", "or", "xor",
+        ]) {
             Some("add") => AtomOp::Add,
             Some("min") => AtomOp::Min,
             Some("max") => AtomOp::Max,
@@ -1030,7 +1263,10 @@ impl ProgramBuilder<'_> {
         let ty = self.one_ty(i, &mut m)?;
         self.done(i, m)?;
         let ok_ty = match op {
-            AtomOp::Add => matches!(ty, Ty::U32 | Ty::S32 | Ty::U64 | Ty::S64 | Ty::F32 | Ty::F64),
+            AtomOp::Add => matches!(
+                ty,
+                Ty::U32 | Ty::S32 | Ty::U64 | Ty::S64 | Ty::F32 | Ty::F64
+            ),
             AtomOp::Min | AtomOp::Max => matches!(ty, Ty::U32 | Ty::S32 | Ty::U64 | Ty::S64),
             AtomOp::Inc | AtomOp::Dec => ty == Ty::U32,
             _ => matches!(ty, Ty::U32 | Ty::U64 | Ty::S32 | Ty::S64),
@@ -1044,11 +1280,27 @@ impl ProgramBuilder<'_> {
         if ops.len() != base + nsrc {
             return Err(self.err(i.line, format!("`{i}`: expected {} operands", base + nsrc)));
         }
-        let d = if red { None } else { Some(self.reg(i, &ops[0])?) };
+        let d = if red {
+            None
+        } else {
+            Some(self.reg(i, &ops[0])?)
+        };
         let addr = self.addr(i, &ops[base - 1], space)?;
         let b = self.src(i, &ops[base], ty)?;
-        let c = if op == AtomOp::Cas { self.src(i, &ops[base + 1], ty)? } else { Src::Imm(0) };
-        Ok(Op::Atom { space, op, ty, d, addr, b, c })
+        let c = if op == AtomOp::Cas {
+            self.src(i, &ops[base + 1], ty)?
+        } else {
+            Src::Imm(0)
+        };
+        Ok(Op::Atom {
+            space,
+            op,
+            ty,
+            d,
+            addr,
+            b,
+            c,
+        })
     }
 }
 

@@ -307,23 +307,86 @@ pub enum Op {
     /// `d = f(a, b)`.
     Bin { f: Fn2, d: u32, a: Src, b: Src },
     /// `d = f(a, b, c)` (mad, fma, selp, bfe, prmt, ...).
-    Tern { f: Fn3, d: u32, a: Src, b: Src, c: Src },
+    Tern {
+        f: Fn3,
+        d: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
     /// `bfi d, a, b, c, e` (four sources).
-    Bfi { wide: bool, d: u32, a: Src, b: Src, c: Src, e: Src },
+    Bfi {
+        wide: bool,
+        d: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+        e: Src,
+    },
     /// Carry-chain add/sub: `d = a ± b (± cc)`, optionally writing the carry.
-    Carry { sub: bool, wide: bool, cin: bool, cout: bool, d: u32, a: Src, b: Src },
+    Carry {
+        sub: bool,
+        wide: bool,
+        cin: bool,
+        cout: bool,
+        d: u32,
+        a: Src,
+        b: Src,
+    },
     /// `mad.cc` / `madc`: `d = lo(a*b) + c (+ cc)`.
-    MadCarry { hi: bool, wide: bool, signed: bool, cin: bool, cout: bool, d: u32, a: Src, b: Src, c: Src },
+    MadCarry {
+        hi: bool,
+        wide: bool,
+        signed: bool,
+        cin: bool,
+        cout: bool,
+        d: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
     /// `setp.cmp[.bop].ty p[|q], a, b[, {!}c]`.
-    Setp { f: Fn2, p: u32, q: Option<u32>, a: Src, b: Src, comb: Option<(BoolOp, Src, bool)> },
+    Setp {
+        f: Fn2,
+        p: u32,
+        q: Option<u32>,
+        a: Src,
+        b: Src,
+        comb: Option<(BoolOp, Src, bool)>,
+    },
     /// `cvta[.to].space d, a`.
-    Cvta { to: bool, space: Space, d: u32, a: Src },
+    Cvta {
+        to: bool,
+        space: Space,
+        d: u32,
+        a: Src,
+    },
     /// Load of `n` elements of `ty` into `d[..n]`.
-    Ld { space: Space, ty: Ty, n: u8, d: [u32; 4], addr: Addr },
+    Ld {
+        space: Space,
+        ty: Ty,
+        n: u8,
+        d: [u32; 4],
+        addr: Addr,
+    },
     /// Store of `n` elements.
-    St { space: Space, ty: Ty, n: u8, s: [Src; 4], addr: Addr },
+    St {
+        space: Space,
+        ty: Ty,
+        n: u8,
+        s: [Src; 4],
+        addr: Addr,
+    },
     /// `atom` (`d: Some`) or `red` (`d: None`).
-    Atom { space: Space, op: AtomOp, ty: Ty, d: Option<u32>, addr: Addr, b: Src, c: Src },
+    Atom {
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+        d: Option<u32>,
+        addr: Addr,
+        b: Src,
+        c: Src,
+    },
     /// Branch.
     Bra { target: u32 },
     /// `call` of a `.func` in this module.
@@ -337,9 +400,23 @@ pub enum Op {
     /// `bar.warp.sync`, `membar`, `fence`: ordering points with nothing to do here.
     Nop,
     /// `shfl.sync`.
-    Shfl { mode: ShflMode, d: u32, p: Option<u32>, a: Src, b: Src, c: Src, mask: Src },
+    Shfl {
+        mode: ShflMode,
+        d: u32,
+        p: Option<u32>,
+        a: Src,
+        b: Src,
+        c: Src,
+        mask: Src,
+    },
     /// `vote.sync`.
-    Vote { mode: VoteMode, d: u32, a: Src, neg: bool, mask: Src },
+    Vote {
+        mode: VoteMode,
+        d: u32,
+        a: Src,
+        neg: bool,
+        mask: Src,
+    },
     /// `activemask.b32`.
     Activemask { d: u32 },
     /// `trap`: ends the launch with a fault.

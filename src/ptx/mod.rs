@@ -13,6 +13,6 @@ pub mod ir;
 mod params;
 mod parse;
 
-pub use params::{PtxEntry, PtxParam, PtxScalar, check_signature, parse_entries};
 pub use decode::{DYNAMIC_SHARED_BASE, decode_module, module_data};
+pub use params::{PtxEntry, PtxParam, PtxScalar, check_signature, parse_entries};
 pub use parse::parse_module;

@@ -3,8 +3,10 @@
 
 use super::mem::{self, BlockMem, Loc};
 use super::race::Access;
-use super::warp::{lanes, BlockShared, Env, Warp};
-use crate::ptx::ir::{AtomOp, BoolOp, Op, ShflMode, Space, VoteMode, LOCAL_WINDOW, SHARED_WINDOW, WARP};
+use super::warp::{BlockShared, Env, Warp, lanes};
+use crate::ptx::ir::{
+    AtomOp, BoolOp, LOCAL_WINDOW, Op, SHARED_WINDOW, ShflMode, Space, VoteMode, WARP,
+};
 
 /// A lane's fault: the instruction index, the thread (linear index in the block), the cause.
 #[derive(Debug)]
@@ -44,9 +46,25 @@ impl Warp {
     }
 
     /// Records a shared or global access for the race checker.
-    fn race(&self, sh: &mut BlockShared, loc: Loc, bytes: usize, l: usize, write: bool, atomic: bool) -> Result<(), Fault> {
-        let Some(r) = sh.race.as_mut() else { return Ok(()) };
-        let acc = Access { tid: self.id * WARP as u32 + l as u32, step: self.step, pc: self.group_pc, write, atomic };
+    fn race(
+        &self,
+        sh: &mut BlockShared,
+        loc: Loc,
+        bytes: usize,
+        l: usize,
+        write: bool,
+        atomic: bool,
+    ) -> Result<(), Fault> {
+        let Some(r) = sh.race.as_mut() else {
+            return Ok(());
+        };
+        let acc = Access {
+            tid: self.id * WARP as u32 + l as u32,
+            step: self.step,
+            pc: self.group_pc,
+            write,
+            atomic,
+        };
         let res = match loc {
             Loc::Global(p) => r.global(p as u64, bytes, acc),
             Loc::Shared(i) => r.shared(i as u64, bytes, acc),
@@ -64,7 +82,10 @@ impl Warp {
         loop {
             let pc = self.group_pc;
             let Some(inst) = code.get(pc as usize) else {
-                return Err(self.fault(lanes(self.group).next().unwrap_or(0), "ran past the end of the code".into()));
+                return Err(self.fault(
+                    lanes(self.group).next().unwrap_or(0),
+                    "ran past the end of the code".into(),
+                ));
             };
             let mask = match inst.guard {
                 None => self.group,
@@ -94,22 +115,54 @@ impl Warp {
                 }
                 Op::Tern { f, d, a, b, c } => {
                     for l in lanes(mask) {
-                        let v = f(self.val(env, *a, l), self.val(env, *b, l), self.val(env, *c, l));
+                        let v = f(
+                            self.val(env, *a, l),
+                            self.val(env, *b, l),
+                            self.val(env, *c, l),
+                        );
                         self.set(*d, l, v);
                     }
                 }
-                Op::Bfi { wide, d, a, b, c, e } => {
+                Op::Bfi {
+                    wide,
+                    d,
+                    a,
+                    b,
+                    c,
+                    e,
+                } => {
                     for l in lanes(mask) {
-                        let v = crate::ptx::alu::bfi(*wide, self.val(env, *a, l), self.val(env, *b, l), self.val(env, *c, l), self.val(env, *e, l));
+                        let v = crate::ptx::alu::bfi(
+                            *wide,
+                            self.val(env, *a, l),
+                            self.val(env, *b, l),
+                            self.val(env, *c, l),
+                            self.val(env, *e, l),
+                        );
                         self.set(*d, l, v);
                     }
                 }
-                Op::Carry { sub, wide, cin, cout, d, a, b } => {
+                Op::Carry {
+                    sub,
+                    wide,
+                    cin,
+                    cout,
+                    d,
+                    a,
+                    b,
+                } => {
                     let cr = env.prog.carry_reg;
                     for l in lanes(mask) {
                         let cc = if *cin { self.get(cr, l) & 1 } else { 0 } as u128;
-                        let m: u128 = if *wide { u64::MAX as u128 } else { u32::MAX as u128 };
-                        let (x, y) = (self.val(env, *a, l) as u128 & m, self.val(env, *b, l) as u128 & m);
+                        let m: u128 = if *wide {
+                            u64::MAX as u128
+                        } else {
+                            u32::MAX as u128
+                        };
+                        let (x, y) = (
+                            self.val(env, *a, l) as u128 & m,
+                            self.val(env, *b, l) as u128 & m,
+                        );
                         let (r, c) = if *sub {
                             (x.wrapping_sub(y + cc) & m, (x < y + cc) as u64)
                         } else {
@@ -122,14 +175,32 @@ impl Warp {
                         }
                     }
                 }
-                Op::MadCarry { hi, wide, signed, cin, cout, d, a, b, c } => {
+                Op::MadCarry {
+                    hi,
+                    wide,
+                    signed,
+                    cin,
+                    cout,
+                    d,
+                    a,
+                    b,
+                    c,
+                } => {
                     let cr = env.prog.carry_reg;
                     for l in lanes(mask) {
                         let bits = if *wide { 64 } else { 32 };
-                        let m: u128 = if *wide { u64::MAX as u128 } else { u32::MAX as u128 };
+                        let m: u128 = if *wide {
+                            u64::MAX as u128
+                        } else {
+                            u32::MAX as u128
+                        };
                         let ext = |v: u64| -> i128 {
                             let v = v as u128 & m;
-                            if *signed && v >> (bits - 1) & 1 == 1 { v as i128 - (1i128 << bits) } else { v as i128 }
+                            if *signed && v >> (bits - 1) & 1 == 1 {
+                                v as i128 - (1i128 << bits)
+                            } else {
+                                v as i128
+                            }
                         };
                         let p = ext(self.val(env, *a, l)).wrapping_mul(ext(self.val(env, *b, l)));
                         let part = (if *hi { p >> bits } else { p }) as u128 & m;
@@ -141,7 +212,14 @@ impl Warp {
                         }
                     }
                 }
-                Op::Setp { f, p, q, a, b, comb } => {
+                Op::Setp {
+                    f,
+                    p,
+                    q,
+                    a,
+                    b,
+                    comb,
+                } => {
                     for l in lanes(mask) {
                         let c = f(self.val(env, *a, l), self.val(env, *b, l)) != 0;
                         let (x, y) = match comb {
@@ -170,10 +248,24 @@ impl Warp {
                     };
                     for l in lanes(mask) {
                         let v = self.val(env, *a, l);
-                        self.set(*d, l, if *to { v.wrapping_sub(window) } else { v.wrapping_add(window) });
+                        self.set(
+                            *d,
+                            l,
+                            if *to {
+                                v.wrapping_sub(window)
+                            } else {
+                                v.wrapping_add(window)
+                            },
+                        );
                     }
                 }
-                Op::Ld { space, ty, n, d, addr } => {
+                Op::Ld {
+                    space,
+                    ty,
+                    n,
+                    d,
+                    addr,
+                } => {
                     let size = ty.bytes() as usize;
                     let total = size * *n as usize;
                     for l in lanes(mask) {
@@ -197,7 +289,13 @@ impl Warp {
                         }
                     }
                 }
-                Op::St { space, ty, n, s, addr } => {
+                Op::St {
+                    space,
+                    ty,
+                    n,
+                    s,
+                    addr,
+                } => {
                     let size = ty.bytes() as usize;
                     let total = size * *n as usize;
                     for l in lanes(mask) {
@@ -219,7 +317,15 @@ impl Warp {
                         }
                     }
                 }
-                Op::Atom { space, op, ty, d, addr, b, c } => {
+                Op::Atom {
+                    space,
+                    op,
+                    ty,
+                    d,
+                    addr,
+                    b,
+                    c,
+                } => {
                     let size = ty.bytes() as usize;
                     for l in lanes(mask) {
                         let base = addr.base.map_or(0, |r| self.get(r, l));
@@ -327,7 +433,9 @@ impl Warp {
                         let first = lanes(mask).next().unwrap_or(0);
                         let idv = self.val(env, *id, first);
                         if idv >= 16 {
-                            return Err(self.fault(first, format!("barrier id {idv} is not in 0..16")));
+                            return Err(
+                                self.fault(first, format!("barrier id {idv} is not in 0..16"))
+                            );
                         }
                         let cnt = count.map_or(0, |c| self.val(env, c, first) as u32);
                         let b = idv as usize;
@@ -348,7 +456,15 @@ impl Warp {
                     }
                 }
                 Op::Nop => std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst),
-                Op::Shfl { mode, d, p, a, b, c, mask: _ } => {
+                Op::Shfl {
+                    mode,
+                    d,
+                    p,
+                    a,
+                    b,
+                    c,
+                    mask: _,
+                } => {
                     let mut src = [0u64; WARP];
                     for (j, s) in src.iter_mut().enumerate() {
                         *s = self.val(env, *a, j);
@@ -379,14 +495,24 @@ impl Warp {
                                 (j, j <= max_lane)
                             }
                         };
-                        let j = if ok && (0..32).contains(&j) { j as usize } else { l };
+                        let j = if ok && (0..32).contains(&j) {
+                            j as usize
+                        } else {
+                            l
+                        };
                         self.set(*d, l, src[j] & 0xFFFF_FFFF);
                         if let Some(p) = p {
                             self.set(*p, l, ok as u64);
                         }
                     }
                 }
-                Op::Vote { mode, d, a, neg, mask: members } => {
+                Op::Vote {
+                    mode,
+                    d,
+                    a,
+                    neg,
+                    mask: members,
+                } => {
                     if mask != 0 {
                         let first = lanes(mask).next().unwrap_or(0);
                         let active = mask & self.val(env, *members, first) as u32;

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use super::Launch;
 use crate::platform::host::memory;
 use crate::ptx::DYNAMIC_SHARED_BASE;
-use crate::ptx::ir::{AtomOp, LOCAL_WINDOW, SHARED_WINDOW, Space, THREAD_PARAM_BASE, Ty, WINDOW_BYTES};
+use crate::ptx::ir::{
+    AtomOp, LOCAL_WINDOW, SHARED_WINDOW, Space, THREAD_PARAM_BASE, Ty, WINDOW_BYTES,
+};
 
 /// Where an access lands.
 #[derive(Clone, Copy, Debug)]
@@ -111,8 +113,11 @@ pub(super) fn locate(
             let end = a.checked_add(bytes).unwrap_or(u64::MAX);
             if end <= m.static_shared as u64 {
                 Ok(Loc::Shared(a as usize))
-            } else if a >= DYNAMIC_SHARED_BASE && end - DYNAMIC_SHARED_BASE <= m.dynamic_len as u64 {
-                Ok(Loc::Shared(m.dynamic_at + (a - DYNAMIC_SHARED_BASE) as usize))
+            } else if a >= DYNAMIC_SHARED_BASE && end - DYNAMIC_SHARED_BASE <= m.dynamic_len as u64
+            {
+                Ok(Loc::Shared(
+                    m.dynamic_at + (a - DYNAMIC_SHARED_BASE) as usize,
+                ))
             } else {
                 Err(oob(format!(
                     "the block has {} bytes of static shared memory at 0 and {} dynamic bytes at {DYNAMIC_SHARED_BASE:#x}",
@@ -121,10 +126,15 @@ pub(super) fn locate(
             }
         }
         Space::Local => {
-            if a.checked_add(bytes).is_some_and(|e| e <= m.local_bytes as u64) {
+            if a.checked_add(bytes)
+                .is_some_and(|e| e <= m.local_bytes as u64)
+            {
                 Ok(Loc::Local(lane * m.local_bytes + a as usize))
             } else {
-                Err(oob(format!("each thread has {} bytes of local memory", m.local_bytes)))
+                Err(oob(format!(
+                    "each thread has {} bytes of local memory",
+                    m.local_bytes
+                )))
             }
         }
         Space::Param if a >= THREAD_PARAM_BASE => {
@@ -141,7 +151,10 @@ pub(super) fn locate(
             } else if a + bytes <= l.params.len() as u64 {
                 Ok(Loc::KParam(a as usize))
             } else {
-                Err(oob(format!("the kernel has {} bytes of parameters", l.params.len())))
+                Err(oob(format!(
+                    "the kernel has {} bytes of parameters",
+                    l.params.len()
+                )))
             }
         }
         Space::Generic => unreachable!("resolved above"), // ok: generic was mapped to a space
@@ -200,7 +213,9 @@ fn apply(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
     let mask = if wide { u64::MAX } else { u32::MAX as u64 };
     let (o, b) = (old & mask, b & mask);
     let r = match (op, ty) {
-        (AtomOp::Add, Ty::F32) => (f32::from_bits(o as u32) + f32::from_bits(b as u32)).to_bits() as u64,
+        (AtomOp::Add, Ty::F32) => {
+            (f32::from_bits(o as u32) + f32::from_bits(b as u32)).to_bits() as u64
+        }
         (AtomOp::Add, Ty::F64) => (f64::from_bits(o) + f64::from_bits(b)).to_bits(),
         (AtomOp::Add, _) => o.wrapping_add(b),
         (AtomOp::Min | AtomOp::Max, _) => {

@@ -105,7 +105,9 @@ fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<Load
                 exec.table.free(*a);
             }
             return Err(match e {
-                Error::KernelLoad { platform, detail, .. } => Error::KernelLoad {
+                Error::KernelLoad {
+                    platform, detail, ..
+                } => Error::KernelLoad {
                     platform,
                     kernel: kernel.to_string(),
                     detail,
@@ -231,7 +233,11 @@ pub(crate) fn prepare(
                         p.name, p.size
                     )));
                 }
-                pins.push(exec.pin(*addr, *bytes, &format!("then_launch of `{name}` (argument {i})"))?);
+                pins.push(exec.pin(
+                    *addr,
+                    *bytes,
+                    &format!("then_launch of `{name}` (argument {i})"),
+                )?);
                 params[at..at + 8].copy_from_slice(&addr.0.to_le_bytes());
             }
             PackedArg::SharedMemory { .. } => {}

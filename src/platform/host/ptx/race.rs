@@ -81,10 +81,21 @@ fn record(
         let cell = map.entry(a).or_default();
         let mut hit = cell.write.filter(|w| conflict(w, &acc));
         if hit.is_none() && acc.write {
-            hit = cell.reads.iter().flatten().copied().find(|r| conflict(r, &acc));
+            hit = cell
+                .reads
+                .iter()
+                .flatten()
+                .copied()
+                .find(|r| conflict(r, &acc));
         }
         if let Some(first) = hit {
-            return Err(Race { space, addr: a, first, second: acc, other_block: None });
+            return Err(Race {
+                space,
+                addr: a,
+                first,
+                second: acc,
+                other_block: None,
+            });
         }
         if acc.write {
             cell.write = Some(acc);
@@ -155,7 +166,13 @@ impl RaceGrid {
                 _ => None,
             };
             if let Some(((ob, first), second)) = hit {
-                return Some(Race { space: "global", addr: *a, first, second, other_block: Some(ob) });
+                return Some(Race {
+                    space: "global",
+                    addr: *a,
+                    first,
+                    second,
+                    other_block: Some(ob),
+                });
             }
             if let Some(w) = w {
                 e.0.get_or_insert((block, w));

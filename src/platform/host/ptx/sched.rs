@@ -139,7 +139,10 @@ fn deadlock(l: &Launch, block: Dim3, warps: &[Warp], nthreads: u32) -> String {
     for w in warps {
         for lane in lanes(w.at_bar) {
             waiting += 1;
-            waiter.get_or_insert((w.id * WARP as u32 + lane as u32, w.pc[lane].saturating_sub(1)));
+            waiter.get_or_insert((
+                w.id * WARP as u32 + lane as u32,
+                w.pc[lane].saturating_sub(1),
+            ));
         }
         if let Some(lane) = lanes(w.exited & w.live).next() {
             exited.get_or_insert(w.id * WARP as u32 + lane as u32);

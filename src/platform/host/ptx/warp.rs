@@ -7,11 +7,11 @@
 //! when they exit or wait at a barrier; the warp returns to the block scheduler when no lane
 //! is runnable.
 
+use super::Launch;
 use super::exec::Fault;
 use super::race::RaceBlock;
-use super::Launch;
 use crate::kernel::Dim3;
-use crate::ptx::ir::{Inst, Program, Sreg, Src, WARP};
+use crate::ptx::ir::{Inst, Program, Src, Sreg, WARP};
 
 /// Iterates the set bits of a lane mask.
 #[inline(always)]
