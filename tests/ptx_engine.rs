@@ -338,3 +338,368 @@ DONE:
     let want: Vec<u32> = input.chunks(bs).map(|c| c.iter().sum()).collect();
     assert_eq!(exec.copy_to_vec(&out).unwrap(), want);
 }
+
+/// Global and shared atomics: a histogram through shared atomics merged with global atomics,
+/// atom.inc wrap-around, CAS, float add, min/max.
+#[test]
+fn atomics_global_and_shared() {
+    let exec = host();
+    let k: TypedKernel<(
+        DevicePtr<u32>,
+        u32,
+        DevicePtr<u32>,
+        DevicePtr<u32>,
+        DevicePtr<f32>,
+    )> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry hist(.param .u64 pin, .param .u32 pn, .param .u64 phist, .param .u64 pmisc, .param .u64 pf)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<20>;
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<12>;
+    .shared .align 4 .b32 bins[16];
+    ld.param.u64 %rd1, [pin];
+    ld.param.u32 %r1, [pn];
+    ld.param.u64 %rd2, [phist];
+    ld.param.u64 %rd3, [pmisc];
+    ld.param.u64 %rd10, [pf];
+    mov.u32 %r2, %tid.x;
+    setp.ge.u32 %p1, %r2, 16;
+    @%p1 bra ZEROED;
+    mul.wide.u32 %rd4, %r2, 4;
+    mov.u64 %rd5, bins;
+    add.s64 %rd5, %rd5, %rd4;
+    st.shared.u32 [%rd5], 0;
+ZEROED:
+    bar.sync 0;
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mad.lo.s32 %r5, %r3, %r4, %r2;
+    setp.ge.u32 %p2, %r5, %r1;
+    @%p2 bra TAIL;
+    mul.wide.u32 %rd6, %r5, 4;
+    add.s64 %rd7, %rd1, %rd6;
+    ld.global.u32 %r6, [%rd7];
+    and.b32 %r7, %r6, 15;
+    mul.wide.u32 %rd8, %r7, 4;
+    mov.u64 %rd9, bins;
+    add.s64 %rd9, %rd9, %rd8;
+    atom.shared.add.u32 %r8, [%rd9], 1;
+    atom.global.inc.u32 %r9, [%rd3], 9;
+    atom.global.max.s32 %r10, [%rd3+4], %r6;
+    atom.global.min.u32 %r10, [%rd3+8], %r6;
+    red.global.add.u64 [%rd3+16], 3;
+    cvt.rn.f32.u32 %f1, %r7;
+    atom.global.add.f32 %f2, [%rd10], %f1;
+CAS:
+    ld.volatile.global.u32 %r11, [%rd3+12];
+    add.u32 %r12, %r11, %r7;
+    atom.global.cas.b32 %r13, [%rd3+12], %r11, %r12;
+    setp.ne.u32 %p3, %r13, %r11;
+    @%p3 bra CAS;
+TAIL:
+    bar.sync 0;
+    @%p1 bra DONE;
+    mul.wide.u32 %rd4, %r2, 4;
+    mov.u64 %rd5, bins;
+    add.s64 %rd5, %rd5, %rd4;
+    ld.shared.u32 %r14, [%rd5];
+    add.s64 %rd11, %rd2, %rd4;
+    red.global.add.u32 [%rd11], %r14;
+DONE:
+    ret;
+}"#,
+        "hist",
+    );
+    let mut r = rng("atomics_global_and_shared");
+    let n = 1000usize;
+    let input = random_u32s(&mut r, n, 1 << 30);
+    let din = exec.copy_to_device(&input).unwrap();
+    let hist = exec.copy_to_device(&[0u32; 16]).unwrap();
+    let misc = exec.copy_to_device(&[0u32, 0, u32::MAX, 0, 0, 0]).unwrap();
+    let fsum = exec.copy_to_device(&[0f32]).unwrap();
+    launch(
+        &exec,
+        128,
+        n.div_ceil(128) as u32,
+        &k,
+        (din.ptr(), n as u32, hist.ptr(), misc.ptr(), fsum.ptr()),
+    )
+    .unwrap();
+    let mut want = [0u32; 16];
+    for v in &input {
+        want[(v & 15) as usize] += 1;
+    }
+    assert_eq!(exec.copy_to_vec(&hist).unwrap(), want);
+    let m = exec.copy_to_vec(&misc).unwrap();
+    assert_eq!(
+        m[0],
+        (n % 10) as u32,
+        "inc wraps at 9: n increments from 0 end at n mod 10"
+    );
+    assert_eq!(m[1] as i32, input.iter().map(|&v| v as i32).max().unwrap());
+    assert_eq!(m[2], *input.iter().min().unwrap());
+    assert_eq!(m[3], input.iter().map(|v| v & 15).sum::<u32>(), "CAS loop");
+    assert_eq!(m[4] as u64 | (m[5] as u64) << 32, 3 * n as u64);
+    let fs: u32 = input.iter().map(|v| v & 15).sum();
+    assert_eq!(
+        exec.copy_to_vec(&fsum).unwrap()[0],
+        fs as f32,
+        "integer-valued float sums are exact"
+    );
+}
+
+/// A `.func` called with clang's `{ .param ...; call ...; }` sequence, from divergent lanes,
+/// returning a value through the .param ABI.
+#[test]
+fn call_and_ret_of_a_func() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
+        &exec,
+        r#"
+.func (.param .b32 func_retval0) poly(.param .b32 poly_param_0, .param .b32 poly_param_1)
+{
+    .reg .b32 %r<6>;
+    ld.param.u32 %r1, [poly_param_0];
+    ld.param.u32 %r2, [poly_param_1];
+    mul.lo.s32 %r3, %r1, %r1;
+    mad.lo.s32 %r4, %r3, %r2, 7;
+    st.param.b32 [func_retval0], %r4;
+    ret;
+}
+.visible .entry k(.param .u64 pout)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [pout];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r5, 0;
+    and.b32 %r2, %r1, 3;
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra SKIP;
+    {
+    .reg .b32 temp_param_reg;
+    .param .b32 param0;
+    st.param.b32 [param0], %r1;
+    .param .b32 param1;
+    st.param.b32 [param1], %r2;
+    .param .b32 retval0;
+    call.uni (retval0), poly, (param0, param1);
+    ld.param.b32 %r5, [retval0];
+    }
+SKIP:
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r5;
+    ret;
+}"#,
+        "k",
+    );
+    let n = 70;
+    let out = exec.copy_to_device(&vec![POISON_U32; n]).unwrap();
+    launch(&exec, n as u32, 1, &k, (out.ptr(),)).unwrap();
+    let want: Vec<u32> = (0..n as u32)
+        .map(|t| if t % 4 == 0 { 0 } else { t * t * (t % 4) + 7 })
+        .collect();
+    assert_eq!(exec.copy_to_vec(&out).unwrap(), want);
+}
+
+const STORE_AT: &str = r#"
+.visible .entry st(.param .u64 p, .param .u64 off)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<6>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u64 %rd2, [off];
+    mov.u32 %r1, %tid.x;
+    setp.ne.u32 %p1, %r1, 37;
+    @%p1 bra DONE;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+DONE:
+    ret;
+}"#;
+
+/// An out-of-bounds store and a misaligned store fail the stream with a fault naming the
+/// kernel, the instruction, the thread and the address; the executor stays usable.
+#[test]
+fn faults_name_instruction_thread_and_address() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>, u64)> = ptx_kernel(&exec, STORE_AT, "st");
+    let buf = exec.copy_to_device(&[0u32; 8]).unwrap();
+    let e = fault_text(launch(&exec, 64, 2, &k, (buf.ptr(), 32)));
+    let addr = format!("{:#x}", buf.address().0 + 32);
+    for part in [
+        "out-of-bounds",
+        "st.global.u32 [%rd3], %r1;",
+        "line 16",
+        "thread (37, 0, 0)",
+        "block (0, 0, 0)",
+        &addr,
+        "`st`",
+    ] {
+        assert!(e.contains(part), "`{part}` missing from: {e}");
+    }
+    let e = fault_text(launch(&exec, 64, 1, &k, (buf.ptr(), 2)));
+    assert!(
+        e.contains("misaligned") && e.contains("thread (37, 0, 0)"),
+        "{e}"
+    );
+    // Unmapped memory far away from any allocation.
+    let e = fault_text(launch(&exec, 64, 1, &k, (buf.ptr(), 1 << 40)));
+    assert!(e.contains("not inside a live allocation"), "{e}");
+    // Still usable: a good launch on a new stream works.
+    launch(&exec, 64, 1, &k, (buf.ptr(), 4)).unwrap();
+    assert_eq!(exec.copy_to_vec(&buf).unwrap()[1], 37);
+}
+
+/// A barrier that some threads skip (they exit) ends the launch with "barrier divergence"
+/// instead of hanging.
+#[test]
+fn barrier_divergence_is_a_fault_not_a_hang() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<3>;
+    .reg .pred %p<2>;
+    mov.u32 %r1, %tid.x;
+    setp.gt.u32 %p1, %r1, 40;
+    @%p1 bra OUT;
+    bar.sync 0;
+OUT:
+    ret;
+}"#,
+        "k",
+    );
+    let buf = exec.copy_to_device(&[0u32; 1]).unwrap();
+    let e = fault_text(launch(&exec, 64, 3, &k, (buf.ptr(),)));
+    assert!(
+        e.contains("barrier divergence") && e.contains("bar.sync 0;") && e.contains("exited"),
+        "{e}"
+    );
+}
+
+/// Unsupported instructions are rejected when the kernel loads, naming the line.
+#[test]
+fn unsupported_instruction_is_a_load_error_naming_the_line() {
+    let exec = host();
+    let text = format!(
+        "{HEADER}.visible .entry k(.param .u64 p)\n{{\n    .reg .b32 %r<3>;\n    mov.u32 %r1, 1;\n    dp4a.u32.u32 %r1, %r1, %r2, %r1;\n    ret;\n}}\n"
+    );
+    let spec = MultiKernelLoaderSpec::new(1).add_cuda_ptx_in_memory(&text, "k");
+    let e = exec.get_untyped_kernel(&spec).unwrap_err();
+    let s = e.to_string();
+    assert!(matches!(e, Error::KernelLoad { .. }), "{s}");
+    assert!(
+        s.contains("line 8") && s.contains("dp4a.u32.u32 %r1, %r1, %r2, %r1;"),
+        "{s}"
+    );
+    // A modifier the engine does not run is rejected too.
+    let text = format!(
+        "{HEADER}.visible .entry k()\n{{\n    .reg .f32 %f<3>;\n    add.rn.f16 %f1, %f1, %f2;\n    ret;\n}}\n"
+    );
+    let spec = MultiKernelLoaderSpec::new(0).add_cuda_ptx_in_memory(&text, "k");
+    let s = exec.get_untyped_kernel(&spec).unwrap_err().to_string();
+    assert!(s.contains("line 7"), "{s}");
+}
+
+const RACY: &str = r#"
+.visible .entry k(.param .u64 p, .param .u32 racy)
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<6>;
+    .reg .pred %p<3>;
+    .shared .align 4 .b32 sh[64];
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r5, [racy];
+    mov.u32 %r1, %tid.x;
+    mov.u64 %rd2, sh;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.shared.u32 [%rd4], %r1;
+    setp.ne.u32 %p1, %r5, 0;
+    @%p1 bra NOBAR;
+    bar.sync 0;
+NOBAR:
+    xor.b32 %r2, %r1, 63;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd5, %rd2, %rd3;
+    ld.shared.u32 %r3, [%rd5];
+    add.s64 %rd5, %rd1, %rd3;
+    st.global.u32 [%rd5], %r3;
+    ret;
+}"#;
+
+/// With the race checker on, reading a neighbour's shared write without a barrier is
+/// reported with both threads and instructions; the barrier version is clean.
+#[test]
+fn race_checker_flags_the_racy_kernel_only() {
+    let exec = host();
+    exec.set_race_check(true).unwrap();
+    let k: TypedKernel<(DevicePtr<u32>, u32)> = ptx_kernel(&exec, RACY, "k");
+    let out = exec.copy_to_device(&[POISON_U32; 64]).unwrap();
+    launch(&exec, 64, 1, &k, (out.ptr(), 0)).unwrap();
+    let want: Vec<u32> = (0..64).collect();
+    assert_eq!(exec.copy_to_vec(&out).unwrap(), want);
+    let e = fault_text(launch(&exec, 64, 1, &k, (out.ptr(), 1)));
+    let detail = e.split("failed: ").nth(1).unwrap_or("");
+    assert!(detail.starts_with("data race"), "{e}");
+    assert!(
+        e.contains("st.shared.u32") && e.contains("ld.shared.u32") && e.contains("shared memory"),
+        "{e}"
+    );
+    // The same kernel passes with the checker off (the race is timing-free on the host).
+    exec.set_race_check(false).unwrap();
+    launch(&exec, 64, 1, &k, (out.ptr(), 1)).unwrap();
+}
+
+/// Lanes of one warp writing one address in the same instruction race; two blocks writing
+/// one global word race; atomics do not.
+#[test]
+fn race_checker_same_instruction_and_cross_block() {
+    let exec = host();
+    exec.set_race_check(true).unwrap();
+    let k: TypedKernel<(DevicePtr<u32>, u32)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 p, .param .u32 mode)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<3>;
+    .reg .pred %p<3>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r1, [mode];
+    mov.u32 %r2, %tid.x;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra ATOM;
+    st.global.u32 [%rd1], %r2;
+    ret;
+ATOM:
+    atom.global.add.u32 %r3, [%rd1], 1;
+    ret;
+}"#,
+        "k",
+    );
+    let out = exec.copy_to_device(&[0u32]).unwrap();
+    launch(&exec, 64, 4, &k, (out.ptr(), 0)).unwrap();
+    assert_eq!(exec.copy_to_vec(&out).unwrap(), vec![256]);
+    let e = fault_text(launch(&exec, 2, 1, &k, (out.ptr(), 1)));
+    assert!(
+        e.contains("data race")
+            && e.contains("thread (0, 0, 0) write")
+            && e.contains("thread (1, 0, 0) write"),
+        "{e}"
+    );
+    let e = fault_text(launch(&exec, 1, 2, &k, (out.ptr(), 1)));
+    assert!(
+        e.contains("data race") && e.contains("block (0, 0, 0)") && e.contains("block (1, 0, 0)"),
+        "{e}"
+    );
+}
