@@ -1,6 +1,7 @@
 //! The host platform's PTX engine through the public API: hand-written PTX kernels checked
 //! against Rust references on random inputs, warp semantics, barriers, atomics, calls, faults
 //! that name the instruction and thread, load-time rejection, and the race checker.
+#![allow(clippy::type_complexity)]
 
 mod common;
 

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::ast::{self, Init, Operand, Space as AstSpace, Statement, VarType};
 use super::ir::{
     Addr, CallSite, DecodedModule, Inst, LOCAL_WINDOW, ModuleData, Op, ParamCopy, ParamSlot,
-    Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty, WINDOW_BYTES,
+    Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
 };
 use crate::error::{Error, Result};
 
@@ -468,10 +468,19 @@ impl<'m> ProgramBuilder<'m> {
                 ),
             ));
         }
-        if self.local > 1 << 20 || self.tparam > 1 << 20 {
+        if self.local > 64 << 10 || self.tparam > 64 << 10 {
             return Err(load_error(
                 &self.kernel,
-                "more than 1 MiB of local memory per thread".into(),
+                "more than 64 KiB of local or call-parameter memory per thread".into(),
+            ));
+        }
+        if self.regs > 1 << 16 {
+            return Err(load_error(
+                &self.kernel,
+                format!(
+                    "{} registers per thread; the engine allows 65536",
+                    self.regs
+                ),
             ));
         }
         let carry_reg = self.regs;
@@ -512,10 +521,10 @@ impl<'m> ProgramBuilder<'m> {
             }
             state.insert(n, 1);
             for (a, b) in edges {
-                if a == n {
-                    if let Some(c) = visit(b, edges, state) {
-                        return Some(c);
-                    }
+                if a == n
+                    && let Some(c) = visit(b, edges, state)
+                {
+                    return Some(c);
                 }
             }
             state.insert(n, 2);
@@ -736,7 +745,6 @@ impl<'m> ProgramBuilder<'m> {
             (Some(Space::Generic), Space::Global) => base,
             _ => return Err(bad()),
         };
-        debug_assert!(WINDOW_BYTES > DYNAMIC_SHARED_BASE);
         Ok((addr as i64).wrapping_add(offset))
     }
 

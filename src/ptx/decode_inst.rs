@@ -869,13 +869,8 @@ impl ProgramBuilder<'_> {
                 b: self.src(i, &ops[2], ty)?,
             });
         }
-        let (aty, bty) = if shape == Some("wide") {
-            (ty, ty)
-        } else {
-            (ty, ty)
-        };
-        let a = self.src(i, &ops[1], aty)?;
-        let b = self.src(i, &ops[2], bty)?;
+        let a = self.src(i, &ops[1], ty)?;
+        let b = self.src(i, &ops[2], ty)?;
         let f: Option<Fn2> = if ty == Ty::Pred {
             match op {
                 "and" => Some(pbin::<0>),

@@ -110,7 +110,7 @@ pub(super) fn locate(
             .map(Loc::Global)
             .ok_or_else(|| oob("not inside a live allocation of this executor".into())),
         Space::Shared => {
-            let end = a.checked_add(bytes).unwrap_or(u64::MAX);
+            let end = a.saturating_add(bytes);
             if end <= m.static_shared as u64 {
                 Ok(Loc::Shared(a as usize))
             } else if a >= DYNAMIC_SHARED_BASE && end - DYNAMIC_SHARED_BASE <= m.dynamic_len as u64
@@ -139,7 +139,7 @@ pub(super) fn locate(
         }
         Space::Param if a >= THREAD_PARAM_BASE => {
             let o = a - THREAD_PARAM_BASE;
-            if o + bytes <= m.tparam_bytes as u64 {
+            if o.saturating_add(bytes) <= m.tparam_bytes as u64 {
                 Ok(Loc::TParam(lane * m.tparam_bytes + o as usize))
             } else {
                 Err(oob("outside the call parameters".into()))
@@ -148,7 +148,7 @@ pub(super) fn locate(
         Space::Param => {
             if store {
                 Err(format!("store to kernel parameter memory at {addr:#x}"))
-            } else if a + bytes <= l.params.len() as u64 {
+            } else if a.saturating_add(bytes) <= l.params.len() as u64 {
                 Ok(Loc::KParam(a as usize))
             } else {
                 Err(oob(format!(

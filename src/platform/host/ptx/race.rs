@@ -143,11 +143,14 @@ impl RaceBlock {
     }
 }
 
+/// An access of a block (linear block index).
+type BlockAccess = Option<(u64, Access)>;
+
 /// Launch-wide records for races between blocks.
 #[derive(Default)]
 pub(crate) struct RaceGrid {
     /// Per byte: (block, first write), (block, first read).
-    bytes: Mutex<HashMap<u64, (Option<(u64, Access)>, Option<(u64, Access)>)>>,
+    bytes: Mutex<HashMap<u64, (BlockAccess, BlockAccess)>>,
 }
 
 impl RaceGrid {
@@ -159,7 +162,7 @@ impl RaceGrid {
         for a in keys {
             let (w, r) = b.summary[a];
             let e = map.entry(*a).or_default();
-            let other = |x: Option<(u64, Access)>| x.filter(|(ob, _)| *ob != block);
+            let other = |x: BlockAccess| x.filter(|(ob, _)| *ob != block);
             let hit = match (w, r) {
                 (Some(w), _) => other(e.0).or(other(e.1)).map(|o| (o, w)),
                 (None, Some(r)) => other(e.0).map(|o| (o, r)),

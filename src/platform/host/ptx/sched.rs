@@ -84,13 +84,14 @@ pub(super) fn run_block(l: &Launch, b: u64) -> Result<(), String> {
     };
     loop {
         for w in warps.iter_mut() {
-            if w.runnable() != 0 {
-                if let Err(f) = w.run(&env, &mut sh) {
-                    if let Some(r) = sh.race.as_ref().and_then(|r| r.found.as_ref()) {
-                        return Err(race_detail(l, block_idx, r));
-                    }
-                    return Err(fault_detail(l, block_idx, &f));
+            if w.runnable() == 0 {
+                continue;
+            }
+            if let Err(f) = w.run(&env, &mut sh) {
+                if let Some(r) = sh.race.as_ref().and_then(|r| r.found.as_ref()) {
+                    return Err(race_detail(l, block_idx, r));
                 }
+                return Err(fault_detail(l, block_idx, &f));
             }
         }
         let waiting: u32 = warps.iter().map(|w| w.at_bar.count_ones()).sum();
@@ -124,10 +125,10 @@ pub(super) fn run_block(l: &Launch, b: u64) -> Result<(), String> {
             r.barrier();
         }
     }
-    if let (Some(grid), Some(rb)) = (&l.race, &sh.race) {
-        if let Some(r) = grid.finish_block(b, rb) {
-            return Err(race_detail(l, block_idx, &r));
-        }
+    if let (Some(grid), Some(rb)) = (&l.race, &sh.race)
+        && let Some(r) = grid.finish_block(b, rb)
+    {
+        return Err(race_detail(l, block_idx, &r));
     }
     Ok(())
 }
