@@ -16,3 +16,13 @@ mod parse;
 pub use decode::{DYNAMIC_SHARED_BASE, decode_module, module_data};
 pub use params::{PtxEntry, PtxParam, PtxScalar, check_signature, parse_entries};
 pub use parse::parse_module;
+
+/// Warp instructions the host platform's PTX engine has executed in this process (one per
+/// instruction issued for a group of lanes), for throughput figures in benchmarks.
+pub fn warp_instructions_executed() -> u64 {
+    WARP_INSTRUCTIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Added to by the engine once per finished block.
+pub(crate) static WARP_INSTRUCTIONS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);

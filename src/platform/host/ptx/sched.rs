@@ -125,6 +125,8 @@ pub(super) fn run_block(l: &Launch, b: u64) -> Result<(), String> {
             r.barrier();
         }
     }
+    let steps: u64 = warps.iter().map(|w| w.step).sum();
+    crate::ptx::WARP_INSTRUCTIONS.fetch_add(steps, std::sync::atomic::Ordering::Relaxed);
     if let (Some(grid), Some(rb)) = (&l.race, &sh.race)
         && let Some(r) = grid.finish_block(b, rb)
     {
