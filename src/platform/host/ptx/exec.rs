@@ -2,10 +2,11 @@
 //! (all exited or waiting at a barrier), or a lane faults.
 
 use super::mem::{self, BlockMem, Loc};
-use super::race::Access;
+use super::race::{Access, RaceBlock};
 use super::warp::{BlockShared, Env, Warp, lanes};
 use crate::ptx::ir::{
-    AtomOp, BoolOp, LOCAL_WINDOW, Op, SHARED_WINDOW, ShflMode, Space, VoteMode, WARP,
+    Addr, BoolOp, LOCAL_WINDOW, Op, SHARED_WINDOW, ShflMode, Space, Src, THREAD_PARAM_BASE,
+    VoteMode, WARP,
 };
 
 /// A lane's fault: the instruction index, the thread (linear index in the block), the cause.
@@ -14,6 +15,24 @@ pub(super) struct Fault {
     pub(super) pc: u32,
     pub(super) lane: u32,
     pub(super) msg: String,
+}
+
+/// Records a shared or global access for the race checker (when it is on).
+#[inline(always)]
+fn record(
+    race: &mut Option<Box<RaceBlock>>,
+    loc: Loc,
+    bytes: usize,
+    acc: Access,
+) -> Result<(), String> {
+    let Some(r) = race.as_mut() else {
+        return Ok(());
+    };
+    match loc {
+        Loc::Global(p) => r.global(p as u64, bytes, acc),
+        Loc::Shared(i) => r.shared(i as u64, bytes, acc),
+        _ => Ok(()),
+    }
 }
 
 fn advance(loc: Loc, by: usize) -> Loc {
@@ -27,50 +46,43 @@ fn advance(loc: Loc, by: usize) -> Loc {
 }
 
 impl Warp {
-    fn block_mem<'a>(
-        local: &'a mut [u8],
-        tparam: &'a mut [u8],
-        env: &Env<'_>,
-        sh: &'a mut BlockShared,
-    ) -> BlockMem<'a> {
-        BlockMem {
-            shared: &mut sh.shared,
-            static_shared: sh.static_shared,
-            dynamic_at: sh.dynamic_at,
-            dynamic_len: sh.dynamic_len,
-            local,
-            local_bytes: env.prog.local_bytes as usize,
-            tparam,
-            tparam_bytes: env.prog.thread_param_bytes as usize,
+    /// A source operand for every lane of `mask` (other lanes: unspecified).
+    #[inline(always)]
+    fn fetch(&self, env: &Env<'_>, s: Src, mask: u32) -> [u64; WARP] {
+        match s {
+            Src::Reg(r) => {
+                let mut o = [0u64; WARP];
+                o.copy_from_slice(&self.regs[r as usize * WARP..r as usize * WARP + WARP]);
+                o
+            }
+            Src::Imm(v) => [v; WARP],
+            Src::Sreg(_) => {
+                let mut o = [0u64; WARP];
+                for l in lanes(mask) {
+                    o[l] = self.val(env, s, l);
+                }
+                o
+            }
         }
     }
 
-    /// Records a shared or global access for the race checker.
-    fn race(
-        &self,
-        sh: &mut BlockShared,
-        loc: Loc,
-        bytes: usize,
-        l: usize,
-        write: bool,
-        atomic: bool,
-    ) -> Result<(), Fault> {
-        let Some(r) = sh.race.as_mut() else {
-            return Ok(());
-        };
-        let acc = Access {
-            tid: self.id * WARP as u32 + l as u32,
-            step: self.step,
-            pc: self.group_pc,
-            write,
-            atomic,
-        };
-        let res = match loc {
-            Loc::Global(p) => r.global(p as u64, bytes, acc),
-            Loc::Shared(i) => r.shared(i as u64, bytes, acc),
-            _ => Ok(()),
-        };
-        res.map_err(|msg| self.fault(l, msg))
+    /// Register `r`'s slots for all lanes.
+    #[inline(always)]
+    fn row(&mut self, r: u32) -> &mut [u64] {
+        &mut self.regs[r as usize * WARP..r as usize * WARP + WARP]
+    }
+
+    /// Each lane's effective address.
+    #[inline(always)]
+    fn addresses(&self, addr: &Addr, mask: u32) -> [u64; WARP] {
+        let mut out = [addr.offset as u64; WARP];
+        if let Some(r) = addr.base {
+            let row = &self.regs[r as usize * WARP..r as usize * WARP + WARP];
+            for l in lanes(mask) {
+                out[l] = row[l].wrapping_add(addr.offset as u64);
+            }
+        }
+        out
     }
 
     /// Runs until no lane can run.
@@ -102,25 +114,25 @@ impl Warp {
             self.step += 1;
             match &inst.op {
                 Op::Un { f, d, a } => {
+                    let av = self.fetch(env, *a, mask);
+                    let row = self.row(*d);
                     for l in lanes(mask) {
-                        let v = f(self.val(env, *a, l));
-                        self.set(*d, l, v);
+                        row[l] = f(av[l]);
                     }
                 }
                 Op::Bin { f, d, a, b } => {
+                    let (av, bv) = (self.fetch(env, *a, mask), self.fetch(env, *b, mask));
+                    let row = self.row(*d);
                     for l in lanes(mask) {
-                        let v = f(self.val(env, *a, l), self.val(env, *b, l));
-                        self.set(*d, l, v);
+                        row[l] = f(av[l], bv[l]);
                     }
                 }
                 Op::Tern { f, d, a, b, c } => {
+                    let (av, bv) = (self.fetch(env, *a, mask), self.fetch(env, *b, mask));
+                    let cv = self.fetch(env, *c, mask);
+                    let row = self.row(*d);
                     for l in lanes(mask) {
-                        let v = f(
-                            self.val(env, *a, l),
-                            self.val(env, *b, l),
-                            self.val(env, *c, l),
-                        );
-                        self.set(*d, l, v);
+                        row[l] = f(av[l], bv[l], cv[l]);
                     }
                 }
                 Op::Bfi {
@@ -266,25 +278,101 @@ impl Warp {
                     d,
                     addr,
                 } => {
-                    let size = ty.bytes() as usize;
-                    let total = size * *n as usize;
-                    for l in lanes(mask) {
-                        let base = addr.base.map_or(0, |r| self.get(r, l));
-                        let at = base.wrapping_add(addr.offset as u64);
-                        let loc = {
-                            let m = Self::block_mem(&mut self.local, &mut self.tparam, env, sh);
-                            mem::locate(env.l, &m, *space, at, total as u64, l, false)
+                    let (size, n) = (ty.bytes() as usize, *n as usize);
+                    let total = size * n;
+                    let kparam = *space == Space::Param && addr.base.is_none();
+                    if kparam && (addr.offset as u64) < THREAD_PARAM_BASE {
+                        // A kernel parameter: the same bytes for every lane, read once.
+                        let at = addr.offset as u64;
+                        let first = lanes(mask).next().unwrap_or(0);
+                        if at.saturating_add(total as u64) > env.l.params.len() as u64 {
+                            return Err(self.fault(
+                                first,
+                                format!(
+                                    "load past the {} bytes of kernel parameters at {at:#x}",
+                                    env.l.params.len()
+                                ),
+                            ));
                         }
-                        .map_err(|e| self.fault(l, e))?;
-                        self.race(sh, loc, total, l, false, false)?;
-                        let m = Self::block_mem(&mut self.local, &mut self.tparam, env, sh);
-                        let mut vals = [0u64; 4];
-                        for (k, v) in vals.iter_mut().enumerate().take(*n as usize) {
-                            *v = ty.extend(mem::load(env.l, &m, advance(loc, k * size), size));
+                        for (k, dk) in d.iter().enumerate().take(n) {
+                            let v = ty.extend(mem::read_param(env.l, at as usize + k * size, size));
+                            if *dk != u32::MAX {
+                                for l in lanes(mask) {
+                                    self.set(*dk, l, v);
+                                }
+                            }
                         }
-                        for (k, v) in vals.iter().enumerate().take(*n as usize) {
-                            if d[k] != u32::MAX {
-                                self.set(d[k], l, *v);
+                    } else {
+                        let addrs = self.addresses(addr, mask);
+                        let mut vals = [[0u64; 4]; WARP];
+                        let (wid, step, gpc) = (self.id, self.step, pc);
+                        {
+                            let BlockShared {
+                                shared,
+                                static_shared,
+                                dynamic_at,
+                                dynamic_len,
+                                race,
+                                ..
+                            } = &mut *sh;
+                            let m = BlockMem {
+                                shared,
+                                static_shared: *static_shared,
+                                dynamic_at: *dynamic_at,
+                                dynamic_len: *dynamic_len,
+                                local: &mut self.local,
+                                local_bytes: env.prog.local_bytes as usize,
+                                tparam: &mut self.tparam,
+                                tparam_bytes: env.prog.thread_param_bytes as usize,
+                            };
+                            for l in lanes(mask) {
+                                let tid = wid * WARP as u32 + l as u32;
+                                let loc = mem::locate(
+                                    env.l,
+                                    &m,
+                                    *space,
+                                    addrs[l],
+                                    total as u64,
+                                    l,
+                                    false,
+                                )
+                                .map_err(|msg| Fault {
+                                    pc: gpc,
+                                    lane: tid,
+                                    msg,
+                                })?;
+                                record(
+                                    race,
+                                    loc,
+                                    total,
+                                    Access {
+                                        tid,
+                                        step,
+                                        pc: gpc,
+                                        write: false,
+                                        atomic: false,
+                                    },
+                                )
+                                .map_err(|msg| Fault {
+                                    pc: gpc,
+                                    lane: tid,
+                                    msg,
+                                })?;
+                                for (k, v) in vals[l].iter_mut().enumerate().take(n) {
+                                    *v = ty.extend(mem::load(
+                                        env.l,
+                                        &m,
+                                        advance(loc, k * size),
+                                        size,
+                                    ));
+                                }
+                            }
+                        }
+                        for (k, dk) in d.iter().enumerate().take(n) {
+                            if *dk != u32::MAX {
+                                for l in lanes(mask) {
+                                    self.set(*dk, l, vals[l][k]);
+                                }
                             }
                         }
                     }
@@ -296,23 +384,60 @@ impl Warp {
                     s,
                     addr,
                 } => {
-                    let size = ty.bytes() as usize;
-                    let total = size * *n as usize;
+                    let (size, n) = (ty.bytes() as usize, *n as usize);
+                    let total = size * n;
+                    let addrs = self.addresses(addr, mask);
+                    let mut vals = [[0u64; 4]; WARP];
                     for l in lanes(mask) {
-                        let base = addr.base.map_or(0, |r| self.get(r, l));
-                        let at = base.wrapping_add(addr.offset as u64);
-                        let loc = {
-                            let m = Self::block_mem(&mut self.local, &mut self.tparam, env, sh);
-                            mem::locate(env.l, &m, *space, at, total as u64, l, true)
-                        }
-                        .map_err(|e| self.fault(l, e))?;
-                        self.race(sh, loc, total, l, true, false)?;
-                        let mut vals = [0u64; 4];
-                        for (k, v) in vals.iter_mut().enumerate().take(*n as usize) {
+                        for (k, v) in vals[l].iter_mut().enumerate().take(n) {
                             *v = self.val(env, s[k], l);
                         }
-                        let mut m = Self::block_mem(&mut self.local, &mut self.tparam, env, sh);
-                        for (k, v) in vals.iter().enumerate().take(*n as usize) {
+                    }
+                    let (wid, step, gpc) = (self.id, self.step, pc);
+                    let BlockShared {
+                        shared,
+                        static_shared,
+                        dynamic_at,
+                        dynamic_len,
+                        race,
+                        ..
+                    } = &mut *sh;
+                    let mut m = BlockMem {
+                        shared,
+                        static_shared: *static_shared,
+                        dynamic_at: *dynamic_at,
+                        dynamic_len: *dynamic_len,
+                        local: &mut self.local,
+                        local_bytes: env.prog.local_bytes as usize,
+                        tparam: &mut self.tparam,
+                        tparam_bytes: env.prog.thread_param_bytes as usize,
+                    };
+                    for l in lanes(mask) {
+                        let tid = wid * WARP as u32 + l as u32;
+                        let loc = mem::locate(env.l, &m, *space, addrs[l], total as u64, l, true)
+                            .map_err(|msg| Fault {
+                            pc: gpc,
+                            lane: tid,
+                            msg,
+                        })?;
+                        record(
+                            race,
+                            loc,
+                            total,
+                            Access {
+                                tid,
+                                step,
+                                pc: gpc,
+                                write: true,
+                                atomic: false,
+                            },
+                        )
+                        .map_err(|msg| Fault {
+                            pc: gpc,
+                            lane: tid,
+                            msg,
+                        })?;
+                        for (k, v) in vals[l].iter().enumerate().take(n) {
                             mem::store(&mut m, advance(loc, k * size), size, *v);
                         }
                     }
@@ -327,26 +452,70 @@ impl Warp {
                     c,
                 } => {
                     let size = ty.bytes() as usize;
+                    let addrs = self.addresses(addr, mask);
+                    let mut olds = [0u64; WARP];
+                    let (wid, step, gpc) = (self.id, self.step, pc);
                     for l in lanes(mask) {
-                        let base = addr.base.map_or(0, |r| self.get(r, l));
-                        let at = base.wrapping_add(addr.offset as u64);
-                        let loc = {
-                            let m = Self::block_mem(&mut self.local, &mut self.tparam, env, sh);
-                            mem::locate(env.l, &m, *space, at, size as u64, l, true)
-                        }
-                        .map_err(|e| self.fault(l, e))?;
-                        if !matches!(loc, Loc::Global(_) | Loc::Shared(_)) {
-                            return Err(self.fault(l, format!("atomic on address {at:#x}, which is not global or shared memory")));
-                        }
-                        self.race(sh, loc, size, l, true, true)?;
                         let (bv, cv) = (self.val(env, *b, l), self.val(env, *c, l));
-                        let mut m = Self::block_mem(&mut self.local, &mut self.tparam, env, sh);
-                        let old = mem::atomic(&mut m, loc, *op, *ty, bv, cv);
-                        if let Some(d) = d {
-                            self.set(*d, l, ty.extend(old));
+                        let tid = wid * WARP as u32 + l as u32;
+                        let BlockShared {
+                            shared,
+                            static_shared,
+                            dynamic_at,
+                            dynamic_len,
+                            race,
+                            ..
+                        } = &mut *sh;
+                        let mut m = BlockMem {
+                            shared,
+                            static_shared: *static_shared,
+                            dynamic_at: *dynamic_at,
+                            dynamic_len: *dynamic_len,
+                            local: &mut self.local,
+                            local_bytes: env.prog.local_bytes as usize,
+                            tparam: &mut self.tparam,
+                            tparam_bytes: env.prog.thread_param_bytes as usize,
+                        };
+                        let at = addrs[l];
+                        let loc = mem::locate(env.l, &m, *space, at, size as u64, l, true)
+                            .map_err(|msg| Fault {
+                                pc: gpc,
+                                lane: tid,
+                                msg,
+                            })?;
+                        if !matches!(loc, Loc::Global(_) | Loc::Shared(_)) {
+                            return Err(Fault {
+                                pc: gpc,
+                                lane: tid,
+                                msg: format!(
+                                    "atomic on address {at:#x}, which is not global or shared memory"
+                                ),
+                            });
+                        }
+                        record(
+                            race,
+                            loc,
+                            size,
+                            Access {
+                                tid,
+                                step,
+                                pc: gpc,
+                                write: true,
+                                atomic: true,
+                            },
+                        )
+                        .map_err(|msg| Fault {
+                            pc: gpc,
+                            lane: tid,
+                            msg,
+                        })?;
+                        olds[l] = mem::atomic(&mut m, loc, *op, *ty, bv, cv);
+                    }
+                    if let Some(d) = d {
+                        for l in lanes(mask) {
+                            self.set(*d, l, ty.extend(olds[l]));
                         }
                     }
-                    let _ = AtomOp::Add;
                 }
                 Op::Bra { target } => {
                     let rest = self.group & !mask;

@@ -72,6 +72,7 @@ fn space_name(s: Space) -> &'static str {
 }
 
 /// Resolves an access of `bytes` at `addr` in `space` for `lane`; `Err` says why it faults.
+#[inline]
 pub(super) fn locate(
     l: &Launch,
     m: &BlockMem<'_>,
@@ -161,13 +162,36 @@ pub(super) fn locate(
     }
 }
 
-fn read_le(b: &[u8]) -> u64 {
-    let mut v = [0u8; 8];
-    v[..b.len()].copy_from_slice(b);
-    u64::from_le_bytes(v)
+#[inline(always)]
+fn read_le(b: &[u8], i: usize, n: usize) -> u64 {
+    match n {
+        1 => b[i] as u64,
+        2 => u16::from_le_bytes([b[i], b[i + 1]]) as u64,
+        4 => {
+            let mut v = [0u8; 4];
+            v.copy_from_slice(&b[i..i + 4]);
+            u32::from_le_bytes(v) as u64
+        }
+        _ => {
+            let mut v = [0u8; 8];
+            v.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(v)
+        }
+    }
+}
+
+#[inline(always)]
+fn write_le(b: &mut [u8], i: usize, n: usize, v: u64) {
+    match n {
+        1 => b[i] = v as u8,
+        2 => b[i..i + 2].copy_from_slice(&(v as u16).to_le_bytes()),
+        4 => b[i..i + 4].copy_from_slice(&(v as u32).to_le_bytes()),
+        _ => b[i..i + 8].copy_from_slice(&v.to_le_bytes()),
+    }
 }
 
 /// Loads `bytes` (1, 2, 4 or 8) at `loc`, zero-extended.
+#[inline]
 pub(super) fn load(l: &Launch, m: &BlockMem<'_>, loc: Loc, bytes: usize) -> u64 {
     match loc {
         // SAFETY: `locate` checked that the range is inside pinned live device memory and
@@ -180,16 +204,22 @@ pub(super) fn load(l: &Launch, m: &BlockMem<'_>, loc: Loc, bytes: usize) -> u64 
                 _ => memory::load_aligned::<u64>(p),
             }
         },
-        Loc::Shared(i) => read_le(&m.shared[i..i + bytes]),
-        Loc::Local(i) => read_le(&m.local[i..i + bytes]),
-        Loc::KParam(i) => read_le(&l.params[i..i + bytes]),
-        Loc::TParam(i) => read_le(&m.tparam[i..i + bytes]),
+        Loc::Shared(i) => read_le(m.shared, i, bytes),
+        Loc::Local(i) => read_le(m.local, i, bytes),
+        Loc::KParam(i) => read_le(&l.params, i, bytes),
+        Loc::TParam(i) => read_le(m.tparam, i, bytes),
     }
 }
 
+/// Reads `bytes` of the kernel parameter buffer at `at` (the caller checked the range).
+#[inline]
+pub(super) fn read_param(l: &Launch, at: usize, bytes: usize) -> u64 {
+    read_le(&l.params, at, bytes)
+}
+
 /// Stores the low `bytes` of `v` at `loc` (never `KParam`: `locate` refuses that).
+#[inline]
 pub(super) fn store(m: &mut BlockMem<'_>, loc: Loc, bytes: usize, v: u64) {
-    let b = v.to_le_bytes();
     match loc {
         // SAFETY: as in `load`.
         Loc::Global(p) => unsafe {
@@ -200,9 +230,9 @@ pub(super) fn store(m: &mut BlockMem<'_>, loc: Loc, bytes: usize, v: u64) {
                 _ => memory::store_aligned::<u64>(p, v),
             }
         },
-        Loc::Shared(i) => m.shared[i..i + bytes].copy_from_slice(&b[..bytes]),
-        Loc::Local(i) => m.local[i..i + bytes].copy_from_slice(&b[..bytes]),
-        Loc::TParam(i) => m.tparam[i..i + bytes].copy_from_slice(&b[..bytes]),
+        Loc::Shared(i) => write_le(m.shared, i, bytes, v),
+        Loc::Local(i) => write_le(m.local, i, bytes, v),
+        Loc::TParam(i) => write_le(m.tparam, i, bytes, v),
         Loc::KParam(_) => {}
     }
 }
@@ -283,9 +313,8 @@ pub(super) fn atomic(m: &mut BlockMem<'_>, loc: Loc, op: AtomOp, ty: Ty, b: u64,
             }
         }
         Loc::Shared(i) => {
-            let old = read_le(&m.shared[i..i + bytes]);
-            let new = apply(op, ty, old, b, c);
-            m.shared[i..i + bytes].copy_from_slice(&new.to_le_bytes()[..bytes]);
+            let old = read_le(m.shared, i, bytes);
+            write_le(m.shared, i, bytes, apply(op, ty, old, b, c));
             old
         }
         // `locate` only yields these for non-atomic spaces, which the decoder rejects.
