@@ -1200,6 +1200,11 @@ impl ProgramBuilder<'_> {
             let mut s = [Src::Imm(0); 4];
             for (k, o) in items.iter().enumerate() {
                 s[k] = self.src(i, o, ty)?;
+                if matches!(s[k], Src::Sreg(_)) {
+                    return Err(unsupported(
+                        "storing a special register directly (mov it first)",
+                    ));
+                }
             }
             Ok(Op::St {
                 space,

@@ -304,7 +304,6 @@ impl Warp {
                         }
                     } else {
                         let addrs = self.addresses(addr, mask);
-                        let mut vals = [[0u64; 4]; WARP];
                         let (wid, step, gpc) = (self.id, self.step, pc);
                         {
                             let BlockShared {
@@ -358,20 +357,16 @@ impl Warp {
                                     lane: tid,
                                     msg,
                                 })?;
-                                for (k, v) in vals[l].iter_mut().enumerate().take(n) {
-                                    *v = ty.extend(mem::load(
+                                for (k, dk) in d.iter().enumerate().take(n) {
+                                    let v = ty.extend(mem::load(
                                         env.l,
                                         &m,
                                         advance(loc, k * size),
                                         size,
                                     ));
-                                }
-                            }
-                        }
-                        for (k, dk) in d.iter().enumerate().take(n) {
-                            if *dk != u32::MAX {
-                                for l in lanes(mask) {
-                                    self.set(*dk, l, vals[l][k]);
+                                    if *dk != u32::MAX {
+                                        self.regs[*dk as usize * WARP + l] = v;
+                                    }
                                 }
                             }
                         }
@@ -387,12 +382,6 @@ impl Warp {
                     let (size, n) = (ty.bytes() as usize, *n as usize);
                     let total = size * n;
                     let addrs = self.addresses(addr, mask);
-                    let mut vals = [[0u64; 4]; WARP];
-                    for l in lanes(mask) {
-                        for (k, v) in vals[l].iter_mut().enumerate().take(n) {
-                            *v = self.val(env, s[k], l);
-                        }
-                    }
                     let (wid, step, gpc) = (self.id, self.step, pc);
                     let BlockShared {
                         shared,
@@ -437,8 +426,13 @@ impl Warp {
                             lane: tid,
                             msg,
                         })?;
-                        for (k, v) in vals[l].iter().enumerate().take(n) {
-                            mem::store(&mut m, advance(loc, k * size), size, *v);
+                        for (k, sk) in s.iter().enumerate().take(n) {
+                            let v = match *sk {
+                                Src::Reg(r) => self.regs[r as usize * WARP + l],
+                                Src::Imm(v) => v,
+                                Src::Sreg(_) => 0, // the decoder rejects these
+                            };
+                            mem::store(&mut m, advance(loc, k * size), size, v);
                         }
                     }
                 }

@@ -83,7 +83,8 @@ pub(super) fn locate(
     store: bool,
 ) -> Result<Loc, String> {
     let what = if store { "store" } else { "load" };
-    if !addr.is_multiple_of(bytes) {
+    // Every access size is a power of two (1..8 bytes, times 1, 2 or 4 elements).
+    if addr & (bytes - 1) != 0 {
         return Err(format!(
             "misaligned {bytes}-byte {} {what} at address {addr:#x} (it must be {bytes}-byte aligned)",
             space_name(space)

@@ -177,6 +177,7 @@ impl Warp {
         let block = env.l.block;
         let bit = 1u64 << l;
         match s {
+            Sreg::Tid(0) if block.y == 1 && block.z == 1 => tid,
             Sreg::Tid(c) => comp(block.unlinear(tid), c),
             Sreg::Ntid(c) => comp(block, c),
             Sreg::Ctaid(c) => comp(env.block_idx, c),
