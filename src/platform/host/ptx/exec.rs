@@ -304,6 +304,7 @@ impl Warp {
                         }
                     } else {
                         let addrs = self.addresses(addr, mask);
+                        let mut res = mem::Resolver::new();
                         let (wid, step, gpc) = (self.id, self.step, pc);
                         {
                             let BlockShared {
@@ -326,20 +327,13 @@ impl Warp {
                             };
                             for l in lanes(mask) {
                                 let tid = wid * WARP as u32 + l as u32;
-                                let loc = mem::locate(
-                                    env.l,
-                                    &m,
-                                    *space,
-                                    addrs[l],
-                                    total as u64,
-                                    l,
-                                    false,
-                                )
-                                .map_err(|msg| Fault {
-                                    pc: gpc,
-                                    lane: tid,
-                                    msg,
-                                })?;
+                                let loc = res
+                                    .at(env.l, &m, *space, addrs[l], total as u64, l, false)
+                                    .map_err(|msg| Fault {
+                                        pc: gpc,
+                                        lane: tid,
+                                        msg,
+                                    })?;
                                 record(
                                     race,
                                     loc,
@@ -382,6 +376,7 @@ impl Warp {
                     let (size, n) = (ty.bytes() as usize, *n as usize);
                     let total = size * n;
                     let addrs = self.addresses(addr, mask);
+                    let mut res = mem::Resolver::new();
                     let (wid, step, gpc) = (self.id, self.step, pc);
                     let BlockShared {
                         shared,
@@ -403,12 +398,13 @@ impl Warp {
                     };
                     for l in lanes(mask) {
                         let tid = wid * WARP as u32 + l as u32;
-                        let loc = mem::locate(env.l, &m, *space, addrs[l], total as u64, l, true)
+                        let loc = res
+                            .at(env.l, &m, *space, addrs[l], total as u64, l, true)
                             .map_err(|msg| Fault {
-                            pc: gpc,
-                            lane: tid,
-                            msg,
-                        })?;
+                                pc: gpc,
+                                lane: tid,
+                                msg,
+                            })?;
                         record(
                             race,
                             loc,
@@ -447,6 +443,7 @@ impl Warp {
                 } => {
                     let size = ty.bytes() as usize;
                     let addrs = self.addresses(addr, mask);
+                    let mut res = mem::Resolver::new();
                     let mut olds = [0u64; WARP];
                     let (wid, step, gpc) = (self.id, self.step, pc);
                     for l in lanes(mask) {
@@ -471,7 +468,8 @@ impl Warp {
                             tparam_bytes: env.prog.thread_param_bytes as usize,
                         };
                         let at = addrs[l];
-                        let loc = mem::locate(env.l, &m, *space, at, size as u64, l, true)
+                        let loc = res
+                            .at(env.l, &m, *space, at, size as u64, l, true)
                             .map_err(|msg| Fault {
                                 pc: gpc,
                                 lane: tid,

@@ -42,22 +42,80 @@ pub(super) struct BlockMem<'a> {
     pub(super) tparam_bytes: usize,
 }
 
+/// A pinned device range: first address, end address, host pointer of the first byte.
+pub(super) type Range = (u64, u64, *mut u8);
+
 impl Launch {
-    /// Host pointer of `[addr, addr + bytes)` if it lies in live device memory.
-    pub(super) fn global(&self, addr: u64, bytes: u64) -> Option<*mut u8> {
+    /// The pinned range holding `[addr, addr + bytes)`, if it lies in live device memory.
+    pub(super) fn global(&self, addr: u64, bytes: u64) -> Option<Range> {
+        let range = |p: &crate::platform::host::memory::Pinned| {
+            (p.ptr as u64, p.ptr as u64 + p.bytes, p.ptr)
+        };
         if let Some(p) = self.pins.iter().find(|p| p.contains(addr, bytes)) {
-            return Some(p.at(addr));
+            return Some(range(p));
         }
         let mut extra = self.extra.lock();
         if let Some(p) = extra.iter().find(|p| p.contains(addr, bytes)) {
-            return Some(p.at(addr));
+            return Some(range(p));
         }
-        let pinned = self
+        // Pin the whole allocation, so later accesses to it hit the list above.
+        let whole = self
             .table
             .resolve(crate::platform::interface::DeviceAddress(addr), bytes)?;
-        let ptr = pinned.ptr;
-        extra.push(pinned);
-        Some(ptr)
+        let r = range(&whole);
+        extra.push(whole);
+        Some(r)
+    }
+}
+
+/// Resolves the lanes of one instruction, remembering the last device range hit so that
+/// neighbouring lanes skip the search.
+pub(super) struct Resolver {
+    last: Range,
+}
+
+impl Resolver {
+    pub(super) fn new() -> Self {
+        Resolver {
+            last: (1, 0, std::ptr::null_mut()),
+        }
+    }
+
+    /// As [`locate`], with fast paths for global and shared accesses.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn at(
+        &mut self,
+        l: &Launch,
+        m: &BlockMem<'_>,
+        space: Space,
+        addr: u64,
+        bytes: u64,
+        lane: usize,
+        store: bool,
+    ) -> Result<Loc, String> {
+        if addr & (bytes - 1) == 0 {
+            match space {
+                Space::Global | Space::Generic
+                    if addr >= self.last.0 && addr.wrapping_add(bytes) <= self.last.1 =>
+                {
+                    return Ok(Loc::Global(
+                        self.last.2.wrapping_add((addr - self.last.0) as usize),
+                    ));
+                }
+                Space::Shared if addr.saturating_add(bytes) <= m.static_shared as u64 => {
+                    return Ok(Loc::Shared(addr as usize));
+                }
+                _ => {}
+            }
+        }
+        let loc = locate(l, m, space, addr, bytes, lane, store)?;
+        if let Loc::Global(_) = loc
+            && let Some(r) = l.global(addr, bytes)
+        {
+            self.last = r;
+        }
+        Ok(loc)
     }
 }
 
@@ -109,7 +167,7 @@ pub(super) fn locate(
     match space {
         Space::Global => l
             .global(a, bytes)
-            .map(Loc::Global)
+            .map(|(start, _, p)| Loc::Global(p.wrapping_add((a - start) as usize)))
             .ok_or_else(|| oob("not inside a live allocation of this executor".into())),
         Space::Shared => {
             let end = a.saturating_add(bytes);
