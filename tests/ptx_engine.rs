@@ -795,3 +795,35 @@ fn philox_kernels_match_the_rust_definition_bit_for_bit() {
         assert_eq!(exec.copy_to_vec(&out).unwrap(), want);
     }
 }
+
+/// A spin lock inside a warp: the lanes that lose the CAS loop back (a lower PC) while the
+/// holder waits further on; the scheduler's fairness rule lets the holder finish.
+#[test]
+fn intra_warp_spin_lock_terminates() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<3>;
+    .reg .pred %p<2>;
+    ld.param.u64 %rd1, [p];
+SPIN:
+    atom.global.cas.b32 %r1, [%rd1], 0, 1;
+    setp.ne.u32 %p1, %r1, 0;
+    @%p1 bra SPIN;
+    ld.volatile.global.u32 %r2, [%rd1+4];
+    add.u32 %r2, %r2, 1;
+    st.volatile.global.u32 [%rd1+4], %r2;
+    membar.gl;
+    atom.global.exch.b32 %r3, [%rd1], 0;
+    ret;
+}"#,
+        "k",
+    );
+    let buf = exec.copy_to_device(&[0u32, 0]).unwrap();
+    launch(&exec, 40, 2, &k, (buf.ptr(),)).unwrap();
+    assert_eq!(exec.copy_to_vec(&buf).unwrap(), vec![0, 80]);
+}

@@ -9,6 +9,10 @@ use crate::ptx::ir::{
     VoteMode, WARP,
 };
 
+/// Back-edges a group may take while other runnable lanes of its warp wait at higher PCs
+/// before those lanes get a turn.
+const SPIN_ROUNDS: u32 = 1 << 12;
+
 /// A lane's fault: the instruction index, the thread (linear index in the block), the cause.
 #[derive(Debug)]
 pub(super) struct Fault {
@@ -511,6 +515,17 @@ impl Warp {
                 }
                 Op::Bra { target } => {
                     let rest = self.group & !mask;
+                    if rest == 0 && *target <= pc && self.others_min != u32::MAX {
+                        // The whole group loops while other lanes wait further on: a spin
+                        // loop may be waiting for them (a lock holder), so after many
+                        // rounds they get to run for a while.
+                        self.spins += 1;
+                        if self.spins >= SPIN_ROUNDS {
+                            self.group_pc = *target;
+                            self.defer_group();
+                            continue;
+                        }
+                    }
                     if rest == 0 {
                         self.goto(*target);
                     } else if mask == 0 {
@@ -703,6 +718,13 @@ impl Warp {
             }
             // Straight-line instruction: the group moves on together.
             self.goto(pc + 1);
+            if self.deferred != 0 {
+                self.defer_left = self.defer_left.saturating_sub(1);
+                if self.defer_left == 0 {
+                    self.deferred = 0;
+                    self.reselect();
+                }
+            }
         }
     }
 }

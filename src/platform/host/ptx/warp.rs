@@ -64,13 +64,18 @@ pub(super) struct Warp {
     pub(super) group: u32,
     pub(super) group_pc: u32,
     /// Lowest PC of runnable lanes outside the group.
-    others_min: u32,
+    pub(super) others_min: u32,
     /// Per-lane call stacks: the PC of each pending `call`.
     pub(super) stacks: Vec<Vec<u32>>,
     pub(super) local: Vec<u8>,
     pub(super) tparam: Vec<u8>,
     /// Warp instructions executed (orders accesses for the race checker).
     pub(super) step: u64,
+    /// Back-edges taken by the group while other lanes waited (see `SPIN_ROUNDS`).
+    pub(super) spins: u32,
+    /// Lanes set aside so that others can run, and for how many more instructions.
+    pub(super) deferred: u32,
+    pub(super) defer_left: u32,
 }
 
 impl Warp {
@@ -93,6 +98,9 @@ impl Warp {
             local: vec![0; prog.local_bytes as usize * WARP],
             tparam: vec![0; prog.thread_param_bytes as usize * WARP],
             step: 0,
+            spins: 0,
+            deferred: 0,
+            defer_left: 0,
         }
     }
 
@@ -107,7 +115,12 @@ impl Warp {
         for l in lanes(self.group) {
             self.pc[l] = self.group_pc;
         }
-        let run = self.runnable();
+        self.spins = 0;
+        let mut run = self.runnable() & !self.deferred;
+        if run == 0 {
+            self.deferred = 0;
+            run = self.runnable();
+        }
         if run == 0 {
             self.group = 0;
             return false;
@@ -126,6 +139,14 @@ impl Warp {
         self.group_pc = min;
         self.others_min = other;
         true
+    }
+
+    /// Sets the running group aside for a while and runs the other lanes (fairness for spin
+    /// loops that wait on lanes at higher PCs).
+    pub(super) fn defer_group(&mut self) {
+        self.deferred = self.group;
+        self.defer_left = 1024;
+        self.reselect();
     }
 
     /// Moves the whole group to `pc`, merging with lanes waiting there.
