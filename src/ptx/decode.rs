@@ -474,11 +474,11 @@ impl<'m> ProgramBuilder<'m> {
                 "more than 64 KiB of local or call-parameter memory per thread".into(),
             ));
         }
-        if self.regs > 1 << 16 {
+        if self.regs > 1 << 14 {
             return Err(load_error(
                 &self.kernel,
                 format!(
-                    "{} registers per thread; the engine allows 65536",
+                    "{} registers per thread; the engine allows 16384",
                     self.regs
                 ),
             ));

@@ -74,7 +74,41 @@ pub(super) fn run_block(l: &Launch, b: u64) -> Result<(), String> {
         expected: [0; 16],
         race: l.race.as_ref().map(|_| Box::<RaceBlock>::default()),
     };
-    let mut warps: Vec<Warp> = (0..nwarps).map(|w| Warp::new(w, nthreads, prog)).collect();
+    let mut warps: Vec<Warp> = POOL.with(|p| {
+        let mut pool = p.take();
+        let mut out = Vec::with_capacity(nwarps as usize);
+        for w in 0..nwarps {
+            out.push(match pool.pop() {
+                Some(old) => old.reuse(w, nthreads, prog),
+                None => Warp::new(w, nthreads, prog),
+            });
+        }
+        out
+    });
+    let result = run_warps(l, b, block_idx, &mut sh, &mut warps, nthreads);
+    POOL.with(|p| {
+        let mut pool = p.take();
+        pool.append(&mut warps);
+        p.replace(pool);
+    });
+    result
+}
+
+thread_local! {
+    /// Finished warps of this worker, reused by its next block.
+    static POOL: std::cell::Cell<Vec<Warp>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+fn run_warps(
+    l: &Launch,
+    b: u64,
+    block_idx: Dim3,
+    sh: &mut BlockShared,
+    warps: &mut [Warp],
+    nthreads: u32,
+) -> Result<(), String> {
+    let prog = &*l.prog;
+    let nwarps = warps.len() as u32;
     let env = Env {
         l,
         prog,
@@ -87,7 +121,7 @@ pub(super) fn run_block(l: &Launch, b: u64) -> Result<(), String> {
             if w.runnable() == 0 {
                 continue;
             }
-            if let Err(f) = w.run(&env, &mut sh) {
+            if let Err(f) = w.run(&env, sh) {
                 if let Some(r) = sh.race.as_ref().and_then(|r| r.found.as_ref()) {
                     return Err(race_detail(l, block_idx, r));
                 }
@@ -119,7 +153,7 @@ pub(super) fn run_block(l: &Launch, b: u64) -> Result<(), String> {
             }
         }
         if !released {
-            return Err(deadlock(l, block_idx, &warps, nthreads));
+            return Err(deadlock(l, block_idx, warps, nthreads));
         }
         if let Some(r) = sh.race.as_mut() {
             r.barrier();
