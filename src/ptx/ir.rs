@@ -123,6 +123,21 @@ pub enum Sreg {
     Gridid,
 }
 
+impl Sreg {
+    /// The same value in every lane of a warp (computed once per instruction).
+    pub fn uniform(self) -> bool {
+        !matches!(
+            self,
+            Sreg::Tid(_)
+                | Sreg::Laneid
+                | Sreg::Lanemask(_)
+                | Sreg::Clock
+                | Sreg::Clock64
+                | Sreg::Globaltimer
+        )
+    }
+}
+
 /// An instruction source operand.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Src {

@@ -55,11 +55,16 @@ impl Warp {
     fn fetch(&self, env: &Env<'_>, s: Src, mask: u32) -> [u64; WARP] {
         match s {
             Src::Reg(r) => {
-                let mut o = [0u64; WARP];
-                o.copy_from_slice(&self.regs[r as usize * WARP..r as usize * WARP + WARP]);
-                o
+                let row: Option<&[u64; WARP]> = self.regs
+                    [r as usize * WARP..r as usize * WARP + WARP]
+                    .try_into()
+                    .ok();
+                row.copied().unwrap_or([0; WARP])
             }
             Src::Imm(v) => [v; WARP],
+            Src::Sreg(sr) if sr.uniform() => {
+                [self.val(env, s, lanes(mask).next().unwrap_or(0)); WARP]
+            }
             Src::Sreg(_) => {
                 let mut o = [0u64; WARP];
                 for l in lanes(mask) {

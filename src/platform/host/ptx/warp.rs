@@ -111,7 +111,8 @@ impl Warp {
         let fresh = Warp::new_empty(id, threads);
         self.regs.resize(prog.regs as usize * WARP, 0);
         self.local.resize(prog.local_bytes as usize * WARP, 0);
-        self.tparam.resize(prog.thread_param_bytes as usize * WARP, 0);
+        self.tparam
+            .resize(prog.thread_param_bytes as usize * WARP, 0);
         self.stacks.iter_mut().for_each(Vec::clear);
         Warp {
             regs: self.regs,
