@@ -733,3 +733,89 @@ SPIN:
     launch(&exec, 40, 2, &k, (buf.ptr(),)).unwrap();
     assert_eq!(exec.copy_to_vec(&buf).unwrap(), vec![0, 80]);
 }
+
+/// Bit-manipulation and tier-5 instructions wired through the decoder, against Rust on
+/// random inputs.
+#[test]
+fn bit_ops_and_tier5_instructions() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>, DevicePtr<u32>)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 pin, .param .u64 pout)
+{
+    .reg .b32 %r<30>;
+    .reg .b64 %rd<8>;
+    .reg .f32 %f<4>;
+    .reg .pred %p<3>;
+    ld.param.u64 %rd1, [pin];
+    ld.param.u64 %rd2, [pout];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 12;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    ld.global.u32 %r3, [%rd4+4];
+    ld.global.u32 %r4, [%rd4+8];
+    lop3.b32 %r5, %r2, %r3, %r4, 150;
+    shf.l.wrap.b32 %r6, %r2, %r2, %r4;
+    prmt.b32 %r7, %r2, %r3, 0x5140;
+    bfe.s32 %r8, %r2, 3, 9;
+    popc.b32 %r9, %r3;
+    brev.b32 %r10, %r4;
+    clz.b32 %r11, %r2;
+    mul24.lo.u32 %r12, %r2, %r3;
+    bfi.b32 %r13, %r3, %r2, 4, 8;
+    add.cc.u32 %r14, %r2, %r3;
+    addc.u32 %r15, 0, 0;
+    mov.b32 %f1, %r2;
+    testp.normal.f32 %p1, %f1;
+    selp.u32 %r16, 1, 0, %p1;
+    mov.b32 %f2, %r3;
+    copysign.f32 %f3, %f2, %f1;
+    mov.b32 %r17, %f3;
+    mul.wide.u32 %rd5, %r1, 48;
+    add.s64 %rd6, %rd2, %rd5;
+    st.global.v4.u32 [%rd6], {%r5, %r6, %r7, %r8};
+    st.global.v4.u32 [%rd6+16], {%r9, %r10, %r11, %r12};
+    st.global.v4.u32 [%rd6+32], {%r13, %r15, %r16, %r17};
+    ret;
+}"#,
+        "k",
+    );
+    let mut r = rng("bit_ops_and_tier5_instructions");
+    let n = 96;
+    let input = random_u32s(&mut r, 3 * n, u32::MAX);
+    let din = exec.copy_to_device(&input).unwrap();
+    let out = exec.copy_to_device(&vec![POISON_U32; 12 * n]).unwrap();
+    launch(&exec, n as u32, 1, &k, (din.ptr(), out.ptr())).unwrap();
+    let got = exec.copy_to_vec(&out).unwrap();
+    for t in 0..n {
+        let (a, b, c) = (input[3 * t], input[3 * t + 1], input[3 * t + 2]);
+        let bytes = ((b as u64) << 32 | a as u64).to_le_bytes();
+        let prmt = u32::from_le_bytes([bytes[0], bytes[4], bytes[1], bytes[5]]);
+        let bfe = ((a >> 3) & 0x1FF) as i32;
+        let bfe = ((bfe << 23) >> 23) as u32;
+        let mask = 0xFFu32 << 4;
+        let bfi = (a & !mask) | ((b << 4) & mask);
+        let fa = f32::from_bits(a);
+        let want = [
+            a ^ b ^ c,
+            a.rotate_left(c & 31),
+            prmt,
+            bfe,
+            b.count_ones(),
+            c.reverse_bits(),
+            a.leading_zeros(),
+            (a & 0xFF_FFFF).wrapping_mul(b & 0xFF_FFFF),
+            bfi,
+            a.overflowing_add(b).1 as u32,
+            fa.is_normal() as u32,
+            fa.copysign(f32::from_bits(b)).to_bits(), // d = c with the sign of b
+        ];
+        assert_eq!(
+            &got[12 * t..12 * t + 12],
+            &want,
+            "thread {t}: a={a:#x} b={b:#x} c={c:#x}"
+        );
+    }
+}

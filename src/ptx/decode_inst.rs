@@ -553,6 +553,47 @@ impl ProgramBuilder<'_> {
                     c: self.src(i, &ops[3], ty)?,
                 }
             }
+            "lop3" => {
+                let ty = self.one_ty(i, &mut m)?;
+                self.done(i, m)?;
+                want(5)?;
+                let lut = match (&ops[4], ty) {
+                    (Operand::Imm(ast::Imm::Int(v)), Ty::U32) if (0..256).contains(v) => *v as u8,
+                    _ => {
+                        return Err(unsupported(
+                            "lop3 without a .b32 type and an immediate 8-bit LUT",
+                        ));
+                    }
+                };
+                Op::Lop3 {
+                    lut,
+                    d: self.reg(i, &ops[0])?,
+                    a: self.src(i, &ops[1], ty)?,
+                    b: self.src(i, &ops[2], ty)?,
+                    c: self.src(i, &ops[3], ty)?,
+                }
+            }
+            "shf" => {
+                let dir = m.one_of(&["l", "r"]);
+                let mode = m.one_of(&["wrap", "clamp"]);
+                let ty = self.one_ty(i, &mut m)?;
+                self.done(i, m)?;
+                want(4)?;
+                let f: Fn3 = match (dir, mode, ty) {
+                    (Some("l"), Some("wrap"), Ty::U32) => funnel::<true, true>,
+                    (Some("l"), Some("clamp"), Ty::U32) => funnel::<true, false>,
+                    (Some("r"), Some("wrap"), Ty::U32) => funnel::<false, true>,
+                    (Some("r"), Some("clamp"), Ty::U32) => funnel::<false, false>,
+                    _ => return Err(unsupported("this shf form")),
+                };
+                Op::Tern {
+                    f,
+                    d: self.reg(i, &ops[0])?,
+                    a: self.src(i, &ops[1], ty)?,
+                    b: self.src(i, &ops[2], ty)?,
+                    c: self.src(i, &ops[3], Ty::U32)?,
+                }
+            }
             "bfi" => {
                 let ty = self.one_ty(i, &mut m)?;
                 self.done(i, m)?;
@@ -1301,6 +1342,21 @@ impl ProgramBuilder<'_> {
             b,
             c,
         })
+    }
+}
+
+/// `shf.{l,r}.{wrap,clamp}.b32 d, a, b, c`: funnel shift of the 64-bit `b:a` by `c`.
+fn funnel<const LEFT: bool, const WRAP: bool>(a: u64, b: u64, c: u64) -> u64 {
+    let n = if WRAP {
+        (c as u32) & 31
+    } else {
+        (c as u32).min(32)
+    };
+    let v = ((b as u32 as u64) << 32) | (a as u32 as u64);
+    if LEFT {
+        ((v << n) >> 32) as u32 as u64
+    } else {
+        (v >> n) as u32 as u64
     }
 }
 

@@ -338,6 +338,14 @@ pub enum Op {
         c: Src,
         e: Src,
     },
+    /// `lop3.b32 d, a, b, c, lut`: any three-input bitwise function.
+    Lop3 {
+        lut: u8,
+        d: u32,
+        a: Src,
+        b: Src,
+        c: Src,
+    },
     /// Carry-chain add/sub: `d = a ± b (± cc)`, optionally writing the carry.
     Carry {
         sub: bool,

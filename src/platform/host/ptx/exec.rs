@@ -144,6 +144,21 @@ impl Warp {
                         row[l] = f(av[l], bv[l], cv[l]);
                     }
                 }
+                Op::Lop3 { lut, d, a, b, c } => {
+                    let (av, bv) = (self.fetch(env, *a, mask), self.fetch(env, *b, mask));
+                    let cv = self.fetch(env, *c, mask);
+                    let row = self.row(*d);
+                    for l in lanes(mask) {
+                        let mut r = 0u32;
+                        for bit in 0..32 {
+                            let idx = (((av[l] >> bit) & 1) << 2)
+                                | (((bv[l] >> bit) & 1) << 1)
+                                | ((cv[l] >> bit) & 1);
+                            r |= (((*lut as u32) >> idx) & 1) << bit;
+                        }
+                        row[l] = r as u64;
+                    }
+                }
                 Op::Bfi {
                     wide,
                     d,
