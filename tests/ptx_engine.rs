@@ -810,7 +810,7 @@ fn bit_ops_and_tier5_instructions() {
             bfi,
             a.overflowing_add(b).1 as u32,
             fa.is_normal() as u32,
-            fa.copysign(f32::from_bits(b)).to_bits(), // d = c with the sign of b
+            fa.copysign(f32::from_bits(b)).to_bits(), // PTX: the sign of the first source
         ];
         assert_eq!(
             &got[12 * t..12 * t + 12],
