@@ -7,13 +7,18 @@
 
 pub mod alu;
 pub mod ast;
+mod data;
 mod decode;
+mod decode_arith;
+mod decode_fns;
 mod decode_inst;
+mod decode_mem;
 pub mod ir;
 mod params;
 mod parse;
 
-pub use decode::{DYNAMIC_SHARED_BASE, decode_module, module_data};
+pub use data::module_data;
+pub use decode::{DYNAMIC_SHARED_BASE, decode_module};
 pub use params::{PtxEntry, PtxParam, PtxScalar, check_signature, parse_entries};
 pub use parse::parse_module;
 
