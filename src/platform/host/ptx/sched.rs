@@ -212,7 +212,17 @@ pub(super) fn run_grid(pool: &rayon::ThreadPool, l: &Launch) -> Result<(), Strin
             if failed.load(Ordering::Relaxed) {
                 return;
             }
-            if let Err(msg) = run_block(l, b) {
+            // An engine bug must not take the stream worker down: a panic is the block's error.
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_block(l, b)));
+            let run = run.unwrap_or_else(|p| {
+                Err(format!(
+                    "internal error of the PTX engine in block {} of `{}`: {}",
+                    l.grid.unlinear(b),
+                    l.kernel,
+                    crate::error::panic_message(p.as_ref())
+                ))
+            });
+            if let Err(msg) = run {
                 failed.store(true, Ordering::Relaxed);
                 let mut first = first.lock();
                 if first.as_ref().is_none_or(|(fb, _)| b < *fb) {
