@@ -868,3 +868,147 @@ fn mutated_instructions_never_panic_the_decoder() {
     }
     assert!(tried > 200, "only {tried} mutants parsed");
 }
+
+/// Module-scope `.global` and `.const` data with initializers (including an address
+/// initializer, relocated to where the module's data lives), read through symbols, generic
+/// pointers and `ld.const`; kernels of one module share it.
+#[test]
+fn module_data_with_initializers() {
+    let exec = host();
+    let text = format!(
+        "{HEADER}{}",
+        r#"
+.global .align 4 .u32 table[4] = {10, 20, 30, 40};
+.global .align 8 .u64 table_ptr = table;
+.const .align 4 .f32 scale = 0f40000000;
+.global .align 4 .u32 counter;
+
+.visible .entry bump()
+{
+    .reg .b32 %r<3>;
+    atom.global.add.u32 %r1, [counter], 1;
+    ret;
+}
+
+.visible .entry read(.param .u64 pout)
+{
+    .reg .b32 %r<8>;
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [pout];
+    mov.u32 %r1, %tid.x;
+    ld.global.u64 %rd2, [table_ptr];
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.u32 %r2, [%rd4];
+    ld.const.f32 %f1, [scale];
+    cvt.rn.f32.u32 %f2, %r2;
+    mul.f32 %f2, %f2, %f1;
+    cvt.rzi.u32.f32 %r3, %f2;
+    ld.global.u32 %r4, [counter];
+    add.s64 %rd5, %rd1, %rd3;
+    add.u32 %r5, %r3, %r4;
+    st.global.u32 [%rd5], %r5;
+    ret;
+}"#
+    );
+    let bump: TypedKernel<()> = exec
+        .get_kernel(&MultiKernelLoaderSpec::new(0).add_cuda_ptx_in_memory(&text, "bump"))
+        .unwrap();
+    let read: TypedKernel<(DevicePtr<u32>,)> = exec
+        .get_kernel(&MultiKernelLoaderSpec::new(1).add_cuda_ptx_in_memory(&text, "read"))
+        .unwrap();
+    launch(&exec, 32, 3, &bump, ()).unwrap();
+    let out = exec.copy_to_device(&[POISON_U32; 4]).unwrap();
+    launch(&exec, 4, 1, &read, (out.ptr(),)).unwrap();
+    assert_eq!(
+        exec.copy_to_vec(&out).unwrap(),
+        vec![20 + 96, 40 + 96, 60 + 96, 80 + 96]
+    );
+}
+
+/// Named, counted barriers: warps 0-1 meet at barrier 1 (64 threads) while warps 2-3 meet at
+/// barrier 2, then everyone at barrier 0; a warp-shuffle reduction and %lanemask_lt /
+/// vote.uni run in between.
+#[test]
+fn named_barriers_and_warp_reduction() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>, DevicePtr<u32>)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 pin, .param .u64 pout)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<20>;
+    .reg .b64 %rd<8>;
+    .shared .align 4 .b32 sums[4];
+    ld.param.u64 %rd1, [pin];
+    ld.param.u64 %rd2, [pout];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r2, [%rd4];
+    shfl.sync.down.b32 %r3, %r2, 16, 31, -1;
+    add.u32 %r2, %r2, %r3;
+    shfl.sync.down.b32 %r3, %r2, 8, 31, -1;
+    add.u32 %r2, %r2, %r3;
+    shfl.sync.down.b32 %r3, %r2, 4, 31, -1;
+    add.u32 %r2, %r2, %r3;
+    shfl.sync.down.b32 %r3, %r2, 2, 31, -1;
+    add.u32 %r2, %r2, %r3;
+    shfl.sync.down.b32 %r3, %r2, 1, 31, -1;
+    add.u32 %r2, %r2, %r3;
+    shr.u32 %r4, %r1, 5;
+    mov.u32 %r5, %laneid;
+    setp.ne.u32 %p1, %r5, 0;
+    @%p1 bra SKIP;
+    mul.wide.u32 %rd5, %r4, 4;
+    mov.u64 %rd6, sums;
+    add.s64 %rd6, %rd6, %rd5;
+    st.shared.u32 [%rd6], %r2;
+SKIP:
+    setp.lt.u32 %p2, %r1, 64;
+    @%p2 bra LOW;
+    bar.sync 2, 64;
+    bra.uni JOIN;
+LOW:
+    bar.sync 1, 64;
+JOIN:
+    bar.sync 0;
+    ld.shared.u32 %r6, [sums];
+    ld.shared.u32 %r7, [sums+4];
+    ld.shared.u32 %r8, [sums+8];
+    ld.shared.u32 %r9, [sums+12];
+    add.u32 %r6, %r6, %r7;
+    add.u32 %r6, %r6, %r8;
+    add.u32 %r6, %r6, %r9;
+    mov.u32 %r10, %lanemask_lt;
+    popc.b32 %r11, %r10;
+    setp.lt.u32 %p3, %r5, 40;
+    vote.sync.uni.pred %p3, %p3, -1;
+    selp.u32 %r12, 1, 0, %p3;
+    mul.wide.u32 %rd5, %r1, 8;
+    add.s64 %rd7, %rd2, %rd5;
+    mul.lo.u32 %r13, %r11, 2;
+    add.u32 %r13, %r13, %r12;
+    st.global.v2.u32 [%rd7], {%r6, %r13};
+    ret;
+}"#,
+        "k",
+    );
+    let mut r = rng("named_barriers_and_warp_reduction");
+    let input = random_u32s(&mut r, 128, 1 << 20);
+    let din = exec.copy_to_device(&input).unwrap();
+    let out = exec.copy_to_device(&[POISON_U32; 256]).unwrap();
+    launch(&exec, 128, 1, &k, (din.ptr(), out.ptr())).unwrap();
+    let total: u32 = input.iter().sum();
+    let got = exec.copy_to_vec(&out).unwrap();
+    for t in 0..128 {
+        // {block sum, 2 * popc(lanemask_lt) + vote.uni(lane < 40) = 2 * lane + 1}
+        assert_eq!(
+            got[2 * t..2 * t + 2],
+            [total, 2 * (t as u32 % 32) + 1],
+            "thread {t}"
+        );
+    }
+}
