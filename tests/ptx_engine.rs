@@ -1012,3 +1012,31 @@ JOIN:
         );
     }
 }
+
+/// A struct passed by value, read through a generic pointer to the parameter (`cvta.param`),
+/// and through `ld.param` with a register address.
+#[test]
+fn param_space_by_address() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>, [u32; 4])> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 pout, .param .align 4 .b8 s[16])
+{
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [pout];
+    mov.u64 %rd2, s;
+    cvta.param.u64 %rd3, %rd2;
+    ld.u32 %r1, [%rd3+4];
+    ld.param.u32 %r2, [%rd2+12];
+    add.u32 %r3, %r1, %r2;
+    st.global.u32 [%rd1], %r3;
+    ret;
+}"#,
+        "k",
+    );
+    let out = exec.copy_to_device(&[POISON_U32]).unwrap();
+    launch(&exec, 1, 1, &k, (out.ptr(), [1, 20, 300, 4000])).unwrap();
+    assert_eq!(exec.copy_to_vec(&out).unwrap(), vec![4020]);
+}

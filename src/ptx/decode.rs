@@ -12,8 +12,8 @@ use std::sync::Arc;
 use super::ast::{self, Operand, Space as AstSpace, Statement, VarType};
 use super::data::var_size;
 use super::ir::{
-    Addr, CallSite, DecodedModule, Inst, LOCAL_WINDOW, ModuleData, Op, ParamCopy, ParamSlot,
-    Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
+    Addr, CallSite, DecodedModule, Inst, LOCAL_WINDOW, ModuleData, Op, PARAM_WINDOW, ParamCopy,
+    ParamSlot, Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
 };
 use crate::error::{Error, Result};
 
@@ -601,6 +601,7 @@ impl<'m> ProgramBuilder<'m> {
             (Some(s), o) if s == o => base,
             (Some(Space::Generic), Space::Shared) => SHARED_WINDOW + base,
             (Some(Space::Generic), Space::Local) => LOCAL_WINDOW + base,
+            (Some(Space::Generic), Space::Param) => PARAM_WINDOW + base,
             (Some(Space::Generic), Space::Global) => base,
             _ => return Err(bad()),
         };

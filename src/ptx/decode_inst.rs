@@ -268,9 +268,7 @@ impl ProgramBuilder<'_> {
                 let ty = self.one_ty(i, &mut m)?;
                 self.done(i, m)?;
                 want(2)?;
-                if !matches!(space, Space::Global | Space::Shared | Space::Local)
-                    || !matches!(ty, Ty::U64 | Ty::U32)
-                {
+                if space == Space::Generic || !matches!(ty, Ty::U64 | Ty::U32) {
                     return Err(unsupported("cvta for this space"));
                 }
                 Op::Cvta {

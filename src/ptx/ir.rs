@@ -16,6 +16,9 @@ pub const WARP: usize = 32;
 pub const SHARED_WINDOW: u64 = 0xA000_0000_0000_0000;
 /// Local-space addresses appear at `LOCAL_WINDOW + offset` in the generic address space.
 pub const LOCAL_WINDOW: u64 = 0xB000_0000_0000_0000;
+/// Param-space addresses (kernel parameters, then call parameters) appear at
+/// `PARAM_WINDOW + offset` (`cvta.param`).
+pub const PARAM_WINDOW: u64 = 0xC000_0000_0000_0000;
 /// Size of each window (addresses past it are not shared/local).
 pub const WINDOW_BYTES: u64 = 1 << 32;
 /// Param-space addresses of per-thread call parameters start here (kernel parameters at 0).

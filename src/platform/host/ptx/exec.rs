@@ -5,8 +5,8 @@ use super::mem::{self, BlockMem, Loc};
 use super::race::{Access, RaceBlock};
 use super::warp::{BlockShared, Env, Warp, lanes};
 use crate::ptx::ir::{
-    Addr, BoolOp, LOCAL_WINDOW, Op, SHARED_WINDOW, ShflMode, Space, Src, THREAD_PARAM_BASE,
-    VoteMode, WARP,
+    Addr, BoolOp, LOCAL_WINDOW, Op, PARAM_WINDOW, SHARED_WINDOW, ShflMode, Space, Src,
+    THREAD_PARAM_BASE, VoteMode, WARP,
 };
 
 /// Back-edges a group may take while other runnable lanes of its warp wait at higher PCs
@@ -280,6 +280,7 @@ impl Warp {
                     let window = match space {
                         Space::Shared => SHARED_WINDOW,
                         Space::Local => LOCAL_WINDOW,
+                        Space::Param => PARAM_WINDOW,
                         _ => 0,
                     };
                     for l in lanes(mask) {

@@ -12,7 +12,7 @@ use super::Launch;
 use crate::platform::host::memory;
 use crate::ptx::DYNAMIC_SHARED_BASE;
 use crate::ptx::ir::{
-    AtomOp, LOCAL_WINDOW, SHARED_WINDOW, Space, THREAD_PARAM_BASE, Ty, WINDOW_BYTES,
+    AtomOp, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Space, THREAD_PARAM_BASE, Ty, WINDOW_BYTES,
 };
 
 /// Where an access lands.
@@ -154,6 +154,9 @@ pub(super) fn locate(
         }
         Space::Generic if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) => {
             (Space::Local, addr - LOCAL_WINDOW)
+        }
+        Space::Generic if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) => {
+            (Space::Param, addr - PARAM_WINDOW)
         }
         Space::Generic => (Space::Global, addr),
         s => (s, addr),
