@@ -1,8 +1,10 @@
 //! StreamExecutor's seed example: a kernel adds a "mystery value" (123.0) to its input.
 //!
-//! One loader spec holds the kernel three ways — PTX, OpenCL C and a native host kernel — and
-//! the platform picks the one it loads. Run with `--platform NAME` (default `host`); prints
-//! `result = 165.5` and exits non-zero on any error or mismatch.
+//! One loader spec holds the kernel two ways — PTX and OpenCL C — and the platform picks the
+//! one it loads: CUDA JIT-compiles the PTX, OpenCL builds the C, and the host platform runs the
+//! very same PTX in its PTX engine (pass `--native` to give host a native Rust kernel instead).
+//! Run with `--platform NAME` (default `host`); prints `result = 165.5` and exits non-zero on
+//! any error or mismatch.
 
 use std::process::ExitCode;
 
@@ -40,24 +42,28 @@ __kernel void add_mystery_value(float x, __global float *out) {
 }
 "#;
 
-fn spec() -> MultiKernelLoaderSpec {
-    MultiKernelLoaderSpec::new(2)
+fn spec(native: bool) -> MultiKernelLoaderSpec {
+    let spec = MultiKernelLoaderSpec::new(2)
         .add_cuda_ptx_in_memory(KERNEL_PTX, "add_mystery_value")
-        .add_opencl_text_in_memory(KERNEL_CL, "add_mystery_value")
-        .add_host_kernel(HostKernel::new(
-            "add_mystery_value",
-            |ctx, (x, out): (f32, DevicePtr<f32>)| {
-                if ctx.global_id_x() == 0 {
-                    ctx.global(out).set(0, x + 123.0);
-                }
-            },
-        ))
+        .add_opencl_text_in_memory(KERNEL_CL, "add_mystery_value");
+    if !native {
+        return spec;
+    }
+    // The host platform prefers a native kernel over PTX when a spec has both.
+    spec.add_host_kernel(HostKernel::new(
+        "add_mystery_value",
+        |ctx, (x, out): (f32, DevicePtr<f32>)| {
+            if ctx.global_id_x() == 0 {
+                ctx.global(out).set(0, x + 123.0);
+            }
+        },
+    ))
 }
 
-fn run(platform_name: &str) -> streamexec::Result<f32> {
+fn run(platform_name: &str, native: bool) -> streamexec::Result<f32> {
     let platform = PlatformManager::platform_with_name(platform_name)?;
     let executor = platform.executor_for_device(0)?;
-    let kernel: TypedKernel<(f32, DevicePtr<f32>)> = executor.get_kernel(&spec())?;
+    let kernel: TypedKernel<(f32, DevicePtr<f32>)> = executor.get_kernel(&spec(native))?;
     let result = executor.allocate_scalar::<f32>()?;
     let mut stream = executor.create_stream()?;
     stream
@@ -72,17 +78,21 @@ fn run(platform_name: &str) -> streamexec::Result<f32> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let native = args.iter().any(|a| a == "--native");
+    args.retain(|a| a != "--native");
     let platform = match args.as_slice() {
         [] => PlatformManager::DEFAULT_PLATFORM.to_string(),
         [flag, name] if flag == "--platform" => name.clone(),
         [flag] if flag.starts_with("--platform=") => flag["--platform=".len()..].to_string(),
         _ => {
-            eprintln!("usage: add_mystery_value [--platform NAME]   (host, opencl, cuda, hip)");
+            eprintln!(
+                "usage: add_mystery_value [--platform NAME] [--native]   (host, opencl, cuda, hip)"
+            );
             return ExitCode::from(2);
         }
     };
-    match run(&platform) {
+    match run(&platform, native) {
         Ok(value) => {
             println!("result = {value}");
             if value == 165.5 {

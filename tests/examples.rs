@@ -21,6 +21,12 @@ fn seed_example_prints_the_result_on_host() {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "result = 165.5\n");
+    // The host platform runs the PTX by default; `--native` swaps in the Rust kernel.
+    let out = Command::new(example("add_mystery_value"))
+        .args(["--native"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "result = 165.5\n");
 }
 
 #[test]

@@ -7,11 +7,12 @@ mod canned;
 mod event;
 mod kernel;
 pub(crate) mod memory;
+mod ptx;
 mod stream;
 mod sysinfo;
 
 use std::any::Any;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 pub use kernel::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
@@ -91,6 +92,10 @@ pub(crate) struct HostExecutor {
     streams: StreamSet<WorkQueue>,
     me: Weak<HostExecutor>,
     next_stream: AtomicU64,
+    /// PTX modules loaded by this executor.
+    ptx_modules: ptx::ModuleCache,
+    /// `set_race_check`: PTX launches record accesses and report data races.
+    race_check: AtomicBool,
 }
 
 impl HostExecutor {
@@ -113,7 +118,19 @@ impl HostExecutor {
             streams: StreamSet::default(),
             me: me.clone(),
             next_stream: AtomicU64::new(0),
+            ptx_modules: Default::default(),
+            race_check: AtomicBool::new(false),
         }))
+    }
+
+    /// Device memory for a PTX module's `.global`/`.const` data.
+    pub(crate) fn allocate_for_module(&self, bytes: u64) -> Result<DeviceAddress> {
+        self.allocate(bytes)
+    }
+
+    /// Whether PTX launches run the data-race checker.
+    pub(crate) fn race_check(&self) -> bool {
+        self.race_check.load(Ordering::Relaxed)
     }
 
     /// Pins `[addr, addr + bytes)` for an operation, or says why it is not live memory.
@@ -182,12 +199,21 @@ impl StreamExecutorInterface for HostExecutor {
         Ok(MemoryUsage { free, total })
     }
 
+    fn set_race_check(&self, on: bool) -> Result<()> {
+        self.race_check.store(on, Ordering::Relaxed);
+        Ok(())
+    }
+
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
+        // A native kernel wins; otherwise the PTX engine runs the spec's PTX.
         let Some(k) = spec.host_kernel() else {
+            if let Some(img) = spec.select_cuda_ptx(None) {
+                return ptx::load(self, spec, img);
+            }
             return Err(spec.no_suitable_format(
                 "host",
-                "a native Rust kernel (add_host_kernel); PTX on the host platform comes with the \
-                 PTX engine",
+                "a native Rust kernel (add_host_kernel) or CUDA PTX (add_cuda_ptx_in_memory), \
+                 which the host platform's PTX engine runs",
             ));
         };
         if k.signature().len() != spec.arity() {

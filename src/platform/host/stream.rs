@@ -130,6 +130,10 @@ impl StreamInterface for HostStream {
         dims: &LaunchDims,
         args: &[PackedArg],
     ) -> Result<()> {
+        if let Some(pk) = kernel.as_any().downcast_ref::<super::ptx::PtxKernel>() {
+            let run = super::ptx::prepare(&self.exec, pk, dims, args)?;
+            return self.push(run, None);
+        }
         let hk = kernel
             .as_any()
             .downcast_ref::<HostKernel>()

@@ -1,0 +1,293 @@
+//! The host platform's PTX engine: PTX loaded through a spec's `add_cuda_ptx_*` image runs on
+//! the CPU with CUDA's execution model.
+//!
+//! Loading parses the module ([`crate::ptx::parse_module`]), lays out its `.global`/`.const`
+//! data in a device allocation of the executor, and decodes every `.entry` into the IR of
+//! [`crate::ptx::ir`]; the result is cached per executor by module text. A launch runs the grid's
+//! blocks in parallel on the executor's pool; inside a block, warps of 32 lanes run in
+//! lock-step (`warp.rs`, `exec.rs`), barriers park warps (`sched.rs`), every memory access is
+//! checked (`mem.rs`), and an opt-in checker reports data races (`race.rs`).
+
+mod exec;
+mod mem;
+mod race;
+mod sched;
+mod warp;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use super::HostExecutor;
+use super::memory::{AllocTable, Pinned};
+use crate::error::{Error, Result};
+use crate::kernel::{Dim3, PackedArg, ParamKind};
+use crate::loader_spec::{KernelImage, MultiKernelLoaderSpec};
+use crate::platform::interface::{DeviceAddress, KernelInterface, LaunchDims};
+use crate::platform::work_queue::RunFn;
+use crate::ptx::ir::{DecodedModule, Program};
+use crate::ptx::{PtxEntry, check_signature, parse_entries};
+
+/// A loaded module: decoded programs and the device memory of its module-scope data.
+pub(crate) struct LoadedModule {
+    text: Arc<str>,
+    decoded: DecodedModule,
+    entries: Vec<PtxEntry>,
+    data: Option<(DeviceAddress, Pinned)>,
+    table: Arc<AllocTable>,
+}
+
+impl Drop for LoadedModule {
+    fn drop(&mut self) {
+        if let Some((addr, _)) = &self.data {
+            self.table.free(*addr);
+        }
+    }
+}
+
+/// A kernel of a loaded PTX module.
+pub(crate) struct PtxKernel {
+    name: String,
+    module: Arc<LoadedModule>,
+    prog: Arc<Program>,
+    entry: Option<PtxEntry>,
+}
+
+impl KernelInterface for PtxKernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn verify_signature(&self, expected: &[ParamKind]) -> Result<()> {
+        match &self.entry {
+            Some(e) => check_signature(e, expected),
+            None => Ok(()),
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Per-executor cache of loaded modules, by text.
+#[derive(Default)]
+pub(crate) struct ModuleCache {
+    modules: Mutex<Vec<Arc<LoadedModule>>>,
+}
+
+fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<LoadedModule>> {
+    let mut cache = exec.ptx_modules.modules.lock();
+    if let Some(m) = cache.iter().find(|m| &*m.text == text) {
+        return Ok(m.clone());
+    }
+    let ast = crate::ptx::parse_module(text)?;
+    let data = crate::ptx::module_data(&ast)?;
+    let placed = if data.image.is_empty() {
+        None
+    } else {
+        let len = data.image.len() as u64;
+        let addr = exec.allocate_for_module(len)?;
+        let pinned = exec.pin(addr, len, "PTX module data")?;
+        let mut image = data.image.clone();
+        for &at in &data.relocs {
+            let v = u64::from_le_bytes(image[at..at + 8].try_into().unwrap_or([0; 8])); // ok: 8 bytes
+            image[at..at + 8].copy_from_slice(&v.wrapping_add(addr.0).to_le_bytes());
+        }
+        // SAFETY: pinned for `len` bytes of live device memory.
+        unsafe { super::memory::store_bytes(pinned.as_ptr(), &image) };
+        Some((addr, pinned))
+    };
+    let base = placed.as_ref().map_or(0, |(a, _)| a.0);
+    let decoded = match crate::ptx::decode_module(&ast, &data, base) {
+        Ok(d) => d,
+        Err(e) => {
+            if let Some((a, _)) = &placed {
+                exec.table.free(*a);
+            }
+            return Err(match e {
+                Error::KernelLoad {
+                    platform, detail, ..
+                } => Error::KernelLoad {
+                    platform,
+                    kernel: kernel.to_string(),
+                    detail,
+                },
+                e => e,
+            });
+        }
+    };
+    let m = Arc::new(LoadedModule {
+        text: text.into(),
+        decoded,
+        entries: parse_entries(text).unwrap_or_default(),
+        data: placed,
+        table: exec.table.clone(),
+    });
+    cache.push(m.clone());
+    Ok(m)
+}
+
+/// Loads `img`'s entry as a host-platform PTX kernel.
+pub(crate) fn load(
+    exec: &HostExecutor,
+    spec: &MultiKernelLoaderSpec,
+    img: &KernelImage,
+) -> Result<Arc<dyn KernelInterface>> {
+    let name = &img.kernel_name;
+    let text = img.source.text().map_err(|e| Error::KernelLoad {
+        platform: "host".into(),
+        kernel: name.clone(),
+        detail: format!(
+            "cannot read the PTX image ({e}); the spec holds: {}; add a readable PTX image or a \
+             native Rust kernel (add_host_kernel)",
+            spec.describe()
+        ),
+    })?;
+    let module = load_module(exec, &text, name)?;
+    let Some(prog) = module.decoded.programs.get(name).cloned() else {
+        let mut have: Vec<&str> = module.decoded.programs.keys().map(String::as_str).collect();
+        have.sort_unstable();
+        return Err(Error::KernelLoad {
+            platform: "host".into(),
+            kernel: name.clone(),
+            detail: format!(
+                "the PTX module has no .entry named `{name}` (it has: {})",
+                have.join(", ")
+            ),
+        });
+    };
+    let entry = module.entries.iter().find(|e| &e.name == name).cloned();
+    Ok(Arc::new(PtxKernel {
+        name: name.clone(),
+        module,
+        prog,
+        entry,
+    }))
+}
+
+/// Everything a running launch shares across its blocks.
+pub(crate) struct Launch {
+    prog: Arc<Program>,
+    kernel: String,
+    params: Vec<u8>,
+    grid: Dim3,
+    block: Dim3,
+    dynamic_bytes: usize,
+    pins: Vec<Pinned>,
+    table: Arc<AllocTable>,
+    extra: Mutex<Vec<Pinned>>,
+    race: Option<race::RaceGrid>,
+    start: Instant,
+    nsm: u32,
+    _module: Arc<LoadedModule>,
+}
+
+/// Checks and packs a launch of `k`; the returned closure runs it on `pool`.
+pub(crate) fn prepare(
+    exec: &HostExecutor,
+    k: &PtxKernel,
+    dims: &LaunchDims,
+    args: &[PackedArg],
+) -> Result<RunFn> {
+    let name = k.name.clone();
+    let prog = k.prog.clone();
+    let mismatch = |detail: String| Error::SignatureMismatch {
+        kernel: name.clone(),
+        detail,
+    };
+    let mut params = vec![0u8; prog.param_bytes as usize];
+    let mut pins = Vec::new();
+    let mut dynamic = 0u64;
+    let mut slot = 0;
+    for (i, a) in args.iter().enumerate() {
+        let p = match a {
+            PackedArg::SharedMemory { bytes, .. } => {
+                dynamic += bytes.next_multiple_of(16);
+                continue;
+            }
+            _ => prog.params.get(slot).ok_or_else(|| {
+                mismatch(format!(
+                    "the launch passes more than the {} parameter(s) the PTX entry declares",
+                    prog.params.len()
+                ))
+            })?,
+        };
+        slot += 1;
+        let at = p.offset as usize;
+        match a {
+            PackedArg::Scalar { bytes, .. } => {
+                if bytes.len() != p.size as usize {
+                    return Err(mismatch(format!(
+                        "argument {i}: {} bytes passed for PTX parameter `{}` of {} bytes",
+                        bytes.len(),
+                        p.name,
+                        p.size
+                    )));
+                }
+                params[at..at + bytes.len()].copy_from_slice(bytes);
+            }
+            PackedArg::Pointer { addr, bytes, .. } => {
+                if p.size != 8 {
+                    return Err(mismatch(format!(
+                        "argument {i}: a pointer passed for PTX parameter `{}` of {} bytes",
+                        p.name, p.size
+                    )));
+                }
+                pins.push(exec.pin(
+                    *addr,
+                    *bytes,
+                    &format!("then_launch of `{name}` (argument {i})"),
+                )?);
+                params[at..at + 8].copy_from_slice(&addr.0.to_le_bytes());
+            }
+            PackedArg::SharedMemory { .. } => {}
+        }
+    }
+    if slot != prog.params.len() {
+        return Err(mismatch(format!(
+            "the launch passes {slot} parameter(s), the PTX entry declares {}",
+            prog.params.len()
+        )));
+    }
+    let limit = exec.description.shared_memory_per_block;
+    let total_shared = prog.static_shared_bytes as u64 + dynamic;
+    if total_shared > limit {
+        return Err(Error::LaunchConfig {
+            platform: "host".into(),
+            kernel: name,
+            detail: format!(
+                "{} bytes of static and {dynamic} bytes of dynamic shared memory exceed the \
+                 {limit} bytes per block",
+                prog.static_shared_bytes
+            ),
+        });
+    }
+    if let Some((_, p)) = &k.module.data {
+        pins.push(p.clone());
+    }
+    let launch = Launch {
+        prog,
+        kernel: name.clone(),
+        params,
+        grid: dims.blocks.0,
+        block: dims.threads.0,
+        dynamic_bytes: dynamic as usize,
+        pins,
+        table: exec.table.clone(),
+        extra: Mutex::new(Vec::new()),
+        race: exec.race_check().then(race::RaceGrid::default),
+        start: Instant::now(),
+        nsm: exec.pool.current_num_threads() as u32,
+        _module: k.module.clone(),
+    };
+    let pool = exec.pool.clone();
+    Ok(Box::new(move || {
+        let mut launch = launch;
+        launch.start = Instant::now();
+        sched::run_grid(&pool, &launch).map_err(|detail| Error::KernelFault {
+            platform: "host".into(),
+            kernel: name,
+            detail,
+        })
+    }))
+}

@@ -1,0 +1,286 @@
+//! One warp: 32 lanes with a PC each, run in lock-step groups.
+//!
+//! Scheduling is "minimum PC first": the warp runs the group of runnable lanes whose PC is
+//! the lowest, one instruction for all of them at once. Lanes that branch apart wait at their
+//! own PCs and join the running group as soon as it reaches the same PC, which for the
+//! structured code compilers emit is the reconvergence point. Lanes leave the runnable set
+//! when they exit or wait at a barrier; the warp returns to the block scheduler when no lane
+//! is runnable.
+
+use super::Launch;
+use super::exec::Fault;
+use super::race::RaceBlock;
+use crate::kernel::Dim3;
+use crate::ptx::ir::{Inst, Program, Src, Sreg, WARP};
+
+/// Iterates the set bits of a lane mask.
+#[inline(always)]
+pub(super) fn lanes(mut m: u32) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        if m == 0 {
+            None
+        } else {
+            let l = m.trailing_zeros() as usize;
+            m &= m - 1;
+            Some(l)
+        }
+    })
+}
+
+/// What every warp of a block shares and does not change while the block runs.
+pub(super) struct Env<'a> {
+    pub(super) l: &'a Launch,
+    pub(super) prog: &'a Program,
+    pub(super) code: &'a [Inst],
+    pub(super) block_idx: Dim3,
+    pub(super) nwarps: u32,
+}
+
+/// Block-wide mutable state: shared memory, barrier counts, race records.
+pub(super) struct BlockShared {
+    pub(super) shared: Vec<u8>,
+    pub(super) static_shared: usize,
+    pub(super) dynamic_at: usize,
+    pub(super) dynamic_len: usize,
+    /// Threads waiting at each barrier id.
+    pub(super) arrived: [u32; 16],
+    /// Thread count each barrier waits for (0: the whole block).
+    pub(super) expected: [u32; 16],
+    pub(super) race: Option<Box<RaceBlock>>,
+}
+
+/// A warp's state.
+pub(super) struct Warp {
+    pub(super) id: u32,
+    /// Register file, `regs[r * 32 + lane]`.
+    pub(super) regs: Vec<u64>,
+    pub(super) pc: [u32; WARP],
+    /// Lanes that exist (the last warp of a block may be partial).
+    pub(super) live: u32,
+    pub(super) exited: u32,
+    pub(super) at_bar: u32,
+    pub(super) bar_id: [u8; WARP],
+    /// The running group and its PC (its lanes' `pc` entries are stale while it runs).
+    pub(super) group: u32,
+    pub(super) group_pc: u32,
+    /// Lowest PC of runnable lanes outside the group.
+    pub(super) others_min: u32,
+    /// Per-lane call stacks: the PC of each pending `call`.
+    pub(super) stacks: Vec<Vec<u32>>,
+    pub(super) local: Vec<u8>,
+    pub(super) tparam: Vec<u8>,
+    /// Warp instructions executed (orders accesses for the race checker).
+    pub(super) step: u64,
+    /// Back-edges taken by the group while other lanes waited (see `SPIN_ROUNDS`).
+    pub(super) spins: u32,
+    /// Lanes set aside so that others can run, and for how many more instructions.
+    pub(super) deferred: u32,
+    pub(super) defer_left: u32,
+}
+
+impl Warp {
+    pub(super) fn new(id: u32, threads: u32, prog: &Program) -> Warp {
+        let first = id * WARP as u32;
+        let n = (threads - first).min(WARP as u32);
+        let live = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        Warp {
+            id,
+            regs: vec![0; prog.regs as usize * WARP],
+            pc: [0; WARP],
+            live,
+            exited: 0,
+            at_bar: 0,
+            bar_id: [0; WARP],
+            group: 0,
+            group_pc: 0,
+            others_min: u32::MAX,
+            stacks: Vec::new(),
+            local: vec![0; prog.local_bytes as usize * WARP],
+            tparam: vec![0; prog.thread_param_bytes as usize * WARP],
+            step: 0,
+            spins: 0,
+            deferred: 0,
+            defer_left: 0,
+        }
+    }
+
+    /// Makes a finished warp (from this worker's pool) warp `id` of a new block, keeping its
+    /// buffers: registers and local memory keep stale values, which PTX leaves undefined
+    /// until written (zeroing them cost a fifth of a small kernel's time).
+    pub(super) fn reuse(mut self, id: u32, threads: u32, prog: &Program) -> Warp {
+        let fresh = Warp::new_empty(id, threads);
+        self.regs.resize(prog.regs as usize * WARP, 0);
+        self.local.resize(prog.local_bytes as usize * WARP, 0);
+        self.tparam
+            .resize(prog.thread_param_bytes as usize * WARP, 0);
+        self.stacks.iter_mut().for_each(Vec::clear);
+        Warp {
+            regs: self.regs,
+            local: self.local,
+            tparam: self.tparam,
+            stacks: self.stacks,
+            ..fresh
+        }
+    }
+
+    fn new_empty(id: u32, threads: u32) -> Warp {
+        let first = id * WARP as u32;
+        let n = (threads - first).min(WARP as u32);
+        let live = if n == 32 { u32::MAX } else { (1u32 << n) - 1 };
+        Warp {
+            id,
+            regs: Vec::new(),
+            pc: [0; WARP],
+            live,
+            exited: 0,
+            at_bar: 0,
+            bar_id: [0; WARP],
+            group: 0,
+            group_pc: 0,
+            others_min: u32::MAX,
+            stacks: Vec::new(),
+            local: Vec::new(),
+            tparam: Vec::new(),
+            step: 0,
+            spins: 0,
+            deferred: 0,
+            defer_left: 0,
+        }
+    }
+
+    /// Lanes that can run now.
+    pub(super) fn runnable(&self) -> u32 {
+        self.live & !self.exited & !self.at_bar
+    }
+
+    /// Writes the group's PC back to its lanes and picks the new lowest-PC group; false when
+    /// no lane is runnable.
+    pub(super) fn reselect(&mut self) -> bool {
+        for l in lanes(self.group) {
+            self.pc[l] = self.group_pc;
+        }
+        self.spins = 0;
+        let mut run = self.runnable() & !self.deferred;
+        if run == 0 {
+            self.deferred = 0;
+            run = self.runnable();
+        }
+        if run == 0 {
+            self.group = 0;
+            return false;
+        }
+        let min = lanes(run).map(|l| self.pc[l]).min().unwrap_or(0);
+        let mut g = 0;
+        let mut other = u32::MAX;
+        for l in lanes(run) {
+            if self.pc[l] == min {
+                g |= 1 << l;
+            } else {
+                other = other.min(self.pc[l]);
+            }
+        }
+        self.group = g;
+        self.group_pc = min;
+        self.others_min = other;
+        true
+    }
+
+    /// Sets the running group aside for a while and runs the other lanes (fairness for spin
+    /// loops that wait on lanes at higher PCs).
+    pub(super) fn defer_group(&mut self) {
+        self.deferred = self.group;
+        self.defer_left = 1024;
+        self.reselect();
+    }
+
+    /// Moves the whole group to `pc`, merging with lanes waiting there.
+    #[inline(always)]
+    pub(super) fn goto(&mut self, pc: u32) {
+        self.group_pc = pc;
+        if pc >= self.others_min {
+            self.reselect();
+        }
+    }
+
+    /// Splits the group: `taken` lanes go to `target`, the rest to the next instruction.
+    pub(super) fn split(&mut self, taken: u32, target: u32) {
+        let next = self.group_pc + 1;
+        for l in lanes(self.group) {
+            self.pc[l] = if taken & (1 << l) != 0 { target } else { next };
+        }
+        self.group = 0;
+        self.reselect();
+    }
+
+    #[inline(always)]
+    pub(super) fn get(&self, r: u32, l: usize) -> u64 {
+        self.regs[r as usize * WARP + l]
+    }
+
+    #[inline(always)]
+    pub(super) fn set(&mut self, r: u32, l: usize, v: u64) {
+        self.regs[r as usize * WARP + l] = v;
+    }
+
+    /// A source operand's value in lane `l`.
+    #[inline(always)]
+    pub(super) fn val(&self, env: &Env<'_>, s: Src, l: usize) -> u64 {
+        match s {
+            Src::Reg(r) => self.get(r, l),
+            Src::Imm(v) => v,
+            Src::Sreg(s) => self.sreg(env, s, l),
+        }
+    }
+
+    fn sreg(&self, env: &Env<'_>, s: Sreg, l: usize) -> u64 {
+        let comp = |d: Dim3, c: u8| match c {
+            0 => d.x,
+            1 => d.y,
+            _ => d.z,
+        } as u64;
+        let tid = self.id as u64 * WARP as u64 + l as u64;
+        let block = env.l.block;
+        let bit = 1u64 << l;
+        match s {
+            Sreg::Tid(0) if block.y == 1 && block.z == 1 => tid,
+            Sreg::Tid(c) => comp(block.unlinear(tid), c),
+            Sreg::Ntid(c) => comp(block, c),
+            Sreg::Ctaid(c) => comp(env.block_idx, c),
+            Sreg::Nctaid(c) => comp(env.l.grid, c),
+            Sreg::Laneid => l as u64,
+            Sreg::Warpid => self.id as u64,
+            Sreg::Nwarpid => env.nwarps as u64,
+            Sreg::Smid => rayon::current_thread_index().unwrap_or(0) as u64,
+            Sreg::Nsmid => env.l.nsm as u64,
+            Sreg::Clock => env.l.start.elapsed().as_nanos() as u32 as u64,
+            Sreg::Clock64 => env.l.start.elapsed().as_nanos() as u64,
+            Sreg::Globaltimer => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0),
+            Sreg::Lanemask(c) => {
+                use crate::ptx::ir::Cmp;
+                let m = match c {
+                    Cmp::Eq => bit,
+                    Cmp::Lt => bit - 1,
+                    Cmp::Le => (bit << 1) - 1,
+                    Cmp::Gt => !((bit << 1) - 1),
+                    _ => !(bit - 1),
+                };
+                m & 0xFFFF_FFFF
+            }
+            Sreg::DynamicSmem => env.l.dynamic_bytes as u64,
+            Sreg::TotalSmem => (env.prog.static_shared_bytes as u64) + env.l.dynamic_bytes as u64,
+            Sreg::Gridid => 0,
+        }
+    }
+
+    /// The fault of lane `l` at the running instruction.
+    pub(super) fn fault(&self, l: usize, msg: String) -> Fault {
+        Fault {
+            pc: self.group_pc,
+            lane: self.id * WARP as u32 + l as u32,
+            msg,
+        }
+    }
+}
