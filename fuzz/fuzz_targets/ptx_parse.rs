@@ -1,4 +1,4 @@
-//! The PTX front end on arbitrary text: every input must give `Ok` or `Err`, never a panic,
+//! The PTX front end (parser and the host engine's decoder) on arbitrary text: every input must give `Ok` or `Err`, never a panic,
 //! a hang or unbounded recursion.
 
 #![no_main]
@@ -10,6 +10,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok(module) = streamexec::ptx::parse_module(text) {
+        // Decoding for the host engine must refuse what it cannot run, never panic.
+        if let Ok(data) = streamexec::ptx::module_data(&module) {
+            let _ = streamexec::ptx::decode_module(&module, &data, 0x1000_0000);
+        }
         // Printing what was parsed must not panic either.
         for f in &module.functions {
             for s in f.body.iter().flatten() {
