@@ -419,6 +419,8 @@ impl ArgList {
 pub struct Kernel {
     pub(crate) exec: StreamExecutor,
     pub(crate) inner: Arc<dyn KernelInterface>,
+    /// Its module defines `__llvm_rpc_client`: every launch is an RPC launch.
+    pub(crate) rpc: bool,
 }
 
 impl Kernel {

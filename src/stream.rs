@@ -112,6 +112,22 @@ impl Stream {
         args: Args,
     ) -> &mut Self {
         let (threads, blocks) = (threads.into(), blocks.into());
+        if kernel.kernel.rpc {
+            // A module that defines `__llvm_rpc_client`: its kernels may call the server.
+            return self.with_rpc(kernel.name(), |s| {
+                s.launch_typed(threads, blocks, kernel, args);
+            });
+        }
+        self.launch_typed(threads, blocks, kernel, args)
+    }
+
+    pub(crate) fn launch_typed<Args: KernelArgs>(
+        &mut self,
+        threads: ThreadDim,
+        blocks: BlockDim,
+        kernel: &TypedKernel<Args>,
+        args: Args,
+    ) -> &mut Self {
         self.enqueue(|s| s.launch_packed(threads, blocks, &kernel.kernel, args.pack()))
     }
 
@@ -125,10 +141,17 @@ impl Stream {
         args: &ArgList,
     ) -> &mut Self {
         let (threads, blocks) = (threads.into(), blocks.into());
-        self.enqueue(|s| {
-            kernel.inner.verify_signature(&args.kinds())?;
-            s.launch_packed(threads, blocks, kernel, args.args.clone())
-        })
+        let launch = |s: &mut Self| {
+            s.enqueue(|s| {
+                kernel.inner.verify_signature(&args.kinds())?;
+                s.launch_packed(threads, blocks, kernel, args.args.clone())
+            });
+        };
+        if kernel.rpc {
+            return self.with_rpc(kernel.name(), launch);
+        }
+        launch(self);
+        self
     }
 
     fn launch_packed(

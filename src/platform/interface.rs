@@ -269,6 +269,12 @@ pub trait KernelInterface: Send + Sync {
     fn verify_signature(&self, expected: &[ParamKind]) -> Result<()>;
     /// The backend itself, for downcasting inside the backend.
     fn as_any(&self) -> &dyn Any;
+    /// Device address and byte size of the `__llvm_rpc_client` global of the kernel's module,
+    /// when it defines one (CUDA/HIP device code built against LLVM's GPU libc): the executor
+    /// then writes its RPC server's client image there and launches the kernel with RPC.
+    fn rpc_client_symbol(&self) -> Option<(DeviceAddress, usize)> {
+        None
+    }
 }
 
 /// Host memory owned by a backend (page-locked where the platform has it).

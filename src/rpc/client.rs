@@ -3,9 +3,11 @@
 //! whole warp in one thread (a mask of active lanes, one packet slot per lane).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::port::Port;
+use super::layout::{Geometry, Layout};
+use super::mem::HostMem;
+use super::port::{Port, Process};
 use super::server::Inner;
 use super::{error_reply, opcode};
 use crate::error::{Error, Result};
@@ -13,7 +15,21 @@ use crate::error::{Error, Result};
 /// An in-process client of one server. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<Inner>,
+    side: Side,
+}
+
+/// Which client half a [`Client`] drives.
+#[derive(Clone)]
+enum Side {
+    /// The server's own client half (wakes a parked server).
+    Server(Arc<Inner>),
+    /// A half built from a device's `Client` image: it waits as a device does, by polling.
+    Image(Arc<ImageSide>),
+}
+
+struct ImageSide {
+    process: Process,
+    next_port: AtomicUsize,
 }
 
 /// One argument of [`Client::printf`], laid out as a device's `va_list` would hold it.
@@ -42,12 +58,85 @@ pub(crate) fn server_error(op: u32, status: u32) -> Error {
 
 impl Client {
     pub(crate) fn new(inner: Arc<Inner>) -> Self {
-        Client { inner }
+        Client {
+            side: Side::Server(inner),
+        }
+    }
+
+    /// A client that plays the device: it finds the block through the bytes of a device-side
+    /// `Client` struct (what [`Server::client_image`](super::Server::client_image) gives and
+    /// the executor writes into `__llvm_rpc_client`), as code built against LLVM's GPU libc
+    /// does, with `lane_size` packet slots per port (the device's warp size). The layout comes
+    /// from the image's size. It waits by polling, never by waking the server, so the server
+    /// must be polling (a kernel in flight) or be driven with `poll`.
+    ///
+    /// # Safety
+    /// The image's pointers must be host-accessible addresses of a live block of that geometry
+    /// (device addresses equal host addresses: UVA, SVM, or host memory) that outlives the
+    /// client, and no other client half may use the block's ports meanwhile.
+    pub unsafe fn from_image(image: &[u8], lane_size: usize) -> Result<Client> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_image_with_stop(image, lane_size, None) }
+    }
+
+    /// [`from_image`](Self::from_image) whose waits give up once `stop` is true.
+    ///
+    /// # Safety
+    /// As for `from_image`.
+    pub(crate) unsafe fn from_image_with_stop(
+        image: &[u8],
+        lane_size: usize,
+        stop: Option<Arc<AtomicBool>>,
+    ) -> Result<Client> {
+        let bad = |detail: String| Error::invalid("rpc::Client::from_image", detail);
+        let layout = Layout::from_client_size(image.len()).ok_or_else(|| {
+            bad(format!(
+                "a client image has {} or {} bytes, not {}",
+                Layout::Current.client_image_size(),
+                Layout::PreDoorbell.client_image_size(),
+                image.len()
+            ))
+        })?;
+        let word = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().expect("8 bytes")); // ok: in bounds of a checked size
+        let ports = u32::from_le_bytes(image[0..4].try_into().expect("4 bytes")) as usize; // ok: as above
+        let geo = Geometry::new(layout, ports, lane_size)?;
+        // The first pointer is the block's start in both layouts (doorbell, or inbox at 0).
+        let base = word(8);
+        let expected = geo.client_image(base);
+        let pointers = layout.pointers_end();
+        if base == 0 || !base.is_multiple_of(8) || image[..pointers] != expected[..pointers] {
+            return Err(bad(format!(
+                "the image's pointers do not describe one {layout:?} block of {ports} ports \
+                 at {base:#x}"
+            )));
+        }
+        // SAFETY: the caller's contract: `base` is a live block of `geo`'s size.
+        let mem = unsafe { HostMem::new(base as *mut u8, geo.allocation_size()) };
+        Ok(Client {
+            side: Side::Image(Arc::new(ImageSide {
+                process: Process::new(mem, geo, false, stop, None, None),
+                next_port: AtomicUsize::new(0),
+            })),
+        })
+    }
+
+    fn process(&self) -> &Process {
+        match &self.side {
+            Side::Server(inner) => &inner.client,
+            Side::Image(side) => &side.process,
+        }
+    }
+
+    fn next_port(&self) -> &AtomicUsize {
+        match &self.side {
+            Side::Server(inner) => &inner.next_port,
+            Side::Image(side) => &side.next_port,
+        }
     }
 
     /// Packet slots per port of the block (the warp width this client may use).
     pub fn lane_size(&self) -> usize {
-        self.inner.client.geometry().lane_size
+        self.process().geometry().lane_size
     }
 
     /// Opens a port for `opcode` with only lane 0 active.
@@ -65,9 +154,9 @@ impl Client {
                 format!("lane mask {mask:#x} is empty or names lanes past the lane size {lanes}"),
             ));
         }
-        let p = self.inner.client.geometry().port_count;
-        let hint = self.inner.next_port.fetch_add(1, Ordering::Relaxed) % p;
-        self.inner.client.open(opcode, mask, hint)
+        let p = self.process().geometry().port_count;
+        let hint = self.next_port().fetch_add(1, Ordering::Relaxed) % p;
+        self.process().open(opcode, mask, hint)
     }
 
     /// Sends `request` (any size) under `opcode` and returns the reply stream; the exchange of

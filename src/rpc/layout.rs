@@ -38,7 +38,7 @@ impl Layout {
     }
 
     /// Offset of the lock bitmap in the `Client` struct (after the count and the pointers).
-    const fn pointers_end(self) -> usize {
+    pub(crate) const fn pointers_end(self) -> usize {
         match self {
             Layout::Current => 48,
             Layout::PreDoorbell => 40,

@@ -19,6 +19,7 @@ compile_error!("the RPC block is little-endian; big-endian hosts are not support
 
 mod client;
 mod executor;
+mod launches;
 pub mod layout;
 mod mem;
 mod opencl;
@@ -31,7 +32,7 @@ mod services;
 mod tests;
 
 pub use client::{Client, PrintfArg};
-pub use executor::{EXECUTOR_PORTS, ExecutorRpc};
+pub use executor::{CLIENT_SYMBOL, EXECUTOR_PORTS, ExecutorRpc};
 pub use layout::{Geometry, Layout};
 pub use mem::{HostMem, LockWord, Mem};
 pub use opencl::OPENCL_CLIENT_SOURCE;

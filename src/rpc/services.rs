@@ -43,6 +43,7 @@ pub(crate) struct ServiceState {
     pub(crate) stdout: Sink,
     pub(crate) stderr: Sink,
     pub(crate) exits: Mutex<Vec<KernelExit>>,
+    pub(crate) launches: super::launches::Launches,
     pub(crate) allocator: RwLock<Option<Allocator>>,
     host_blocks: Mutex<HashMap<u64, Box<[u64]>>>,
     pub(crate) host_functions: RwLock<HashMap<u64, HostFunction>>,
@@ -208,7 +209,8 @@ impl Server {
         *self.inner.services.stderr.lock() = w;
     }
 
-    /// `exit` / `abort` calls recorded since the last call.
+    /// `exit` / `abort` calls recorded since the last call while no RPC launch of an executor
+    /// ran (those are charged to the launches instead: they fail their streams).
     pub fn take_exits(&self) -> Vec<KernelExit> {
         std::mem::take(&mut *self.inner.services.exits.lock())
     }
@@ -251,14 +253,22 @@ pub(crate) fn install_builtins(server: &Server) {
         let s = server.weak();
         server.register(code, move |port| {
             port.recv_and_send(|_, _| {})?;
+            // The caller waits for this handshake, so it is running now (see launches.rs).
+            let ticket = s
+                .upgrade()
+                .and_then(|s| s.services.launches.exit_begun(!exit));
             let mut status = 0i32;
             port.recv(|_, p| status = p[0] as u32 as i32)?;
+            let what = if exit {
+                KernelExit::Exit(status)
+            } else {
+                KernelExit::Abort
+            };
             if let Some(s) = s.upgrade() {
-                s.services.exits.lock().push(if exit {
-                    KernelExit::Exit(status)
-                } else {
-                    KernelExit::Abort
-                });
+                match ticket {
+                    Some(t) => s.services.launches.exit_done(t, what),
+                    None => s.services.exits.lock().push(what),
+                }
             }
             Ok(())
         });

@@ -616,6 +616,26 @@ unsafe impl Driver for CudaDriver {
         Ok(RawFunction(unsafe { f.assume_init() } as usize))
     }
 
+    fn module_global(&self, m: RawModule, name: &str) -> Result<Option<(u64, usize)>> {
+        let cname = CString::new(name).map_err(|_| {
+            Error::invalid(
+                "get_kernel",
+                format!("global name {name:?} contains a NUL byte"),
+            )
+        })?;
+        self.bind()?;
+        let (mut ptr, mut bytes) = (0, 0usize);
+        // SAFETY: a live module and a NUL-terminated name; writes an address and a size.
+        let r = unsafe {
+            sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, m.0 as sys::CUmodule, cname.as_ptr())
+        };
+        match r {
+            sys::CUresult::CUDA_SUCCESS => Ok(Some((ptr, bytes))),
+            sys::CUresult::CUDA_ERROR_NOT_FOUND => Ok(None),
+            e => Err(cu_error("cuModuleGetGlobal", result::DriverError(e))),
+        }
+    }
+
     unsafe fn launch(
         &self,
         f: RawFunction,

@@ -122,7 +122,19 @@ impl<D: Driver> GpuExecutor<D> {
         // A PTX entry list our parser cannot read leaves the kernel unchecked rather than
         // refusing PTX the driver accepted.
         let entries = image.ptx.as_deref().and_then(|t| parse_entries(t).ok());
-        let module = Arc::new(GpuModule { raw, entries });
+        let rpc_client = match self.drv.module_global(raw, crate::rpc::CLIENT_SYMBOL) {
+            Ok(g) => g,
+            Err(e) => {
+                // SAFETY: just loaded; nothing uses it.
+                unsafe { self.drv.module_unload(raw) };
+                return Err(e);
+            }
+        };
+        let module = Arc::new(GpuModule {
+            raw,
+            entries,
+            rpc_client,
+        });
         self.modules.lock().insert(image.bytes, module.clone());
         Ok((module, image.kernel_name))
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{Driver, RawFunction, RawModule};
 use crate::error::Result;
 use crate::kernel::ParamKind;
-use crate::platform::interface::KernelInterface;
+use crate::platform::interface::{DeviceAddress, KernelInterface};
 use crate::ptx::{PtxEntry, check_signature};
 
 /// A loaded module; unloaded by its executor when the executor drops (after the device is
@@ -16,6 +16,8 @@ pub(crate) struct GpuModule {
     pub(crate) raw: RawModule,
     /// `.entry` declarations when the image was PTX.
     pub(crate) entries: Option<Vec<PtxEntry>>,
+    /// Address and size of its `__llvm_rpc_client` global, when it defines one.
+    pub(crate) rpc_client: Option<(u64, usize)>,
 }
 
 /// A kernel of device `D`.
@@ -62,5 +64,9 @@ impl<D: Driver> KernelInterface for GpuKernel<D> {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+
+    fn rpc_client_symbol(&self) -> Option<(DeviceAddress, usize)> {
+        self._module.rpc_client.map(|(a, n)| (DeviceAddress(a), n))
     }
 }

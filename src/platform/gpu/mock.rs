@@ -146,6 +146,30 @@ impl MockMemory {
 struct Function {
     name: String,
     sizes: Vec<usize>,
+    module: usize,
+}
+
+/// A loaded module: its PTX entries and its globals (name → address, size).
+struct MockModule {
+    entries: Vec<PtxEntry>,
+    globals: HashMap<String, (u64, usize)>,
+}
+
+/// Device code the test supplies for a kernel name: it runs in stream order and gets the
+/// bytes of the module's `__llvm_rpc_client` (empty when the module has none) as the device
+/// would see them when the kernel starts. An `Err` is the kernel's fault.
+pub(crate) type DeviceCode = Arc<dyn Fn(&[u8]) -> Result<()> + Send + Sync>;
+
+/// The globals a PTX module declares as `.global ... .b8 NAME[SIZE]`.
+fn ptx_globals(ptx: &str) -> Vec<(String, usize)> {
+    ptx.lines()
+        .filter(|l| l.contains(".global") && !l.contains(".entry"))
+        .filter_map(|l| {
+            let decl = l.trim().trim_end_matches(';').split_whitespace().last()?;
+            let (name, rest) = decl.split_once('[')?;
+            Some((name.to_string(), rest.trim_end_matches(']').parse().ok()?))
+        })
+        .collect()
 }
 
 /// The simulated driver.
@@ -154,8 +178,14 @@ pub(crate) struct MockDriver {
     next: AtomicUsize,
     streams: Mutex<HashMap<usize, Arc<MockStream>>>,
     events: Mutex<HashMap<usize, Arc<MockEvent>>>,
-    modules: Mutex<HashMap<usize, Vec<PtxEntry>>>,
+    modules: Mutex<HashMap<usize, MockModule>>,
     functions: Mutex<HashMap<usize, Arc<Function>>>,
+    /// Warp size of the described device (32 like NVIDIA, 64 like AMD wavefronts).
+    warp: u32,
+    /// Maps page-locked host memory (with one address space: the device address is the host
+    /// pointer, as with CUDA UVA).
+    mapped: bool,
+    device_code: Mutex<HashMap<String, DeviceCode>>,
 }
 
 impl MockDriver {
@@ -167,7 +197,24 @@ impl MockDriver {
             events: Mutex::default(),
             modules: Mutex::default(),
             functions: Mutex::default(),
+            warp: 32,
+            mapped: false,
+            device_code: Mutex::default(),
         }
+    }
+
+    /// A device with mapped host memory and warp size `warp`, for RPC tests.
+    pub(crate) fn mapped(warp: u32) -> Self {
+        MockDriver {
+            warp,
+            mapped: true,
+            ..MockDriver::new()
+        }
+    }
+
+    /// Runs `code` for launches of kernels named `name`.
+    pub(crate) fn set_device_code(&self, name: &str, code: DeviceCode) {
+        self.device_code.lock().insert(name.into(), code);
     }
 
     fn id(&self) -> usize {
@@ -223,13 +270,13 @@ unsafe impl Driver for MockDriver {
             max_threads_per_block: 1024,
             max_block_dims: [1024, 1024, 64],
             max_grid_dims: [u32::MAX, 65535, 65535],
-            warp_size: 32,
+            warp_size: self.warp,
             shared_memory_per_block: 48 << 10,
             clock_rate_khz: None,
             compute_capability: Some((7, 0)),
             isa: None,
             unified_memory: false,
-            host_mapped_memory: false,
+            host_mapped_memory: self.mapped,
             max_allocation: 1 << 30,
         })
     }
@@ -259,7 +306,7 @@ unsafe impl Driver for MockDriver {
     }
 
     fn host_alloc(&self, bytes: usize, mapped: bool) -> Result<*mut u8> {
-        if mapped {
+        if mapped && !self.mapped {
             return Err(Error::unsupported("mock", "host_alloc", "no mapped memory"));
         }
         let layout = std::alloc::Layout::from_size_align(bytes, 4096).unwrap();
@@ -271,7 +318,10 @@ unsafe impl Driver for MockDriver {
         // Leaked: the mock does not track host allocation sizes.
     }
 
-    unsafe fn host_device_pointer(&self, _ptr: *mut u8) -> Result<u64> {
+    unsafe fn host_device_pointer(&self, ptr: *mut u8) -> Result<u64> {
+        if self.mapped {
+            return Ok(ptr as u64);
+        }
         Err(Error::unsupported(
             "mock",
             "host_device_pointer",
@@ -471,9 +521,16 @@ unsafe impl Driver for MockDriver {
     }
 
     fn module_load(&self, image: &ModuleImage) -> Result<RawModule> {
-        let entries = parse_entries(image.ptx.as_deref().unwrap_or(""))?;
+        let ptx = image.ptx.as_deref().unwrap_or("");
+        let entries = parse_entries(ptx)?;
+        let mut globals = HashMap::new();
+        for (name, size) in ptx_globals(ptx) {
+            globals.insert(name, (self.mem_alloc(size.max(1) as u64)?, size));
+        }
         let id = self.id();
-        self.modules.lock().insert(id, entries);
+        self.modules
+            .lock()
+            .insert(id, MockModule { entries, globals });
         Ok(RawModule(id))
     }
 
@@ -484,16 +541,22 @@ unsafe impl Driver for MockDriver {
     fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction> {
         let modules = self.modules.lock();
         let entry = modules[&m.0]
+            .entries
             .iter()
             .find(|e| e.name == name)
             .ok_or_else(|| Error::invalid("module_function", format!("no entry {name}")))?;
         let f = Function {
             name: name.into(),
             sizes: entry.params.iter().map(|p| p.size() as usize).collect(),
+            module: m.0,
         };
         let id = self.id();
         self.functions.lock().insert(id, Arc::new(f));
         Ok(RawFunction(id))
+    }
+
+    fn module_global(&self, m: RawModule, name: &str) -> Result<Option<(u64, usize)>> {
+        Ok(self.modules.lock()[&m.0].globals.get(name).copied())
     }
 
     unsafe fn launch(
@@ -517,6 +580,29 @@ unsafe impl Driver for MockDriver {
         let (mem, stream) = (self.mem.clone(), self.stream(s));
         let u32_at = |a: &[u8]| u32::from_ne_bytes(a[..4].try_into().unwrap());
         let st = stream.clone();
+        if let Some(code) = self.device_code.lock().get(&f.name).cloned() {
+            let client = self.modules.lock()[&f.module]
+                .globals
+                .get(crate::rpc::CLIENT_SYMBOL)
+                .copied();
+            stream.push(Box::new(move || {
+                let image = client
+                    .and_then(|(a, n)| mem.with(a, n, "device code", |d| d.to_vec()))
+                    .unwrap_or_default();
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| code(&image)));
+                let failure = match r {
+                    Ok(Ok(())) => return,
+                    Ok(Err(e)) => e.to_string(),
+                    Err(p) => format!("panicked: {}", crate::error::panic_message(p.as_ref())),
+                };
+                st.error.lock().get_or_insert(Error::KernelFault {
+                    platform: "mock".into(),
+                    kernel: f.name.clone(),
+                    detail: failure,
+                });
+            }));
+            return Ok(());
+        }
         stream.push(Box::new(move || match f.name.as_str() {
             "affine" => {
                 let x = u64::from_ne_bytes(args[0][..8].try_into().unwrap());

@@ -237,6 +237,9 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
     unsafe fn module_unload(&self, m: RawModule);
     /// The kernel `name` of module `m`.
     fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction>;
+    /// The device address and byte size of the global variable `name` in module `m`
+    /// (`cuModuleGetGlobal`, `hipModuleGetGlobal`); `Ok(None)` when the module has none.
+    fn module_global(&self, m: RawModule, name: &str) -> Result<Option<(u64, usize)>>;
     /// Launches `f` on `s`.
     ///
     /// # Safety
@@ -255,5 +258,7 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
 
 #[cfg(test)]
 mod mock;
+#[cfg(test)]
+mod rpc_tests;
 #[cfg(test)]
 mod tests;

@@ -475,6 +475,31 @@ unsafe impl Driver for HipDriver {
         Ok(RawFunction(f as usize))
     }
 
+    fn module_global(&self, m: RawModule, name: &str) -> Result<Option<(u64, usize)>> {
+        let cname = CString::new(name).map_err(|_| {
+            Error::invalid(
+                "get_kernel",
+                format!("global name {name:?} contains a NUL byte"),
+            )
+        })?;
+        self.bind()?;
+        let (mut ptr, mut bytes) = (std::ptr::null_mut(), 0usize);
+        // SAFETY: a live module and a NUL-terminated name; writes an address and a size.
+        let r = unsafe {
+            ffi::hipModuleGetGlobal(
+                &mut ptr,
+                &mut bytes,
+                m.0 as hip_runtime_sys::hipModule_t,
+                cname.as_ptr(),
+            )
+        };
+        match r {
+            HipStatus::SUCCESS => Ok(Some((ptr as u64, bytes))),
+            HipStatus::NOT_FOUND => Ok(None),
+            e => Err(hip_error("hipModuleGetGlobal", e)),
+        }
+    }
+
     unsafe fn launch(
         &self,
         f: RawFunction,

@@ -23,6 +23,8 @@ impl HipStatus {
     pub(crate) const NOT_READY: HipStatus = HipStatus(600);
     pub(crate) const NO_DEVICE: HipStatus = HipStatus(100);
     pub(crate) const PEER_ACCESS_ALREADY_ENABLED: HipStatus = HipStatus(704);
+    /// `hipErrorNotFound`: e.g. no global of that name in a module.
+    pub(crate) const NOT_FOUND: HipStatus = HipStatus(500);
 }
 
 unsafe extern "C" {
@@ -103,6 +105,12 @@ unsafe extern "C" {
     pub(crate) fn hipModuleUnload(m: hipModule_t) -> HipStatus;
     pub(crate) fn hipModuleGetFunction(
         f: *mut hipFunction_t,
+        m: hipModule_t,
+        name: *const c_char,
+    ) -> HipStatus;
+    pub(crate) fn hipModuleGetGlobal(
+        d: *mut *mut c_void,
+        bytes: *mut usize,
         m: hipModule_t,
         name: *const c_char,
     ) -> HipStatus;
