@@ -254,6 +254,7 @@ fn stress(threads: usize, calls: usize, large_one_in: u32) {
     let thread = server(Layout::Current, 64, 1).spawn();
     let client = thread.client();
     let bytes = std::sync::atomic::AtomicU64::new(0);
+    let t0 = std::time::Instant::now();
     std::thread::scope(|scope| {
         for t in 0..threads {
             let client = client.clone();
@@ -277,5 +278,5 @@ fn stress(threads: usize, calls: usize, large_one_in: u32) {
             });
         }
     });
-    eprintln!("stress: {} KiB echoed", bytes.into_inner() / 1024);
+    eprintln!("stress: {} KiB echoed in {:?}", bytes.into_inner() / 1024, t0.elapsed());
 }
