@@ -278,5 +278,9 @@ fn stress(threads: usize, calls: usize, large_one_in: u32) {
             });
         }
     });
-    eprintln!("stress: {} KiB echoed in {:?}", bytes.into_inner() / 1024, t0.elapsed());
+    eprintln!(
+        "stress: {} KiB echoed in {:?}",
+        bytes.into_inner() / 1024,
+        t0.elapsed()
+    );
 }
