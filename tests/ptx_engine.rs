@@ -5,50 +5,14 @@
 
 mod common;
 
+mod ptx_common;
+
+use ptx_common::{HEADER, fault_text, host, launch, ptx_kernel};
 use streamexec::{
-    DevicePtr, Error, MultiKernelLoaderSpec, PlatformManager, SharedMemory, StreamExecutor,
-    TypedKernel,
+    DevicePtr, Error, MultiKernelLoaderSpec, SharedMemory, StreamExecutor, TypedKernel,
 };
 
 use common::{POISON_U32, random_u32s, rng};
-
-fn host() -> StreamExecutor {
-    PlatformManager::platform_with_name("host")
-        .unwrap()
-        .executor_for_device(0)
-        .unwrap()
-}
-
-const HEADER: &str = ".version 7.0\n.target sm_70\n.address_size 64\n";
-
-fn ptx_kernel<A: streamexec::KernelArgs>(
-    exec: &StreamExecutor,
-    body: &str,
-    name: &str,
-) -> TypedKernel<A> {
-    let text = format!("{HEADER}{body}");
-    let spec = MultiKernelLoaderSpec::new(A::ARITY).add_cuda_ptx_in_memory(&text, name);
-    exec.get_kernel(&spec).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn launch<A: streamexec::KernelArgs>(
-    exec: &StreamExecutor,
-    threads: impl Into<streamexec::ThreadDim>,
-    blocks: impl Into<streamexec::BlockDim>,
-    k: &TypedKernel<A>,
-    args: A,
-) -> streamexec::Result<()> {
-    let mut s = exec.create_stream()?;
-    s.then_launch(threads, blocks, k, args);
-    s.block_host_until_done()
-}
-
-fn fault_text(r: streamexec::Result<()>) -> String {
-    match r {
-        Err(e @ Error::KernelFault { .. }) => e.to_string(),
-        other => panic!("expected a KernelFault, got {other:?}"),
-    }
-}
 
 #[test]
 fn add_mystery_value_runs_its_ptx_on_host() {

@@ -2,49 +2,12 @@
 //! PTX kernels. A test binary of its own: the switch belongs to the process-wide host executor,
 //! so turning it on must not reach other tests' launches.
 
-use streamexec::{
-    DevicePtr, Error, MultiKernelLoaderSpec, PlatformManager, StreamExecutor, TypedKernel,
-};
+mod ptx_common;
+
+use ptx_common::{fault_text, host, launch, ptx_kernel};
+use streamexec::{DevicePtr, StreamExecutor, TypedKernel};
 
 const POISON_U32: u32 = 0xDEAD_BEEF;
-
-fn host() -> StreamExecutor {
-    PlatformManager::platform_with_name("host")
-        .unwrap()
-        .executor_for_device(0)
-        .unwrap()
-}
-
-const HEADER: &str = ".version 7.0\n.target sm_70\n.address_size 64\n";
-
-fn ptx_kernel<A: streamexec::KernelArgs>(
-    exec: &StreamExecutor,
-    body: &str,
-    name: &str,
-) -> TypedKernel<A> {
-    let text = format!("{HEADER}{body}");
-    let spec = MultiKernelLoaderSpec::new(A::ARITY).add_cuda_ptx_in_memory(&text, name);
-    exec.get_kernel(&spec).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn launch<A: streamexec::KernelArgs>(
-    exec: &StreamExecutor,
-    threads: u32,
-    blocks: u32,
-    k: &TypedKernel<A>,
-    args: A,
-) -> streamexec::Result<()> {
-    let mut s = exec.create_stream()?;
-    s.then_launch(threads, blocks, k, args);
-    s.block_host_until_done()
-}
-
-fn fault_text(r: streamexec::Result<()>) -> String {
-    match r {
-        Err(e @ Error::KernelFault { .. }) => e.to_string(),
-        other => panic!("expected a KernelFault, got {other:?}"),
-    }
-}
 
 const RACY: &str = r#"
 .visible .entry k(.param .u64 p, .param .u32 racy)

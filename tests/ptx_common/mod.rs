@@ -29,6 +29,22 @@ pub fn load<A: KernelArgs>(exec: &StreamExecutor, ptx: &str, name: &str) -> Type
         .unwrap_or_else(|e| panic!("loading PTX entry `{name}` on host: {e}"))
 }
 
+/// Directives that open every hand-written test module.
+pub const HEADER: &str = ".version 7.0\n.target sm_70\n.address_size 64\n";
+
+/// Loads entry `name` of `body` (a module without its `.version`/`.target` lines).
+pub fn ptx_kernel<A: KernelArgs>(exec: &StreamExecutor, body: &str, name: &str) -> TypedKernel<A> {
+    load(exec, &format!("{HEADER}{body}"), name)
+}
+
+/// The text of the `KernelFault` a launch must have ended with.
+pub fn fault_text(r: Result<()>) -> String {
+    match r {
+        Err(e @ streamexec::Error::KernelFault { .. }) => e.to_string(),
+        other => panic!("expected a KernelFault, got {other:?}"),
+    }
+}
+
 /// One launch on a fresh stream, waited for; the stream's status.
 pub fn launch<A: KernelArgs>(
     exec: &StreamExecutor,
