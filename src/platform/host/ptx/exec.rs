@@ -39,6 +39,54 @@ fn record(
     }
 }
 
+/// Lane `l`'s access of `bytes` at `addr`: resolved (bounds, alignment, mapping) and recorded
+/// for the race checker, or the fault that ends the launch.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn resolve_and_record(
+    res: &mut mem::Resolver,
+    env: &Env<'_>,
+    m: &BlockMem<'_>,
+    race: &mut Option<Box<RaceBlock>>,
+    space: Space,
+    addr: u64,
+    bytes: u64,
+    l: usize,
+    acc: Access,
+) -> Result<Loc, Fault> {
+    let fault = |msg| Fault {
+        pc: acc.pc,
+        lane: acc.tid,
+        msg,
+    };
+    let loc = res
+        .at(env.l, m, space, addr, bytes, l, acc.write)
+        .map_err(fault)?;
+    record(race, loc, bytes as usize, acc).map_err(fault)?;
+    Ok(loc)
+}
+
+/// The block's memory as the memory functions see it, and the block's race recorder.
+#[inline(always)]
+fn block_mem<'a>(
+    sh: &'a mut BlockShared,
+    local: &'a mut [u8],
+    tparam: &'a mut [u8],
+    env: &Env<'_>,
+) -> (BlockMem<'a>, &'a mut Option<Box<RaceBlock>>) {
+    let m = BlockMem {
+        shared: &mut sh.shared,
+        static_shared: sh.static_shared,
+        dynamic_at: sh.dynamic_at,
+        dynamic_len: sh.dynamic_len,
+        local,
+        local_bytes: env.prog.local_bytes as usize,
+        tparam,
+        tparam_bytes: env.prog.thread_param_bytes as usize,
+    };
+    (m, &mut sh.race)
+}
+
 fn advance(loc: Loc, by: usize) -> Loc {
     match loc {
         Loc::Global(p) => Loc::Global(p.wrapping_add(by)),
@@ -332,37 +380,18 @@ impl Warp {
                         let mut res = mem::Resolver::new();
                         let (wid, step, gpc) = (self.id, self.step, pc);
                         {
-                            let BlockShared {
-                                shared,
-                                static_shared,
-                                dynamic_at,
-                                dynamic_len,
-                                race,
-                                ..
-                            } = &mut *sh;
-                            let m = BlockMem {
-                                shared,
-                                static_shared: *static_shared,
-                                dynamic_at: *dynamic_at,
-                                dynamic_len: *dynamic_len,
-                                local: &mut self.local,
-                                local_bytes: env.prog.local_bytes as usize,
-                                tparam: &mut self.tparam,
-                                tparam_bytes: env.prog.thread_param_bytes as usize,
-                            };
+                            let (m, race) = block_mem(sh, &mut self.local, &mut self.tparam, env);
                             for l in lanes(mask) {
                                 let tid = wid * WARP as u32 + l as u32;
-                                let loc = res
-                                    .at(env.l, &m, *space, addrs[l], total as u64, l, false)
-                                    .map_err(|msg| Fault {
-                                        pc: gpc,
-                                        lane: tid,
-                                        msg,
-                                    })?;
-                                record(
+                                let loc = resolve_and_record(
+                                    &mut res,
+                                    env,
+                                    &m,
                                     race,
-                                    loc,
-                                    total,
+                                    *space,
+                                    addrs[l],
+                                    total as u64,
+                                    l,
                                     Access {
                                         tid,
                                         step,
@@ -370,12 +399,7 @@ impl Warp {
                                         write: false,
                                         atomic: false,
                                     },
-                                )
-                                .map_err(|msg| Fault {
-                                    pc: gpc,
-                                    lane: tid,
-                                    msg,
-                                })?;
+                                )?;
                                 for (k, dk) in d.iter().enumerate().take(n) {
                                     let v = ty.extend(mem::load(
                                         env.l,
@@ -403,37 +427,18 @@ impl Warp {
                     let addrs = self.addresses(addr, mask);
                     let mut res = mem::Resolver::new();
                     let (wid, step, gpc) = (self.id, self.step, pc);
-                    let BlockShared {
-                        shared,
-                        static_shared,
-                        dynamic_at,
-                        dynamic_len,
-                        race,
-                        ..
-                    } = &mut *sh;
-                    let mut m = BlockMem {
-                        shared,
-                        static_shared: *static_shared,
-                        dynamic_at: *dynamic_at,
-                        dynamic_len: *dynamic_len,
-                        local: &mut self.local,
-                        local_bytes: env.prog.local_bytes as usize,
-                        tparam: &mut self.tparam,
-                        tparam_bytes: env.prog.thread_param_bytes as usize,
-                    };
+                    let (mut m, race) = block_mem(sh, &mut self.local, &mut self.tparam, env);
                     for l in lanes(mask) {
                         let tid = wid * WARP as u32 + l as u32;
-                        let loc = res
-                            .at(env.l, &m, *space, addrs[l], total as u64, l, true)
-                            .map_err(|msg| Fault {
-                                pc: gpc,
-                                lane: tid,
-                                msg,
-                            })?;
-                        record(
+                        let loc = resolve_and_record(
+                            &mut res,
+                            env,
+                            &m,
                             race,
-                            loc,
-                            total,
+                            *space,
+                            addrs[l],
+                            total as u64,
+                            l,
                             Access {
                                 tid,
                                 step,
@@ -441,12 +446,7 @@ impl Warp {
                                 write: true,
                                 atomic: false,
                             },
-                        )
-                        .map_err(|msg| Fault {
-                            pc: gpc,
-                            lane: tid,
-                            msg,
-                        })?;
+                        )?;
                         for (k, sk) in s.iter().enumerate().take(n) {
                             let v = match *sk {
                                 Src::Reg(r) => self.regs[r as usize * WARP + l],
@@ -474,24 +474,7 @@ impl Warp {
                     for l in lanes(mask) {
                         let (bv, cv) = (self.val(env, *b, l), self.val(env, *c, l));
                         let tid = wid * WARP as u32 + l as u32;
-                        let BlockShared {
-                            shared,
-                            static_shared,
-                            dynamic_at,
-                            dynamic_len,
-                            race,
-                            ..
-                        } = &mut *sh;
-                        let mut m = BlockMem {
-                            shared,
-                            static_shared: *static_shared,
-                            dynamic_at: *dynamic_at,
-                            dynamic_len: *dynamic_len,
-                            local: &mut self.local,
-                            local_bytes: env.prog.local_bytes as usize,
-                            tparam: &mut self.tparam,
-                            tparam_bytes: env.prog.thread_param_bytes as usize,
-                        };
+                        let (mut m, race) = block_mem(sh, &mut self.local, &mut self.tparam, env);
                         let at = addrs[l];
                         let loc = res
                             .at(env.l, &m, *space, at, size as u64, l, true)
