@@ -241,6 +241,10 @@ fn warp_code(lanes: usize, seed: u64) -> DeviceCode {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "a minute under Miri (32 lanes of simulated device code through the server); the RPC memory code is Miri-checked by rpc::tests"
+)]
 fn device_code_writes_prints_and_calls_a_service_through_the_written_image() {
     for (warp, bytes) in [(32, 2096), (32, 552), (64, 2096)] {
         let seed = 0x5EED ^ bytes as u64 ^ warp as u64;
