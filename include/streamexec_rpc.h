@@ -1,11 +1,12 @@
 /* streamexec_rpc.h: a device-side client of the LLVM GPU libc RPC protocol for CUDA (NVPTX)
- * device code, talking to a streamexec RPC server. Current layout (doorbell, 16384-port lock
+ * and HIP (AMDGPU, 64-lane wavefronts) device code, talking to a streamexec RPC server. Current layout (doorbell, 16384-port lock
  * bitmap, 2096-byte client struct) unless STREAMEXEC_RPC_PRE_DOORBELL is defined (552 bytes).
- * The host copies `rpc::Server::client_image()` into `__llvm_rpc_client`; the server must use
- * lane size 32. Every function is called by all active lanes of a warp together; each lane
+ * The host copies `rpc::Server::client_image()` into `__llvm_rpc_client`; the server's lane size
+ * is the warp size: 32 on NVPTX, 64 on AMDGPU (streamexec picks the device's warp size). Every function is called by all active lanes of a warp together; each lane
  * passes its own data. Memory order follows the protocol: relaxed mailbox loads, an acquire
  * fence after seeing ownership, a release fence before flipping the outbox (clang 19's NVPTX
- * backend selects no acquire/release fence, so these are full `membar.sys` / `membar.gl`). */
+ * backend selects no acquire/release fence, so these are full `membar.sys` / `membar.gl`; on
+ * AMDGPU they are `__builtin_amdgcn_fence` at system / agent scope). */
 #ifndef STREAMEXEC_RPC_H
 #define STREAMEXEC_RPC_H
 
@@ -36,43 +37,76 @@ typedef struct {
 extern __device__ se_rpc_client se_rpc_client_storage __asm__("__llvm_rpc_client");
 __device__ __attribute__((weak)) se_rpc_client se_rpc_client_storage;
 
-typedef struct {
-  uint32_t index;
-  uint32_t out;
-  uint32_t mask;
-  int receive;
-  int owns;
-} se_rpc_port;
-
-#define SE_RPC_LANES 32u
 #define SE_RPC_OPCODE(n) (((uint32_t)'c' << 24) | (n))
 #define SE_RPC_WRITE_TO_STDOUT_NEWLINE SE_RPC_OPCODE(5)
 #define SE_RPC_PRINTF_TO_STDOUT SE_RPC_OPCODE(21)
 
+/* The lane primitives, per target. A mask has one bit per lane of a warp / wavefront. */
+#if defined(__AMDGPU__)
+#define SE_RPC_LANES 64u
+typedef uint64_t se_rpc_mask;
+static __device__ inline uint32_t se_rpc_lane(void) {
+  return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+}
+static __device__ inline se_rpc_mask se_rpc_active(void) { return __builtin_amdgcn_read_exec(); }
+static __device__ inline uint32_t se_rpc_first(se_rpc_mask mask) { return __builtin_ctzll(mask); }
+static __device__ inline se_rpc_mask se_rpc_ballot(se_rpc_mask mask, int p) {
+  return __builtin_amdgcn_ballot_w64(p) & mask;
+}
+/* Every lane of `mask` is active here, so the first active lane is the mask's first lane. */
+static __device__ inline uint32_t se_rpc_bcast(se_rpc_mask mask, uint32_t v) {
+  (void)mask;
+  return __builtin_amdgcn_readfirstlane(v);
+}
+static __device__ inline void se_rpc_sync(se_rpc_mask mask) {
+  (void)mask;
+  __builtin_amdgcn_wave_barrier();
+}
+static __device__ inline void se_rpc_fence_sys(void) { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, ""); }
+static __device__ inline void se_rpc_fence_dev(void) {
+  __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent");
+}
+static __device__ inline void se_rpc_sleep(void) { __builtin_amdgcn_s_sleep(2); }
+#else
+#define SE_RPC_LANES 32u
+typedef uint32_t se_rpc_mask;
 static __device__ inline uint32_t se_rpc_lane(void) { return __nvvm_read_ptx_sreg_laneid(); }
-static __device__ inline uint32_t se_rpc_first(uint32_t mask) { return __builtin_ctz(mask); }
-static __device__ inline uint32_t se_rpc_ballot(uint32_t mask, int p) {
+static __device__ inline se_rpc_mask se_rpc_active(void) { return __nvvm_activemask(); }
+static __device__ inline uint32_t se_rpc_first(se_rpc_mask mask) { return __builtin_ctz(mask); }
+static __device__ inline se_rpc_mask se_rpc_ballot(se_rpc_mask mask, int p) {
   return __nvvm_vote_ballot_sync(mask, p);
 }
-static __device__ inline uint32_t se_rpc_bcast(uint32_t mask, uint32_t v) {
+static __device__ inline uint32_t se_rpc_bcast(se_rpc_mask mask, uint32_t v) {
   return (uint32_t)__nvvm_shfl_sync_idx_i32(mask, (int)v, (int)se_rpc_first(mask), 31);
 }
+static __device__ inline void se_rpc_sync(se_rpc_mask mask) { se_rpc_sync(mask); }
 static __device__ inline void se_rpc_fence_sys(void) { __nvvm_membar_sys(); }
 static __device__ inline void se_rpc_fence_dev(void) { __nvvm_membar_gl(); }
+static __device__ inline void se_rpc_sleep(void) { __nvvm_nanosleep(64); }
+#endif
+
+typedef struct {
+  uint32_t index;
+  uint32_t out;
+  se_rpc_mask mask;
+  int receive;
+  int owns;
+} se_rpc_port;
+
 static __device__ inline uint32_t se_rpc_load(uint32_t *p) {
   return __scoped_atomic_load_n(p, __ATOMIC_RELAXED, __MEMORY_SCOPE_SYSTEM);
 }
 static __device__ inline void se_rpc_wait(se_rpc_port *p, uint32_t in) {
   se_rpc_client *c = &se_rpc_client_storage;
   while (in != p->out) {
-    __nvvm_nanosleep(64);
+    se_rpc_sleep();
     in = se_rpc_load(&c->inbox[p->index]);
   }
   se_rpc_fence_sys();
 }
 static __device__ inline void se_rpc_flip(se_rpc_port *p) {
   se_rpc_client *c = &se_rpc_client_storage;
-  __nvvm_bar_warp_sync(p->mask);
+  se_rpc_sync(p->mask);
   se_rpc_fence_sys();
   p->out ^= 1u;
   if (se_rpc_lane() == se_rpc_first(p->mask))
@@ -83,7 +117,7 @@ static __device__ inline void se_rpc_flip(se_rpc_port *p) {
 /* Opens a free port for `opcode` (waits while all are busy). */
 static __device__ inline se_rpc_port se_rpc_open(uint32_t opcode) {
   se_rpc_client *c = &se_rpc_client_storage;
-  uint32_t mask = __nvvm_activemask();
+  se_rpc_mask mask = se_rpc_active();
   uint32_t first = se_rpc_first(mask);
   for (uint32_t index = 0;; index = (index + 1) % c->port_count) {
     uint32_t bit = 1u << (index % 32);
@@ -106,7 +140,7 @@ static __device__ inline se_rpc_port se_rpc_open(uint32_t opcode) {
       c->header[index].opcode = opcode;
       c->header[index].mask = mask;
     }
-    __nvvm_bar_warp_sync(mask);
+    se_rpc_sync(mask);
     se_rpc_port p = {index, out, mask, 0, 1};
     return p;
   }
@@ -137,7 +171,7 @@ static __device__ inline void se_rpc_recv(se_rpc_port *p, uint64_t data[8]) {
 /* The client never flips on close; it only releases its lock. */
 static __device__ inline void se_rpc_close(se_rpc_port *p) {
   se_rpc_client *c = &se_rpc_client_storage;
-  __nvvm_bar_warp_sync(p->mask);
+  se_rpc_sync(p->mask);
   se_rpc_fence_dev();
   if (se_rpc_lane() == se_rpc_first(p->mask))
     __scoped_atomic_fetch_and(&c->lock[p->index / 32], ~(1u << (p->index % 32)), __ATOMIC_RELAXED,

@@ -19,16 +19,25 @@ cargo test --doc
 # The HIP backend (opt-in feature): builds, links libamdhip64, and fails cleanly without a GPU.
 cargo test --features hip --test hip_platform --test examples
 
-# The CUDA/HIP device-side RPC client header compiles to PTX, and its `__llvm_rpc_client` has
-# the current layout's 2096 bytes.
+# The CUDA/HIP device-side RPC client header compiles for NVPTX (PTX) and AMDGPU, and its
+# `__llvm_rpc_client` has 2096 bytes (current layout) or 552 (STREAMEXEC_RPC_PRE_DOORBELL).
 if command -v clang++-19 >/dev/null 2>&1; then
-    ptx="$(mktemp --suffix=.ptx)"
-    clang++-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib \
-        -Xclang -target-feature -Xclang +ptx70 -Iinclude -S tests/c/rpc_header_check.cu -o "$ptx"
-    grep -q '__llvm_rpc_client\[2096\]' "$ptx"
-    rm -f "$ptx"
+    out="$(mktemp -d)"
+    for define in "" -DSTREAMEXEC_RPC_PRE_DOORBELL; do
+        bytes=2096
+        [[ -n "$define" ]] && bytes=552
+        clang++-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib \
+            -Xclang -target-feature -Xclang +ptx70 -Iinclude $define -S \
+            tests/c/rpc_header_check.cu -o "$out/nvptx.ptx"
+        grep -q "__llvm_rpc_client\[$bytes\]" "$out/nvptx.ptx"
+        clang++-19 -x hip --offload-arch=gfx90a -nogpulib -nogpuinc --cuda-device-only \
+            -Iinclude $define -S tests/c/rpc_header_check_amdgpu.hip -o "$out/amdgpu.s"
+        grep -Eq "\.size[[:space:]]+__llvm_rpc_client, $bytes\$" "$out/amdgpu.s"
+    done
+    rm -rf "$out"
+    echo "include/streamexec_rpc.h compiles for NVPTX and AMDGPU in both layouts"
 else
-    echo "note: clang++-19 not installed; skipping the RPC header PTX check"
+    echo "note: clang++-19 not installed; skipping the RPC header compile checks"
 fi
 
 # The PTX parser under a coverage-guided fuzzer for a few seconds: malformed input is an Err.
