@@ -99,7 +99,7 @@ impl<'a> Parser<'_, 'a> {
         hit
     }
 
-    fn expect(&mut self, text: &str, wanted: &str) -> Result<()> {
+    fn require(&mut self, text: &str, wanted: &str) -> Result<()> {
         let line = self.line();
         let got = self.next(wanted)?;
         if got != text {
@@ -162,7 +162,7 @@ impl<'a> Parser<'_, 'a> {
     /// Skips a `{ ... }` group with balanced braces (`.section` contents).
     fn skip_braces(&mut self) -> Result<()> {
         let line = self.line();
-        self.expect("{", "`{`")?;
+        self.require("{", "`{`")?;
         let mut depth = 1usize;
         while depth > 0 {
             match self.next("`}`") {
@@ -304,7 +304,7 @@ impl<'a> Parser<'_, 'a> {
             None
         } else {
             let open = self.line();
-            self.expect("{", "`{` or `;` after the function's signature")?;
+            self.require("{", "`{` or `;` after the function's signature")?;
             Some(self.statements(open)?)
         };
         Ok(Function {
@@ -321,7 +321,7 @@ impl<'a> Parser<'_, 'a> {
 
     /// `( .param .u32 a, .reg .b64 b )`.
     fn param_list(&mut self) -> Result<Vec<Variable>> {
-        self.expect("(", "`(`")?;
+        self.require("(", "`(`")?;
         let mut out = Vec::new();
         if self.eat(")") {
             return Ok(out);
@@ -331,7 +331,7 @@ impl<'a> Parser<'_, 'a> {
             if self.eat(")") {
                 return Ok(out);
             }
-            self.expect(",", "`,` or `)` in a parameter list")?;
+            self.require(",", "`,` or `)` in a parameter list")?;
         }
     }
 
@@ -349,7 +349,7 @@ impl<'a> Parser<'_, 'a> {
             }
             vars.push(v);
         }
-        self.expect(";", "`;` after a declaration")?;
+        self.require(";", "`;` after a declaration")?;
         Ok(vars)
     }
 
@@ -449,14 +449,14 @@ impl<'a> Parser<'_, 'a> {
                 return self.err(line, format!("register range `<{n}>` is out of range"));
             }
             v.range = Some(n as u32);
-            self.expect(">", "`>`")?;
+            self.require(">", "`>`")?;
         }
         while self.eat("[") {
             if self.eat("]") {
                 v.array.push(None);
             } else {
                 v.array.push(Some(self.number("an array length")?));
-                self.expect("]", "`]`")?;
+                self.require("]", "`]`")?;
             }
         }
         Ok(v)
@@ -473,7 +473,7 @@ impl<'a> Parser<'_, 'a> {
                     if self.eat("}") {
                         break;
                     }
-                    self.expect(",", "`,` or `}` in an initializer")?;
+                    self.require(",", "`,` or `}` in an initializer")?;
                 }
             }
             self.depth -= 1;
@@ -483,7 +483,7 @@ impl<'a> Parser<'_, 'a> {
             self.pos += 2;
             let symbol = self.identifier("a symbol in `generic(...)`")?.to_string();
             let offset = self.offset()?;
-            self.expect(")", "`)`")?;
+            self.require(")", "`)`")?;
             return Ok(Init::Address {
                 symbol,
                 offset,
@@ -659,7 +659,7 @@ impl<'a> Parser<'_, 'a> {
                     } else {
                         self.offset()?
                     };
-                self.expect("]", "`]` closing an address")?;
+                self.require("]", "`]` closing an address")?;
                 Ok(Operand::Address(Address { base, offset }))
             }
             Some("{") => {
@@ -698,7 +698,7 @@ impl<'a> Parser<'_, 'a> {
                 if self.eat(close) {
                     break;
                 }
-                self.expect(",", &format!("`,` or `{close}` in an operand list"))?;
+                self.require(",", &format!("`,` or `{close}` in an operand list"))?;
             }
         }
         self.depth -= 1;
