@@ -11,10 +11,11 @@
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
-use crate::memory::DeviceSlice;
-use crate::platform::canned::{
-    BlasElem, BlasSupport, GemmCall, GemvCall, Level1Call, Level1Op, Operand, Transpose,
+use crate::interface::BlasSupport;
+use crate::interface::blas::{
+    BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand, Transpose,
 };
+use crate::memory::DeviceSlice;
 use crate::stream::Stream;
 
 mod sealed {
@@ -266,7 +267,9 @@ impl Stream {
         if m == 0 || n == 0 || batch == 0 {
             return Ok(());
         }
-        blas.gemm(self.iface(), &call)
+        // SAFETY: every operand was checked by `operand` (owner, extent inside its slice,
+        // which borrows live memory of this executor) and the batch does not overlap C.
+        unsafe { blas.gemm(self.iface(), &call) }
     }
 
     /// `y = alpha·op(A)·x + beta·y` (xGEMV); A is stored `m × n` with leading dimension `lda`.
@@ -327,7 +330,8 @@ impl Stream {
             if ly == 0 {
                 return Ok(());
             }
-            blas.gemv(s.iface(), &call)
+            // SAFETY: every operand was checked by `operand` (owner, extent inside its slice).
+            unsafe { blas.gemv(s.iface(), &call) }
         })
     }
 
@@ -362,7 +366,8 @@ impl Stream {
             if n == 0 {
                 // BLAS returns 0 for an empty reduction; zero bits are 0.0.
                 return match result {
-                    Some(r) => s.iface().memset8(r.addr, 0, T::ELEM.size()),
+                    // SAFETY: `r` was checked by `operand`: one element inside a live slice.
+                    Some(r) => unsafe { s.iface().memset8(r.addr, 0, T::ELEM.size()) },
                     None => Ok(()),
                 };
             }
@@ -376,7 +381,8 @@ impl Stream {
                 incy,
                 result,
             };
-            blas.level1(s.iface(), &call)
+            // SAFETY: every operand was checked by `operand` (owner, extent inside its slice).
+            unsafe { blas.level1(s.iface(), &call) }
         })
     }
 

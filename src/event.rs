@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::executor::StreamExecutor;
-use crate::platform::interface::{EventInterface, EventStatus};
+use crate::interface::{EventInterface, EventStatus};
 
 /// A marker recorded into a stream with `then_record_event`; completes when the work before it
 /// has. Other streams wait for it with `then_wait_for(&event)`. Re-recording moves the marker.

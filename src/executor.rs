@@ -1,18 +1,120 @@
 //! `StreamExecutor`: one device, and everything made on it.
+//!
+//! The executor is where validation above the plugin interface starts: it knows which
+//! allocations of its device are live ([`LiveAllocations`]), so a pointer argument that outlived
+//! its memory is refused at launch on every platform, and it only hands backends ranges that
+//! lie inside memory it allocated.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use bytemuck::Pod;
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::event::{Event, Timer};
-use crate::kernel::{Kernel, KernelArgs, TypedKernel};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::memory::{DeviceMemory, DeviceSlice, HostMemory, UnifiedMemory};
-use crate::platform::DeviceDescription;
-use crate::platform::interface::{MemoryUsage, StreamExecutorInterface};
+use crate::interface::StreamExecutorInterface;
+use crate::kernel::{Kernel, TypedKernel};
+use crate::memory::{DeviceMemory, DeviceSlice, UnifiedMemory};
 use crate::stream::Stream;
+use crate::types::{
+    DeviceAddress, DeviceDescription, HostMemory, KernelArgs, MemoryUsage, MultiKernelLoaderSpec,
+};
+
+/// The live allocations of one executor (base address → size), kept above the backend so that
+/// every platform refuses pointers to freed memory the same way.
+#[derive(Default)]
+pub(crate) struct LiveAllocations {
+    /// Base → (bytes, how many live allocations share that base: zero-sized ones may).
+    map: Mutex<BTreeMap<u64, (u64, u32)>>,
+}
+
+impl LiveAllocations {
+    fn insert(&self, addr: DeviceAddress, bytes: u64) {
+        let mut map = self.map.lock();
+        let e = map.entry(addr.raw()).or_insert((0, 0));
+        e.0 = e.0.max(bytes);
+        e.1 += 1;
+    }
+
+    fn remove(&self, addr: DeviceAddress) {
+        let mut map = self.map.lock();
+        if let Some(e) = map.get_mut(&addr.raw()) {
+            e.1 -= 1;
+            if e.1 == 0 {
+                map.remove(&addr.raw());
+            }
+        }
+    }
+
+    /// True when `[addr, addr + bytes)` lies inside one live allocation.
+    pub(crate) fn contains(&self, addr: DeviceAddress, bytes: u64) -> bool {
+        let map = self.map.lock();
+        map.range(..=addr.raw())
+            .next_back()
+            .is_some_and(|(&base, &(len, _))| {
+                addr.raw()
+                    .checked_add(bytes)
+                    .is_some_and(|end| end <= base.saturating_add(len))
+            })
+    }
+}
+
+/// Allocates for parts of the executor itself (its RPC block, memory kernels `malloc` through
+/// RPC). It keeps the backend and the live set, not a `StreamExecutor` handle, which would be a
+/// reference cycle; what it allocates is registered as live and freed when dropped.
+#[derive(Clone)]
+pub(crate) struct InternalAllocator {
+    iface: Arc<dyn StreamExecutorInterface>,
+    live: Arc<LiveAllocations>,
+}
+
+impl InternalAllocator {
+    fn own(&self, addr: DeviceAddress, bytes: u64) -> OwnedAllocation {
+        self.live.insert(addr, bytes);
+        OwnedAllocation {
+            iface: self.iface.clone(),
+            live: self.live.clone(),
+            addr,
+        }
+    }
+
+    /// `bytes` of device memory.
+    pub(crate) fn allocate(&self, bytes: u64) -> Result<OwnedAllocation> {
+        let addr = self.iface.allocate(bytes)?;
+        Ok(self.own(addr, bytes))
+    }
+
+    /// `bytes` of zeroed unified memory, with its host address.
+    pub(crate) fn allocate_unified(&self, bytes: u64) -> Result<(OwnedAllocation, *mut u8)> {
+        let (addr, host) = self.iface.allocate_unified(bytes)?;
+        Ok((self.own(addr, bytes), host))
+    }
+}
+
+/// An allocation made by an [`InternalAllocator`]: live while it exists, freed on drop.
+pub(crate) struct OwnedAllocation {
+    iface: Arc<dyn StreamExecutorInterface>,
+    live: Arc<LiveAllocations>,
+    addr: DeviceAddress,
+}
+
+impl OwnedAllocation {
+    /// The allocation's device address.
+    pub(crate) fn address(&self) -> DeviceAddress {
+        self.addr
+    }
+}
+
+impl Drop for OwnedAllocation {
+    fn drop(&mut self) {
+        self.live.remove(self.addr);
+        // SAFETY: `addr` is the base of the allocation this value owns, and nothing uses it
+        // after this drop (the owner drops its users first).
+        unsafe { self.iface.deallocate(self.addr) };
+    }
+}
 
 /// A device, with its allocator, kernel loader and stream factory. Cheap to clone: clones share
 /// the device. Memory, streams, kernels and events each hold a clone, so the device stays open
@@ -27,6 +129,8 @@ pub(crate) struct ExecutorShared {
     platform: &'static str,
     ordinal: usize,
     iface: Arc<dyn StreamExecutorInterface>,
+    /// Allocations made through this executor and not yet freed.
+    live: Arc<LiveAllocations>,
     /// The device-initiated RPC server, started on first use (`StreamExecutor::rpc`).
     rpc: std::sync::OnceLock<crate::rpc::ExecutorRpc>,
 }
@@ -45,6 +149,7 @@ impl StreamExecutor {
                 platform,
                 ordinal,
                 iface,
+                live: Arc::default(),
                 rpc: std::sync::OnceLock::new(),
             }),
         }
@@ -74,9 +179,56 @@ impl StreamExecutor {
     pub fn description(&self) -> &DeviceDescription {
         self.inner.iface.description()
     }
-    /// The backend's handle.
-    pub fn interface(&self) -> &Arc<dyn StreamExecutorInterface> {
+    /// The backend (crate-private: user code never reaches a backend object).
+    pub(crate) fn interface(&self) -> &Arc<dyn StreamExecutorInterface> {
         &self.inner.iface
+    }
+
+    /// `InvalidArgument` unless `[addr, addr + bytes)` lies inside one live allocation of this
+    /// executor: what a pointer argument must satisfy at launch.
+    pub(crate) fn check_live(
+        &self,
+        addr: DeviceAddress,
+        bytes: u64,
+        operation: &str,
+    ) -> Result<()> {
+        if self.inner.live.contains(addr, bytes) {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            operation,
+            format!(
+                "{bytes} bytes at {addr} are not inside one live allocation of this {} device {} \
+                 (executor #{}); was the DeviceMemory it came from dropped?",
+                self.platform_name(),
+                self.device_ordinal(),
+                self.id()
+            ),
+        ))
+    }
+
+    /// Frees memory this executor allocated (`DeviceMemory`'s drop).
+    pub(crate) fn release(&self, addr: DeviceAddress) {
+        self.inner.live.remove(addr);
+        // SAFETY: `addr` is the base of an allocation made by `allocate_raw`, released once
+        // by its only owner, which never uses it again; `DevicePtr`s that outlive it fail the
+        // live check at launch.
+        unsafe { self.inner.iface.deallocate(addr) };
+    }
+
+    /// `bytes` of device memory, registered as live.
+    fn allocate_raw(&self, bytes: u64) -> Result<DeviceAddress> {
+        let addr = self.inner.iface.allocate(bytes)?;
+        self.inner.live.insert(addr, bytes);
+        Ok(addr)
+    }
+
+    /// An allocator for parts of the executor itself; see [`InternalAllocator`].
+    pub(crate) fn internal_allocator(&self) -> InternalAllocator {
+        InternalAllocator {
+            iface: self.inner.iface.clone(),
+            live: self.inner.live.clone(),
+        }
     }
     pub(crate) fn rpc_cell(&self) -> &std::sync::OnceLock<crate::rpc::ExecutorRpc> {
         &self.inner.rpc
@@ -164,16 +316,19 @@ impl StreamExecutor {
     /// `len` elements of device memory, contents unspecified.
     pub fn allocate_array<T: Pod>(&self, len: usize) -> Result<DeviceMemory<T>> {
         let bytes = self.bytes_for::<T>(len, "allocate_array")?;
-        let addr = self.inner.iface.allocate(bytes)?;
+        let addr = self.allocate_raw(bytes)?;
         Ok(DeviceMemory::from_raw(self.clone(), addr, len))
     }
 
     /// `len` elements of device memory, zeroed.
     pub fn allocate_zeroed_array<T: Pod>(&self, len: usize) -> Result<DeviceMemory<T>> {
         let mem = self.allocate_array::<T>(len)?;
-        self.inner
-            .iface
-            .memset_sync(mem.address(), 0, mem.size_bytes())?;
+        // SAFETY: the range is the whole of `mem`, a live allocation of this executor.
+        unsafe {
+            self.inner
+                .iface
+                .memset_sync(mem.address(), 0, mem.size_bytes())?
+        };
         Ok(mem)
     }
 
@@ -182,6 +337,7 @@ impl StreamExecutor {
     pub fn allocate_unified<T: Pod>(&self, len: usize) -> Result<UnifiedMemory<T>> {
         let bytes = self.bytes_for::<T>(len, "allocate_unified")?;
         let (addr, host) = self.inner.iface.allocate_unified(bytes)?;
+        self.inner.live.insert(addr, bytes);
         let mem = DeviceMemory::from_raw(self.clone(), addr, len);
         Ok(UnifiedMemory::from_raw(mem, host))
     }
@@ -209,9 +365,12 @@ impl StreamExecutor {
     /// A device copy of `data`.
     pub fn copy_to_device<T: Pod>(&self, data: &[T]) -> Result<DeviceMemory<T>> {
         let mem = self.allocate_array::<T>(data.len())?;
-        self.inner
-            .iface
-            .memcpy_h2d_sync(bytemuck::cast_slice(data), mem.address())?;
+        // SAFETY: `data` has exactly `mem`'s size; `mem` is a live allocation of this executor.
+        unsafe {
+            self.inner
+                .iface
+                .memcpy_h2d_sync(bytemuck::cast_slice(data), mem.address())?
+        };
         Ok(mem)
     }
 
@@ -238,9 +397,13 @@ impl StreamExecutor {
         let dst = dst.into();
         self.check_owner(dst.owner(), "synchronous_memcpy_h2d")?;
         check_same_len(src.len(), dst.len(), "synchronous_memcpy_h2d")?;
-        self.inner
-            .iface
-            .memcpy_h2d_sync(bytemuck::cast_slice(src), dst.address())
+        // SAFETY: `dst` borrows live memory of this executor (owner checked) and `src` has
+        // exactly its size.
+        unsafe {
+            self.inner
+                .iface
+                .memcpy_h2d_sync(bytemuck::cast_slice(src), dst.address())
+        }
     }
 
     /// Copies `src` into `dst` now (lengths must match). Does not wait for streams.
@@ -252,9 +415,13 @@ impl StreamExecutor {
         let src = src.into();
         self.check_owner(src.owner(), "synchronous_memcpy_d2h")?;
         check_same_len(dst.len(), src.len(), "synchronous_memcpy_d2h")?;
-        self.inner
-            .iface
-            .memcpy_d2h_sync(src.address(), bytemuck::cast_slice_mut(dst))
+        // SAFETY: `src` borrows live memory of this executor (owner checked) and `dst` has
+        // exactly its size.
+        unsafe {
+            self.inner
+                .iface
+                .memcpy_d2h_sync(src.address(), bytemuck::cast_slice_mut(dst))
+        }
     }
 
     /// Element 0 of `src`, copied now. Does not wait for streams.

@@ -26,36 +26,45 @@
 //! ```
 #![warn(missing_docs)]
 
-mod blas;
+// The floor: plain types and the one module that touches device bytes.
+mod device_bytes;
 mod error;
+mod types;
+
+// The PTX front end (a leaf) and the RPC protocol (knows no platform).
+pub mod ptx;
+pub mod rpc;
+
+// The plugin interface, the backends behind it, and the registry above them.
+pub mod interface;
+mod platform;
+mod registry;
+
+// The user-facing handles.
+mod blas;
 mod event;
 mod executor;
 mod kernel;
-mod loader_spec;
 mod memory;
-pub mod philox;
-pub mod platform;
-pub mod ptx;
 mod rng;
-pub mod rpc;
 mod stream;
 
 pub use blas::BlasScalar;
 pub use error::{Error, Result};
 pub use event::{Event, Timer};
 pub use executor::StreamExecutor;
-pub use kernel::{
-    ArgList, BlockDim, Dim3, Kernel, KernelArgs, KernelParam, PackedArg, ParamKind, SharedMemory,
-    ThreadDim, TypedKernel,
-};
-pub use loader_spec::{KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec};
-pub use memory::{
-    AlignedHostBuffer, DeviceMemory, DevicePtr, DeviceSlice, HostMemory, HostReadGuard, HostRegion,
-    HostWriteGuard, UnifiedMemory,
-};
-pub use platform::canned::Transpose;
+pub use interface::EventStatus;
+pub use interface::blas::Transpose;
+pub use kernel::{Kernel, TypedKernel};
+pub use memory::{DeviceMemory, DeviceSlice, UnifiedMemory};
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
-pub use platform::interface::{DeviceAddress, EventStatus, MemoryUsage};
-pub use platform::{DeviceDescription, Platform, PlatformInfo, PlatformManager};
+pub use registry::{Platform, PlatformInfo, PlatformManager};
 pub use rng::{GaussianElement, MIN_SEED_BYTES, UniformElement};
 pub use stream::{Stream, Waitable};
+pub use types::philox;
+pub use types::{
+    AlignedHostBuffer, ArgList, ArgView, BlockDim, DeviceAddress, DeviceDescription, DevicePtr,
+    Dim3, HostBuffer, HostMemory, HostReadGuard, HostRegion, HostWriteGuard, InProcessKernel,
+    KernelArgs, KernelFormat, KernelImage, KernelParam, KernelSource, LaunchDims, MemoryUsage,
+    MultiKernelLoaderSpec, PackedArg, ParamKind, RandDistribution, SharedMemory, ThreadDim,
+};

@@ -8,10 +8,13 @@
 use bytemuck::Pod;
 
 use crate::error::{Error, Result};
+use crate::interface::RngSupport;
+use crate::interface::blas::Operand;
+use crate::interface::rng::PhiloxFill;
 use crate::memory::DeviceSlice;
-use crate::philox::{PhiloxStream, seed_words};
-use crate::platform::canned::{Operand, PhiloxFill, RandDistribution, RngSupport};
 use crate::stream::Stream;
+use crate::types::RandDistribution;
+use crate::types::philox::{PhiloxStream, seed_words};
 
 mod sealed {
     pub trait Sealed {}
@@ -173,20 +176,20 @@ impl Stream {
             }
             let count = dst.len() as u64;
             used_blocks = count.div_ceil(dist.elems_per_block());
-            rng.philox_fill(
-                s.iface(),
-                &PhiloxFill {
-                    dst: Operand {
-                        addr: dst.address(),
-                        len: count,
-                    },
-                    count,
-                    key: state.key,
-                    counter_hi: state.counter_hi,
-                    offset: state.offset,
-                    dist,
+            let fill = PhiloxFill {
+                dst: Operand {
+                    addr: dst.address(),
+                    len: count,
                 },
-            )
+                count,
+                key: state.key,
+                counter_hi: state.counter_hi,
+                offset: state.offset,
+                dist,
+            };
+            // SAFETY: `dst` borrows live memory of this executor (owner checked above) with
+            // room for `count` elements of the distribution's size.
+            unsafe { rng.philox_fill(s.iface(), &fill) }
         });
         if let Some(st) = self.rng.as_mut() {
             st.offset = st.offset.wrapping_add(used_blocks);
@@ -202,8 +205,9 @@ mod tests {
     use std::any::Any;
     use std::sync::Arc;
 
-    use crate::platform::interface::*;
-    use crate::platform::{DeviceDescription, PlatformManager};
+    use crate::interface::*;
+    use crate::registry::PlatformManager;
+    use crate::types::{DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage};
     use crate::{Error, MultiKernelLoaderSpec, Result, StreamExecutor, Transpose};
 
     struct NoCanned(Arc<dyn StreamExecutorInterface>);
@@ -215,8 +219,9 @@ mod tests {
         fn allocate(&self, bytes: u64) -> Result<DeviceAddress> {
             self.0.allocate(bytes)
         }
-        fn deallocate(&self, addr: DeviceAddress) {
-            self.0.deallocate(addr)
+        unsafe fn deallocate(&self, addr: DeviceAddress) {
+            // SAFETY: forwarded with the caller's guarantee.
+            unsafe { self.0.deallocate(addr) }
         }
         fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>> {
             self.0.host_allocate(bytes)
@@ -236,14 +241,17 @@ mod tests {
         fn synchronize_all(&self) -> Result<()> {
             self.0.synchronize_all()
         }
-        fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
-            self.0.memcpy_h2d_sync(src, dst)
+        unsafe fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
+            // SAFETY: forwarded with the caller's guarantee.
+            unsafe { self.0.memcpy_h2d_sync(src, dst) }
         }
-        fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
-            self.0.memcpy_d2h_sync(src, dst)
+        unsafe fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
+            // SAFETY: forwarded with the caller's guarantee.
+            unsafe { self.0.memcpy_d2h_sync(src, dst) }
         }
-        fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
-            self.0.memset_sync(dst, value, bytes)
+        unsafe fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+            // SAFETY: forwarded with the caller's guarantee.
+            unsafe { self.0.memset_sync(dst, value, bytes) }
         }
         fn as_any(&self) -> &dyn Any {
             self

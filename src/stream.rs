@@ -12,9 +12,12 @@ use bytemuck::Pod;
 use crate::error::{Error, Result, panic_message};
 use crate::event::{Event, Timer};
 use crate::executor::{StreamExecutor, check_same_len};
-use crate::kernel::{ArgList, BlockDim, Kernel, KernelArgs, PackedArg, ThreadDim, TypedKernel};
-use crate::memory::{DeviceSlice, HostMemory};
-use crate::platform::interface::{LaunchDims, StreamInterface};
+use crate::interface::StreamInterface;
+use crate::kernel::{Kernel, TypedKernel};
+use crate::memory::DeviceSlice;
+use crate::types::{
+    ArgList, ArgView, BlockDim, HostMemory, KernelArgs, LaunchDims, PackedArg, ThreadDim,
+};
 
 /// Something a stream can wait for: an [`Event`] or another [`Stream`].
 pub trait Waitable {
@@ -45,7 +48,7 @@ pub struct Stream {
     iface: Box<dyn StreamInterface>,
     error: Option<Error>,
     /// Philox seed and block offset for `then_populate_rand_*` (src/rng.rs).
-    pub(crate) rng: Option<crate::philox::PhiloxStream>,
+    pub(crate) rng: Option<crate::types::philox::PhiloxStream>,
 }
 
 impl Stream {
@@ -144,7 +147,7 @@ impl Stream {
         let launch = |s: &mut Self| {
             s.enqueue(|s| {
                 kernel.inner.verify_signature(&args.kinds())?;
-                s.launch_packed(threads, blocks, kernel, args.args.clone())
+                s.launch_packed(threads, blocks, kernel, args.as_slice().to_vec())
             });
         };
         if kernel.rpc {
@@ -211,13 +214,16 @@ impl Stream {
         }
         let mut dynamic_shared_bytes = 0u64;
         for (i, a) in args.iter().enumerate() {
-            match a {
-                PackedArg::Pointer { owner, .. } => self.exec.check_owner(
-                    *owner,
-                    &format!("then_launch of `{}` (argument {i})", kernel.name()),
-                )?,
-                PackedArg::SharedMemory { bytes, .. } => dynamic_shared_bytes += bytes,
-                PackedArg::Scalar { .. } => {}
+            match a.view() {
+                ArgView::Pointer { addr, bytes } => {
+                    let what = format!("then_launch of `{}` (argument {i})", kernel.name());
+                    if let Some(owner) = a.owner() {
+                        self.exec.check_owner(owner, &what)?;
+                    }
+                    self.exec.check_live(addr, bytes, &what)?;
+                }
+                ArgView::SharedMemory { bytes, .. } => dynamic_shared_bytes += bytes,
+                ArgView::Scalar(_) => {}
             }
         }
         if dynamic_shared_bytes > desc.shared_memory_per_block {
@@ -232,7 +238,11 @@ impl Stream {
             blocks,
             dynamic_shared_bytes,
         };
-        self.iface.launch(&kernel.inner, &dims, &args)
+        // SAFETY: the geometry and shared memory are within the device's limits, the kernel
+        // was loaded by this executor (and its signature checked at load or above), and every
+        // pointer argument is owned by this executor and inside a live allocation (checked
+        // above).
+        unsafe { self.iface.launch(&kernel.inner, &dims, &args) }
     }
 
     /// Copies `src` to `dst` (same length). `src` stays readable; writing it waits for the copy.
@@ -245,7 +255,9 @@ impl Stream {
         self.enqueue(|s| {
             s.check_slice(&dst, "then_memcpy_h2d")?;
             check_same_len(src.len(), dst.len(), "then_memcpy_h2d")?;
-            s.iface.memcpy_h2d(src.region_for_read(), dst.address())
+            // SAFETY: `dst` borrows live memory of this executor (owner checked); the region
+            // has exactly its size.
+            unsafe { s.iface.memcpy_h2d(src.region_for_read(), dst.address()) }
         })
     }
 
@@ -259,7 +271,9 @@ impl Stream {
         self.enqueue(|s| {
             s.check_slice(&src, "then_memcpy_d2h")?;
             check_same_len(dst.len(), src.len(), "then_memcpy_d2h")?;
-            s.iface.memcpy_d2h(src.address(), dst.region_for_write())
+            // SAFETY: `src` borrows live memory of this executor (owner checked); the region
+            // has exactly its size.
+            unsafe { s.iface.memcpy_d2h(src.address(), dst.region_for_write()) }
         })
     }
 
@@ -283,8 +297,12 @@ impl Stream {
                     ),
                 ));
             }
-            s.iface
-                .memcpy_d2d(src.address(), dst.address(), dst.size_bytes())
+            // SAFETY: both slices borrow live memory of this executor (owners checked) and
+            // have the same size.
+            unsafe {
+                s.iface
+                    .memcpy_d2d(src.address(), dst.address(), dst.size_bytes())
+            }
         })
     }
 
@@ -317,12 +335,16 @@ impl Stream {
                     ),
                 ));
             }
-            s.iface.memcpy_peer(
-                src_exec.interface().as_ref(),
-                src.address(),
-                dst.address(),
-                dst.size_bytes(),
-            )
+            // SAFETY: `src` borrows live memory of `src_exec`, `dst` of this executor (owners
+            // checked), both of the same size.
+            unsafe {
+                s.iface.memcpy_peer(
+                    src_exec.interface().as_ref(),
+                    src.address(),
+                    dst.address(),
+                    dst.size_bytes(),
+                )
+            }
         })
     }
 
@@ -335,7 +357,8 @@ impl Stream {
         let dst = dst.into();
         self.enqueue(|s| {
             s.check_slice(&dst, "then_memset")?;
-            s.iface.memset8(dst.address(), value, dst.size_bytes())
+            // SAFETY: `dst` borrows live memory of this executor (owner checked).
+            unsafe { s.iface.memset8(dst.address(), value, dst.size_bytes()) }
         })
     }
 
@@ -348,7 +371,7 @@ impl Stream {
         let dst = dst.into();
         self.enqueue(|s| {
             s.check_slice(&dst, "then_memset32")?;
-            if dst.size_bytes() % 4 != 0 || dst.address().0 % 4 != 0 {
+            if dst.size_bytes() % 4 != 0 || dst.address().raw() % 4 != 0 {
                 return Err(Error::invalid(
                     "then_memset32",
                     format!(
@@ -358,8 +381,12 @@ impl Stream {
                     ),
                 ));
             }
-            s.iface
-                .memset32(dst.address(), pattern, dst.size_bytes() / 4)
+            // SAFETY: `dst` borrows live memory of this executor (owner checked), 4-aligned
+            // and a whole number of words.
+            unsafe {
+                s.iface
+                    .memset32(dst.address(), pattern, dst.size_bytes() / 4)
+            }
         })
     }
 

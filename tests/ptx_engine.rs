@@ -497,7 +497,7 @@ fn faults_name_instruction_thread_and_address() {
     let k: TypedKernel<(DevicePtr<u32>, u64)> = ptx_kernel(&exec, STORE_AT, "st");
     let buf = exec.copy_to_device(&[0u32; 8]).unwrap();
     let e = fault_text(launch(&exec, 64, 2, &k, (buf.ptr(), 32)));
-    let addr = format!("{:#x}", buf.address().0 + 32);
+    let addr = format!("{:#x}", buf.address().raw() + 32);
     for part in [
         "out-of-bounds",
         "st.global.u32 [%rd3], %r1;",
@@ -583,8 +583,8 @@ const CANNED_O3: &str = include_str!("../kernels/ptx/canned.O3.ptx");
 /// div, conversions): bit-identical to the Rust definition in `streamexec::philox`.
 #[test]
 fn philox_kernels_match_the_rust_definition_bit_for_bit() {
+    use streamexec::RandDistribution;
     use streamexec::philox::{PhiloxStream, generate};
-    use streamexec::platform::canned::RandDistribution;
     let exec = host();
     let stream = PhiloxStream {
         key: [0x1234_5678, 0x9ABC_DEF0],

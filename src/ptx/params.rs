@@ -8,7 +8,7 @@
 //! (size, alignment, kind) that the launch's packed arguments must match.
 
 use crate::error::{Error, Result};
-use crate::kernel::ParamKind;
+use crate::types::ParamKind;
 
 /// A PTX fundamental type, as it appears in a parameter declaration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -518,7 +518,7 @@ mod tests {
         }
     }
 
-    fn kinds<T: crate::kernel::KernelArgs>() -> Vec<ParamKind> {
+    fn kinds<T: crate::types::KernelArgs>() -> Vec<ParamKind> {
         T::signature()
     }
 

@@ -5,7 +5,7 @@
 //! on host, fine-grained SVM on OpenCL); a backend without it (CUDA/HIP until they implement it
 //! with pinned device-mapped memory) gets `Unsupported`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use parking_lot::Mutex;
@@ -14,11 +14,12 @@ use super::Client;
 use super::layout::Layout;
 use super::server::{Server, ServerThread};
 use crate::error::{Error, Result};
-use crate::executor::StreamExecutor;
-use crate::kernel::{BlockDim, KernelArgs, ThreadDim, TypedKernel};
-use crate::memory::DevicePtr;
-use crate::platform::interface::DeviceAddress;
+use crate::executor::{OwnedAllocation, StreamExecutor};
+use crate::kernel::TypedKernel;
 use crate::stream::Stream;
+use crate::types::DeviceAddress;
+use crate::types::DevicePtr;
+use crate::types::{BlockDim, KernelArgs, ThreadDim};
 
 /// Ports of an executor's server (each is one warp's worth of concurrent calls).
 pub const EXECUTOR_PORTS: usize = 64;
@@ -48,7 +49,7 @@ fn default_config(exec: &StreamExecutor) -> (Layout, usize) {
 
 impl ExecutorRpc {
     pub(crate) fn start(exec: &StreamExecutor, layout: Layout, lane_size: usize) -> Result<Self> {
-        let iface = exec.interface().clone();
+        let alloc = exec.internal_allocator();
         let platform = exec.platform_name();
         let host = platform == "host";
         // OpenCL clients keep their port locks in the same block, after the protocol's bytes;
@@ -62,16 +63,49 @@ impl ExecutorRpc {
             // Host kernels are in-process clients: plain memory, and they wake the thread.
             Server::new(layout, EXECUTOR_PORTS, lane_size)?
         } else {
-            Server::in_unified(iface.clone(), layout, EXECUTOR_PORTS, lane_size, locks)?
+            let geo = super::layout::Geometry::new(layout, EXECUTOR_PORTS, lane_size)?;
+            let (block, host) = alloc.allocate_unified((geo.allocation_size() + locks) as u64)?;
+            let device = block.address().raw();
+            // SAFETY: `allocate_unified` gives zeroed, host-coherent bytes for the block and the
+            // locks after it, 64-byte aligned, kept alive (and registered as live) by `block`,
+            // which the server drops only after the halves that point into it.
+            unsafe {
+                Server::with_owner(
+                    layout,
+                    EXECUTOR_PORTS,
+                    lane_size,
+                    host,
+                    device,
+                    Box::new(block),
+                )?
+            }
         };
         let block = (!host).then(|| {
             let bytes = server.geometry().allocation_size() + locks;
-            DevicePtr::from_parts(DeviceAddress(server.device_address()), bytes, exec.id())
+            DevicePtr::from_parts(
+                DeviceAddress::new(server.device_address()),
+                bytes,
+                exec.id(),
+            )
         });
-        let (a, f) = (iface.clone(), iface);
+        // MALLOC'd memory is owned here, by address; FREE releases only what MALLOC gave out,
+        // so a device that frees a garbage address cannot free memory it does not own.
+        let mallocs: std::sync::Arc<Mutex<HashMap<u64, OwnedAllocation>>> = Default::default();
+        let (m, f) = (mallocs.clone(), mallocs);
         server.set_allocator((
-            Box::new(move |bytes| a.allocate(bytes).map(|d| d.0)),
-            Box::new(move |addr| f.deallocate(DeviceAddress(addr))),
+            Box::new(move |bytes| {
+                let a = alloc.allocate(bytes)?;
+                let addr = a.address().raw();
+                m.lock().insert(addr, a);
+                Ok(addr)
+            }),
+            Box::new(move |addr| {
+                if f.lock().remove(&addr).is_none() {
+                    eprintln!(
+                        "streamexec rpc: FREE of {addr:#x}, which MALLOC did not hand out; ignored"
+                    );
+                }
+            }),
         ));
         Ok(ExecutorRpc {
             thread: server.spawn(),
@@ -84,12 +118,15 @@ impl ExecutorRpc {
     /// per symbol (a second write could clear the lock bitmap under running kernels).
     fn write_client(&self, exec: &StreamExecutor, symbol: DeviceAddress) -> Result<()> {
         let mut written = self.written.lock();
-        if written.contains(&symbol.0) {
+        if written.contains(&symbol.raw()) {
             return Ok(());
         }
-        exec.interface()
-            .memcpy_h2d_sync(&self.server().client_image(), symbol)?;
-        written.insert(symbol.0);
+        let image = self.server().client_image();
+        // SAFETY: the backend reported `symbol` as a global of the module it loaded on this
+        // executor (modules live as long as the executor), and the layout was chosen from that
+        // global's size, which is exactly the image's size.
+        unsafe { exec.interface().memcpy_h2d_sync(&image, symbol)? };
+        written.insert(symbol.raw());
         Ok(())
     }
 

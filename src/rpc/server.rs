@@ -15,28 +15,18 @@ use super::mem::{HostMem, backoff};
 use super::port::{Port, Process, Wake};
 use super::{RPC_ERROR, RPC_UNHANDLED_OPCODE};
 use crate::error::{Error, Result, panic_message};
-use crate::memory::AlignedHostBuffer;
-use crate::platform::interface::{DeviceAddress, StreamExecutorInterface};
+use crate::types::AlignedHostBuffer;
 
 /// A handler for one opcode: drives the server side of the exchange on the open port.
 pub type Handler = Arc<dyn Fn(&mut Port<'_>) -> Result<()> + Send + Sync + 'static>;
 
-/// Who owns the block's memory.
+/// Who owns the block's memory (kept alive until the server's halves have dropped).
 pub(crate) enum Backing {
     Owned(#[allow(dead_code)] AlignedHostBuffer),
-    Unified {
-        iface: Arc<dyn StreamExecutorInterface>,
-        addr: DeviceAddress,
-    },
+    /// Memory owned by whoever built the server (an executor's unified allocation), which
+    /// frees it when this value drops.
+    External(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
     Caller,
-}
-
-impl Drop for Backing {
-    fn drop(&mut self) {
-        if let Backing::Unified { iface, addr } = self {
-            iface.deallocate(*addr);
-        }
-    }
 }
 
 pub(crate) struct Inner {
@@ -83,7 +73,7 @@ impl Server {
                 format!("cannot allocate the {}-byte block", geo.allocation_size()),
             )
         })?;
-        let base = crate::platform::interface::HostBuffer::as_ptr(&buf);
+        let base = crate::types::HostBuffer::as_ptr(&buf);
         // SAFETY: `buf` is `allocation_size` zeroed, 64-aligned bytes that `Inner` keeps alive.
         unsafe { Self::build(geo, base, base as u64, Backing::Owned(buf)) }
     }
@@ -114,20 +104,30 @@ impl Server {
         unsafe { Self::build(geo, memory, device_address, Backing::Caller) }
     }
 
-    /// A server in unified memory of `iface` (the executor path), freed through it on drop.
-    pub(crate) fn in_unified(
-        iface: Arc<dyn StreamExecutorInterface>,
+    /// A server whose block lives in memory that `owner` keeps alive (and frees when the
+    /// server drops it, after every use of the block).
+    ///
+    /// # Safety
+    /// As [`with_memory`](Self::with_memory), except that the memory must stay valid while
+    /// `owner` lives rather than until the server drops. The memory is zeroed here.
+    pub(crate) unsafe fn with_owner(
         layout: Layout,
         port_count: usize,
         lane_size: usize,
-        extra: usize,
+        memory: *mut u8,
+        device_address: u64,
+        owner: Box<dyn std::any::Any + Send + Sync>,
     ) -> Result<Server> {
         let geo = Geometry::new(layout, port_count, lane_size)?;
-        let (addr, host) = iface.allocate_unified((geo.allocation_size() + extra) as u64)?;
-        let backing = Backing::Unified { iface, addr };
-        // SAFETY: `allocate_unified` gives zeroed, host-coherent bytes, freed only when `backing`
-        // drops, after the halves that point into them.
-        unsafe { Self::build(geo, host, addr.0, backing) }
+        if memory.is_null() || !(memory as usize).is_multiple_of(8) {
+            return Err(Error::invalid(
+                "rpc::Server::with_owner",
+                format!("the block at {memory:p} is null or not 8-byte aligned"),
+            ));
+        }
+        // SAFETY: the caller's contract; `owner` keeps the bytes alive until the halves that
+        // point into them have dropped (field order of `Inner`).
+        unsafe { Self::build(geo, memory, device_address, Backing::External(owner)) }
     }
 
     /// # Safety

@@ -265,24 +265,18 @@ fn every_platform_produces_the_same_bits() {
                 offset,
             };
             let (dist, size) = match *f {
-                Fill::U32(_) => (streamexec::platform::canned::RandDistribution::U32, 4),
-                Fill::F32(_) => (
-                    streamexec::platform::canned::RandDistribution::UniformF32,
-                    4,
-                ),
-                Fill::F64(_) => (
-                    streamexec::platform::canned::RandDistribution::UniformF64,
-                    8,
-                ),
+                Fill::U32(_) => (streamexec::RandDistribution::U32, 4),
+                Fill::F32(_) => (streamexec::RandDistribution::UniformF32, 4),
+                Fill::F64(_) => (streamexec::RandDistribution::UniformF64, 8),
                 Fill::G32(_, m, sd) => (
-                    streamexec::platform::canned::RandDistribution::GaussianF32 {
+                    streamexec::RandDistribution::GaussianF32 {
                         mean: m.into(),
                         stddev: sd.into(),
                     },
                     4,
                 ),
                 Fill::G64(_, mean, stddev) => (
-                    streamexec::platform::canned::RandDistribution::GaussianF64 { mean, stddev },
+                    streamexec::RandDistribution::GaussianF64 { mean, stddev },
                     8,
                 ),
             };

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 
 use super::PLATFORM;
 use crate::error::{Error, Result};
-use crate::platform::canned::{
+use crate::interface::blas::{
     BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand, Transpose,
 };
 use crate::platform::gpu::{GpuBlas, RawStream};
@@ -57,7 +57,7 @@ fn op(t: Transpose) -> cb::cublasOperation_t {
 
 /// The device pointer of an operand (CUDA device addresses are real pointers).
 fn dptr<T>(o: &Operand) -> *mut T {
-    o.addr.0 as usize as *mut T
+    o.addr.raw() as usize as *mut T
 }
 
 type H = cb::cublasHandle_t;

@@ -9,11 +9,11 @@ use cudarc::driver::{result, sys};
 
 use super::{PLATFORM, cu_error};
 use crate::error::{Error, Result};
-use crate::loader_spec::{KernelImage, MultiKernelLoaderSpec};
-use crate::platform::DeviceDescription;
 use crate::platform::gpu::{
     Driver, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream,
 };
+use crate::types::DeviceDescription;
+use crate::types::{KernelImage, MultiKernelLoaderSpec};
 
 /// One CUDA device and its retained primary context.
 pub(crate) struct CudaDriver {

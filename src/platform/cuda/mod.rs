@@ -14,9 +14,9 @@ use std::sync::Arc;
 use cudarc::driver::{result, sys};
 
 use super::gpu::GpuExecutor;
-use super::interface::{PlatformInterface, StreamExecutorInterface};
 use crate::error::{Error, Result};
-use crate::platform::DeviceDescription;
+use crate::interface::{PlatformInterface, StreamExecutorInterface};
+use crate::types::DeviceDescription;
 pub(crate) use driver::CudaDriver;
 
 pub(crate) const PLATFORM: &str = "cuda";

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use super::stream::GpuStream;
 use super::{Driver, GpuExecutor};
 use crate::error::{Error, Result};
-use crate::kernel::{BlockDim, KernelParam, PackedArg, ParamKind, ThreadDim};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::platform::canned::{
-    BlasSupport, GemmCall, GemvCall, Level1Call, PhiloxFill, RandDistribution, RngSupport,
-};
-use crate::platform::interface::{
-    KernelInterface, LaunchDims, StreamExecutorInterface, StreamInterface,
-};
+use crate::interface::blas::{GemmCall, GemvCall, Level1Call};
+use crate::interface::rng::PhiloxFill;
+use crate::interface::{BlasSupport, RngSupport};
+use crate::interface::{KernelInterface, StreamExecutorInterface, StreamInterface};
+use crate::types::LaunchDims;
+use crate::types::MultiKernelLoaderSpec;
+use crate::types::RandDistribution;
+use crate::types::{BlockDim, Packable, PackedArg, ThreadDim};
 
 /// Threads per block of the fill kernels.
 const THREADS: u64 = 256;
@@ -34,7 +34,7 @@ impl<D: Driver> GpuExecutor<D> {
 }
 
 impl<D: Driver> RngSupport for GpuExecutor<D> {
-    fn philox_fill(&self, stream: &dyn StreamInterface, f: &PhiloxFill) -> Result<()> {
+    unsafe fn philox_fill(&self, stream: &dyn StreamInterface, f: &PhiloxFill) -> Result<()> {
         let Some(ptx) = D::CANNED_PTX else {
             return Err(Error::unsupported(
                 D::PLATFORM,
@@ -57,15 +57,12 @@ impl<D: Driver> RngSupport for GpuExecutor<D> {
         let kernel = self.canned_kernel(ptx, name)?;
         let elem = f.dist.elem_size();
         let mut args = vec![
-            PackedArg::Pointer {
-                addr: f.dst.addr,
-                bytes: f.dst.len * elem,
-                owner: 0,
-                kind: ParamKind::Pointer {
-                    elem_size: elem as usize,
-                    type_name: "random element",
-                },
-            },
+            PackedArg::backend_pointer(
+                f.dst.addr,
+                f.dst.len * elem,
+                elem as usize,
+                "random element",
+            ),
             f.count.pack(),
             f.key[0].pack(),
             f.key[1].pack(),
@@ -92,7 +89,10 @@ impl<D: Driver> RngSupport for GpuExecutor<D> {
             blocks: BlockDim::new(blocks as u32, 1, 1),
             dynamic_shared_bytes: 0,
         };
-        stream.launch(&kernel, &dims, &args)
+        // SAFETY: the canned kernel's parameter list matches `args` (tested against its PTX);
+        // the destination is the validated operand of `fill` (this method's contract); the
+        // grid fits the device (checked above).
+        unsafe { stream.launch(&kernel, &dims, &args) }
     }
 }
 
@@ -108,19 +108,19 @@ fn gpu_stream<'s, D: Driver>(
 }
 
 impl<D: Driver> BlasSupport for GpuExecutor<D> {
-    fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()> {
+    unsafe fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()> {
         let call = *call;
         gpu_stream::<D>(stream, "then_blas_gemm")?
             .submit_driver(move |drv, s| drv.blas()?.gemm(s, &call))
     }
 
-    fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()> {
+    unsafe fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()> {
         let call = *call;
         gpu_stream::<D>(stream, "then_blas_gemv")?
             .submit_driver(move |drv, s| drv.blas()?.gemv(s, &call))
     }
 
-    fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()> {
+    unsafe fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()> {
         let call = *call;
         gpu_stream::<D>(stream, "then_blas_*")?
             .submit_driver(move |drv, s| drv.blas()?.level1(s, &call))

@@ -14,7 +14,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{Driver, RawEvent, RawStream};
 use crate::error::{Error, Result};
-use crate::platform::interface::{EventInterface, EventStatus};
+use crate::interface::{EventInterface, EventStatus};
 
 #[derive(Default)]
 struct Generations {

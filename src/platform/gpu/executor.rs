@@ -12,15 +12,13 @@ use super::kernel::{GpuKernel, GpuModule};
 use super::stream::{GpuStream, StreamShared};
 use super::{Driver, RawModule};
 use crate::error::{Error, Result};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::memory::AlignedHostBuffer;
-use crate::platform::DeviceDescription;
-use crate::platform::interface::{
-    DeviceAddress, EventInterface, HostBuffer, KernelInterface, MemoryUsage,
-    StreamExecutorInterface, StreamInterface,
-};
+use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
 use crate::platform::work_queue::StreamSet;
 use crate::ptx::parse_entries;
+use crate::types::AlignedHostBuffer;
+use crate::types::DeviceDescription;
+use crate::types::MultiKernelLoaderSpec;
+use crate::types::{DeviceAddress, HostBuffer, MemoryUsage};
 
 /// What a device address was allocated as.
 #[derive(Clone, Copy, Debug)]
@@ -182,7 +180,7 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
             .mem_alloc(bytes.max(1))
             .map_err(|e| self.oom(bytes, e))?;
         self.allocs.lock().insert(ptr, Allocation::Device);
-        Ok(DeviceAddress(ptr))
+        Ok(DeviceAddress::new(ptr))
     }
 
     fn allocate_unified(&self, bytes: u64) -> Result<(DeviceAddress, *mut u8)> {
@@ -221,11 +219,11 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         self.allocs
             .lock()
             .insert(dev, Allocation::Mapped(host as usize));
-        Ok((DeviceAddress(dev), host))
+        Ok((DeviceAddress::new(dev), host))
     }
 
-    fn deallocate(&self, addr: DeviceAddress) {
-        let Some(kind) = self.allocs.lock().remove(&addr.0) else {
+    unsafe fn deallocate(&self, addr: DeviceAddress) {
+        let Some(kind) = self.allocs.lock().remove(&addr.raw()) else {
             eprintln!(
                 "streamexec: {}: deallocate of unknown address {addr}",
                 D::PLATFORM
@@ -244,7 +242,7 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
             }
         }
         self.parked.lock().push(Parked {
-            ptr: addr.0,
+            ptr: addr.raw(),
             kind,
             fences,
         });
@@ -353,36 +351,36 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         self.drv.synchronize_device()
     }
 
-    fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
+    unsafe fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
         if src.is_empty() {
             return Ok(());
         }
         // SAFETY: the caller checked the device range.
-        unsafe { self.drv.memcpy_htod(dst.0, src) }
+        unsafe { self.drv.memcpy_htod(dst.raw(), src) }
     }
 
-    fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
+    unsafe fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
         if dst.is_empty() {
             return Ok(());
         }
         // SAFETY: the caller checked the device range.
-        unsafe { self.drv.memcpy_dtoh(dst, src.0) }
+        unsafe { self.drv.memcpy_dtoh(dst, src.raw()) }
     }
 
-    fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+    unsafe fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
         // SAFETY: the caller checked the device range.
-        unsafe { self.drv.memset_d8(dst.0, value, bytes as usize) }
+        unsafe { self.drv.memset_d8(dst.raw(), value, bytes as usize) }
     }
 
-    fn blas(&self) -> Option<&dyn crate::platform::canned::BlasSupport> {
-        D::HAS_BLAS.then_some(self as &dyn crate::platform::canned::BlasSupport)
+    fn blas(&self) -> Option<&dyn crate::interface::BlasSupport> {
+        D::HAS_BLAS.then_some(self as &dyn crate::interface::BlasSupport)
     }
 
-    fn rng(&self) -> Option<&dyn crate::platform::canned::RngSupport> {
-        D::CANNED_PTX.map(|_| self as &dyn crate::platform::canned::RngSupport)
+    fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {
+        D::CANNED_PTX.map(|_| self as &dyn crate::interface::RngSupport)
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use super::{Driver, RawFunction, RawModule};
 use crate::error::Result;
-use crate::kernel::ParamKind;
-use crate::platform::interface::{DeviceAddress, KernelInterface};
+use crate::interface::KernelInterface;
 use crate::ptx::{PtxEntry, check_signature};
+use crate::types::DeviceAddress;
+use crate::types::ParamKind;
 
 /// A loaded module; unloaded by its executor when the executor drops (after the device is
 /// idle), so launches never outlive it.
@@ -67,6 +68,8 @@ impl<D: Driver> KernelInterface for GpuKernel<D> {
     }
 
     fn rpc_client_symbol(&self) -> Option<(DeviceAddress, usize)> {
-        self._module.rpc_client.map(|(a, n)| (DeviceAddress(a), n))
+        self._module
+            .rpc_client
+            .map(|(a, n)| (DeviceAddress::new(a), n))
     }
 }

@@ -17,9 +17,9 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{Driver, GpuBlas, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream};
 use crate::error::{Error, Result};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::platform::DeviceDescription;
 use crate::ptx::{PtxEntry, parse_entries};
+use crate::types::DeviceDescription;
+use crate::types::MultiKernelLoaderSpec;
 
 type Op = Box<dyn FnOnce() + Send>;
 
@@ -634,8 +634,8 @@ unsafe impl Driver for MockDriver {
 /// The Philox fill kernels of kernels/canned.cu, computed with `crate::philox` from the
 /// parameters in the order the PTX declares them; each of `threads` threads writes one block.
 fn philox_kernel(mem: &MockMemory, name: &str, args: &[Vec<u8>], threads: u64) {
-    use crate::philox::{PhiloxStream, generate};
-    use crate::platform::canned::RandDistribution as R;
+    use crate::types::RandDistribution as R;
+    use crate::types::philox::{PhiloxStream, generate};
     let u64_at = |i: usize| u64::from_ne_bytes(args[i][..8].try_into().unwrap());
     let u32_at = |i: usize| u32::from_ne_bytes(args[i][..4].try_into().unwrap());
     let f64_at = |i: usize| f64::from_ne_bytes(args[i][..8].try_into().unwrap());
@@ -665,8 +665,8 @@ fn philox_kernel(mem: &MockMemory, name: &str, args: &[Vec<u8>], threads: u64) {
 
 /// A column-major f32 GEMM (batch 1) in stream order, enough to test the BLAS plumbing.
 impl GpuBlas for MockDriver {
-    fn gemm(&self, s: RawStream, c: &crate::platform::canned::GemmCall) -> Result<()> {
-        use crate::platform::canned::BlasElem;
+    fn gemm(&self, s: RawStream, c: &crate::interface::blas::GemmCall) -> Result<()> {
+        use crate::interface::blas::BlasElem;
         if c.elem != BlasElem::F32
             || c.batch != 1
             || c.trans_a.is_transposed()
@@ -680,8 +680,8 @@ impl GpuBlas for MockDriver {
         }
         let (c, mem) = (*c, self.mem.clone());
         self.on(s, move || {
-            let read = |o: &crate::platform::canned::Operand| {
-                mem.with(o.addr.0, o.len as usize * 4, "gemm", |d| {
+            let read = |o: &crate::interface::blas::Operand| {
+                mem.with(o.addr.raw(), o.len as usize * 4, "gemm", |d| {
                     d.chunks_exact(4)
                         .map(|w| f32::from_ne_bytes(w.try_into().unwrap()))
                         .collect::<Vec<f32>>()
@@ -705,17 +705,17 @@ impl GpuBlas for MockDriver {
                 }
             }
             let bytes: Vec<u8> = out.iter().flat_map(|v| v.to_ne_bytes()).collect();
-            mem.with(c.c.addr.0, bytes.len(), "gemm", |d| {
+            mem.with(c.c.addr.raw(), bytes.len(), "gemm", |d| {
                 d.copy_from_slice(&bytes)
             });
         })
     }
 
-    fn gemv(&self, _s: RawStream, _c: &crate::platform::canned::GemvCall) -> Result<()> {
+    fn gemv(&self, _s: RawStream, _c: &crate::interface::blas::GemvCall) -> Result<()> {
         Err(Error::unsupported("mock", "gemv", "not simulated"))
     }
 
-    fn level1(&self, _s: RawStream, _c: &crate::platform::canned::Level1Call) -> Result<()> {
+    fn level1(&self, _s: RawStream, _c: &crate::interface::blas::Level1Call) -> Result<()> {
         Err(Error::unsupported("mock", "level1", "not simulated"))
     }
 }

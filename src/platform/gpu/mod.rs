@@ -20,8 +20,8 @@ use std::ffi::c_void;
 pub(crate) use executor::GpuExecutor;
 
 use crate::error::Result;
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::platform::DeviceDescription;
+use crate::types::DeviceDescription;
+use crate::types::MultiKernelLoaderSpec;
 
 /// A driver stream handle (`CUstream`, `hipStream_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,11 +51,11 @@ pub(crate) struct ModuleImage {
 /// A vendor BLAS bound to one device (cuBLAS); each call runs on driver stream `s`.
 pub(crate) trait GpuBlas: Send + Sync {
     /// GEMM / strided-batched GEMM.
-    fn gemm(&self, s: RawStream, c: &crate::platform::canned::GemmCall) -> Result<()>;
+    fn gemm(&self, s: RawStream, c: &crate::interface::blas::GemmCall) -> Result<()>;
     /// GEMV.
-    fn gemv(&self, s: RawStream, c: &crate::platform::canned::GemvCall) -> Result<()>;
+    fn gemv(&self, s: RawStream, c: &crate::interface::blas::GemvCall) -> Result<()>;
     /// Level 1.
-    fn level1(&self, s: RawStream, c: &crate::platform::canned::Level1Call) -> Result<()>;
+    fn level1(&self, s: RawStream, c: &crate::interface::blas::Level1Call) -> Result<()>;
 }
 
 /// Host function run by the driver in stream order (releases what async copies borrowed).

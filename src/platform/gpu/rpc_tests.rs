@@ -52,7 +52,9 @@ fn load(
 fn symbol_bytes(exec: &StreamExecutor, k: &TypedKernel<(u32,)>) -> Vec<u8> {
     let (addr, n) = k.kernel.inner.rpc_client_symbol().unwrap();
     let mut out = vec![0xA5u8; n];
-    exec.interface().memcpy_d2h_sync(addr, &mut out).unwrap();
+    // SAFETY: the backend reported `n` bytes of a module global at `addr`; modules live as long
+    // as the executor.
+    unsafe { exec.interface().memcpy_d2h_sync(addr, &mut out) }.unwrap();
     out
 }
 

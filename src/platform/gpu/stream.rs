@@ -13,12 +13,11 @@ use super::executor::GpuExecutor;
 use super::kernel::GpuKernel;
 use super::{Driver, RawStream};
 use crate::error::{Error, Result};
-use crate::kernel::PackedArg;
-use crate::memory::HostRegion;
-use crate::platform::interface::{
-    DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
-};
+use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
 use crate::platform::work_queue::Submitter;
+use crate::types::HostRegion;
+use crate::types::{ArgView, PackedArg};
+use crate::types::{DeviceAddress, LaunchDims};
 
 /// The part of a stream that queued operations and the executor share.
 pub(crate) struct StreamShared<D: Driver> {
@@ -144,7 +143,7 @@ fn release_after<D: Driver>(drv: &D, s: RawStream, keep: Box<dyn Send>) -> Resul
 }
 
 impl<D: Driver> StreamInterface for GpuStream<D> {
-    fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
+    unsafe fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
         if src.is_empty() {
             return Ok(());
         }
@@ -155,13 +154,13 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
             // once the copy is done; the caller checked the device range.
             unsafe {
                 sh.drv
-                    .memcpy_htod_async(dst.0, guard.as_ptr(), guard.len(), sh.raw)?
+                    .memcpy_htod_async(dst.raw(), guard.as_ptr(), guard.len(), sh.raw)?
             };
             release_after(&*sh.drv, sh.raw, Box::new((guard, src)))
         })
     }
 
-    fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
+    unsafe fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
         if dst.is_empty() {
             return Ok(());
         }
@@ -174,13 +173,13 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
             // drops it once the copy is done; the caller checked the device range.
             unsafe {
                 sh.drv
-                    .memcpy_dtoh_async(guard.as_mut_ptr(), src.0, guard.len(), sh.raw)?
+                    .memcpy_dtoh_async(guard.as_mut_ptr(), src.raw(), guard.len(), sh.raw)?
             };
             release_after(&*sh.drv, sh.raw, Box::new((guard, dst)))
         })
     }
 
-    fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
+    unsafe fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
@@ -188,13 +187,13 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         // SAFETY: the caller checked both ranges; deallocation fences keep them live.
         self.shared.submit(move || unsafe {
             sh.drv
-                .memcpy_dtod_async(dst.0, src.0, bytes as usize, sh.raw)
+                .memcpy_dtod_async(dst.raw(), src.raw(), bytes as usize, sh.raw)
         })
     }
 
-    fn memcpy_peer(
+    unsafe fn memcpy_peer(
         &self,
-        src_exec: &dyn crate::platform::interface::StreamExecutorInterface,
+        src_exec: &dyn crate::interface::StreamExecutorInterface,
         src: DeviceAddress,
         dst: DeviceAddress,
         bytes: u64,
@@ -214,21 +213,23 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         // SAFETY: the caller checked both ranges; fences on both devices keep them live.
         self.shared.submit(move || unsafe {
             sh.drv
-                .memcpy_peer_async(dst.0, &src_drv, src.0, bytes as usize, sh.raw)
+                .memcpy_peer_async(dst.raw(), &src_drv, src.raw(), bytes as usize, sh.raw)
         })
     }
 
-    fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+    unsafe fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
         if bytes == 0 {
             return Ok(());
         }
         let sh = self.shared.clone();
         // SAFETY: the caller checked the range; deallocation fences keep it live.
-        self.shared
-            .submit(move || unsafe { sh.drv.memset_d8_async(dst.0, value, bytes as usize, sh.raw) })
+        self.shared.submit(move || unsafe {
+            sh.drv
+                .memset_d8_async(dst.raw(), value, bytes as usize, sh.raw)
+        })
     }
 
-    fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
+    unsafe fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
         if count == 0 {
             return Ok(());
         }
@@ -236,11 +237,11 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         // SAFETY: the caller checked the range and its 4-byte alignment.
         self.shared.submit(move || unsafe {
             sh.drv
-                .memset_d32_async(dst.0, value, count as usize, sh.raw)
+                .memset_d32_async(dst.raw(), value, count as usize, sh.raw)
         })
     }
 
-    fn launch(
+    unsafe fn launch(
         &self,
         kernel: &Arc<dyn KernelInterface>,
         dims: &LaunchDims,
@@ -267,13 +268,13 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         let mut offsets = Vec::with_capacity(args.len());
         for a in args {
             let pointer;
-            let bytes: &[u8] = match a {
-                PackedArg::Scalar { bytes, .. } => bytes,
-                PackedArg::Pointer { addr, .. } => {
-                    pointer = addr.0.to_ne_bytes();
+            let bytes: &[u8] = match a.view() {
+                ArgView::Scalar(bytes) => bytes,
+                ArgView::Pointer { addr, .. } => {
+                    pointer = addr.raw().to_ne_bytes();
                     &pointer
                 }
-                PackedArg::SharedMemory { .. } => continue,
+                ArgView::SharedMemory { .. } => continue,
             };
             let at = storage.len();
             storage.resize(at + bytes.len().div_ceil(8).max(1), 0);

@@ -279,7 +279,7 @@ fn philox_fills_pass_the_ptx_kernels_parameters_in_order() {
 
 #[test]
 fn blas_calls_run_in_stream_order_through_the_drivers_library() {
-    use crate::platform::canned::Transpose;
+    use crate::interface::blas::Transpose;
     let (exec, mem) = executor();
     let (m, n, k) = (7usize, 5usize, 3usize);
     let a: Vec<f32> = words(11, m * k)

@@ -10,11 +10,11 @@ use hip_runtime_sys::{hipDeviceProp_t, hipEvent_t, hipStream_t};
 use super::ffi::{self, HipStatus};
 use super::{BINDINGS_MAJOR, PLATFORM, check, hip_error};
 use crate::error::{Error, Result};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::platform::DeviceDescription;
 use crate::platform::gpu::{
     Driver, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream,
 };
+use crate::types::DeviceDescription;
+use crate::types::MultiKernelLoaderSpec;
 
 /// One HIP device.
 pub(crate) struct HipDriver {

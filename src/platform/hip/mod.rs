@@ -11,9 +11,9 @@ use std::ffi::CStr;
 use std::sync::Arc;
 
 use super::gpu::GpuExecutor;
-use super::interface::{PlatformInterface, StreamExecutorInterface};
 use crate::error::{Error, Result};
-use crate::platform::DeviceDescription;
+use crate::interface::{PlatformInterface, StreamExecutorInterface};
+use crate::types::DeviceDescription;
 use driver::HipDriver;
 use ffi::HipStatus;
 

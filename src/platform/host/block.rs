@@ -20,8 +20,8 @@ use parking_lot::Mutex;
 use super::kernel::{BoundKernel, ThreadCtx};
 use super::memory::{AllocTable, Pinned};
 use crate::error::panic_message;
-use crate::kernel::Dim3;
-use crate::platform::interface::DeviceAddress;
+use crate::types::DeviceAddress;
+use crate::types::Dim3;
 
 /// Stack size of one host-kernel thread. Pages are committed only when touched.
 pub(crate) const THREAD_STACK_BYTES: usize = 256 * 1024;
@@ -72,12 +72,12 @@ pub(crate) struct LaunchCtx {
 impl LaunchCtx {
     /// Host address of `[addr, addr + bytes)` if it lies inside live memory of the executor.
     pub(crate) fn resolve(&self, addr: DeviceAddress, bytes: u64) -> Option<*mut u8> {
-        if let Some(p) = self.pins.iter().find(|p| p.contains(addr.0, bytes)) {
-            return Some(p.at(addr.0));
+        if let Some(p) = self.pins.iter().find(|p| p.contains(addr.raw(), bytes)) {
+            return Some(p.at(addr.raw()));
         }
         let mut extra = self.extra.lock();
-        if let Some(p) = extra.iter().find(|p| p.contains(addr.0, bytes)) {
-            return Some(p.at(addr.0));
+        if let Some(p) = extra.iter().find(|p| p.contains(addr.raw(), bytes)) {
+            return Some(p.at(addr.raw()));
         }
         let pinned = self.table.resolve(addr, bytes)?;
         let ptr = pinned.ptr;

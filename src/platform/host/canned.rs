@@ -8,20 +8,21 @@
 //! copies, compute there with ordinary (vectorised) code, and copy results back. For GEMM the
 //! O(n²) copies are small next to the O(n³) product.
 
+use crate::device_bytes;
 use std::cell::RefCell;
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use super::HostExecutor;
-use super::memory::{self, Pinned};
+use super::memory::Pinned;
 use crate::error::Result;
-use crate::philox::{self, PhiloxStream};
-use crate::platform::canned::{
-    BlasElem, BlasSupport, GemmCall, GemvCall, Level1Call, Level1Op, Operand, PhiloxFill,
-    RngSupport,
-};
-use crate::platform::interface::StreamInterface;
+use crate::interface::StreamInterface;
+use crate::interface::blas::{BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand};
+use crate::interface::rng::PhiloxFill;
+use crate::interface::{BlasSupport, RngSupport};
+use crate::types::philox;
+use crate::types::philox::PhiloxStream;
 
 /// The two element types, with the conversions the loops need.
 trait Real: bytemuck::Pod + Send + Sync + 'static {
@@ -53,12 +54,12 @@ fn read_matrix<T: Real>(p: *const u8, rows: u64, cols: u64, ld: u64) -> Vec<T> {
     let size = size_of::<T>();
     if ld == rows {
         // SAFETY: the stream checked that the operand spans `ld·(cols−1)+rows` elements.
-        unsafe { memory::load_bytes(bytemuck::cast_slice_mut(&mut out), p) };
+        unsafe { device_bytes::load_bytes(bytemuck::cast_slice_mut(&mut out), p) };
     } else {
         for (j, col) in out.chunks_mut(rows.max(1)).enumerate() {
             // SAFETY: column `j` lies inside the checked extent.
             unsafe {
-                memory::load_bytes(bytemuck::cast_slice_mut(col), p.add(j * ld * size));
+                device_bytes::load_bytes(bytemuck::cast_slice_mut(col), p.add(j * ld * size));
             }
         }
     }
@@ -71,7 +72,9 @@ fn write_matrix<T: Real>(p: *mut u8, rows: u64, ld: u64, m: &[T]) {
     let (rows, ld) = (rows as usize, ld as usize);
     for (j, col) in m.chunks(rows.max(1)).enumerate() {
         // SAFETY: column `j` lies inside the checked extent.
-        unsafe { memory::store_bytes(p.add(j * ld * size_of::<T>()), bytemuck::cast_slice(col)) };
+        unsafe {
+            device_bytes::store_bytes(p.add(j * ld * size_of::<T>()), bytemuck::cast_slice(col))
+        };
     }
 }
 
@@ -82,7 +85,7 @@ fn gather<T: Real>(p: *const u8, n: u64, inc: u64) -> Vec<T> {
     }
     (0..n as usize)
         // SAFETY: element `i·inc` lies inside the checked extent.
-        .map(|i| unsafe { memory::load::<T>(p.add(i * inc as usize * size_of::<T>())) })
+        .map(|i| unsafe { device_bytes::load::<T>(p.add(i * inc as usize * size_of::<T>())) })
         .collect()
 }
 
@@ -93,7 +96,7 @@ fn scatter<T: Real>(p: *mut u8, inc: u64, v: &[T]) {
     }
     for (i, x) in v.iter().enumerate() {
         // SAFETY: element `i·inc` lies inside the checked extent.
-        unsafe { memory::store(p.add(i * inc as usize * size_of::<T>()), *x) };
+        unsafe { device_bytes::store(p.add(i * inc as usize * size_of::<T>()), *x) };
     }
 }
 
@@ -130,7 +133,7 @@ fn par_read_matrix<T: Real>(p: *const u8, rows: u64, ld: u64, out: &mut [T]) {
             .enumerate()
             .for_each(|(i, b)| {
                 // SAFETY: inside the checked, pinned extent of `rows · cols` elements.
-                unsafe { memory::load_bytes(b, (p + i * COPY_CHUNK) as *const u8) }
+                unsafe { device_bytes::load_bytes(b, (p + i * COPY_CHUNK) as *const u8) }
             });
     } else {
         out.par_chunks_mut(rows.max(1))
@@ -138,7 +141,10 @@ fn par_read_matrix<T: Real>(p: *const u8, rows: u64, ld: u64, out: &mut [T]) {
             .for_each(|(j, col)| {
                 // SAFETY: column `j` lies inside the checked, pinned extent.
                 unsafe {
-                    memory::load_bytes(bytemuck::cast_slice_mut(col), (p + j * ld * size) as _)
+                    device_bytes::load_bytes(
+                        bytemuck::cast_slice_mut(col),
+                        (p + j * ld * size) as _,
+                    )
                 }
             });
     }
@@ -152,12 +158,14 @@ fn par_write_matrix<T: Real>(p: *mut u8, rows: u64, ld: u64, m: &[T]) {
         let bytes: &[u8] = bytemuck::cast_slice(m);
         bytes.par_chunks(COPY_CHUNK).enumerate().for_each(|(i, b)| {
             // SAFETY: inside the checked, pinned extent.
-            unsafe { memory::store_bytes((p + i * COPY_CHUNK) as *mut u8, b) }
+            unsafe { device_bytes::store_bytes((p + i * COPY_CHUNK) as *mut u8, b) }
         });
     } else {
         m.par_chunks(rows.max(1)).enumerate().for_each(|(j, col)| {
             // SAFETY: column `j` lies inside the checked, pinned extent.
-            unsafe { memory::store_bytes((p + j * ld * size) as _, bytemuck::cast_slice(col)) }
+            unsafe {
+                device_bytes::store_bytes((p + j * ld * size) as _, bytemuck::cast_slice(col))
+            }
         });
     }
 }
@@ -316,7 +324,7 @@ fn level1_on<T: Real>(c: &Level1Call, px: &Pinned, py: Option<&Pinned>, pr: Opti
     let put = |v: f64| {
         let r = pr.expect("reductions carry a result operand"); // ok: built by Stream::level1
         // SAFETY: the result operand spans at least one element.
-        unsafe { memory::store(r.as_ptr(), T::from_f64(v)) }
+        unsafe { device_bytes::store(r.as_ptr(), T::from_f64(v)) }
     };
     let py_ptr = || py.expect("axpy/copy/dot carry y").as_ptr(); // ok: built by Stream::level1
     match c.op {
@@ -351,7 +359,7 @@ impl HostExecutor {
 }
 
 impl BlasSupport for HostExecutor {
-    fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()> {
+    unsafe fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()> {
         let (s, op) = (call.elem.size(), "then_blas_gemm");
         let (a, b) = (
             self.pin_operand(&call.a, s, op)?,
@@ -368,7 +376,7 @@ impl BlasSupport for HostExecutor {
         }))
     }
 
-    fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()> {
+    unsafe fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()> {
         let (s, op) = (call.elem.size(), "then_blas_gemv");
         let (a, x) = (
             self.pin_operand(&call.a, s, op)?,
@@ -385,7 +393,7 @@ impl BlasSupport for HostExecutor {
         }))
     }
 
-    fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()> {
+    unsafe fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()> {
         let (s, op) = (call.elem.size(), "then_blas_level1");
         let x = self.pin_operand(&call.x, s, op)?;
         let y = call.y.map(|y| self.pin_operand(&y, s, op)).transpose()?;
@@ -408,7 +416,7 @@ impl BlasSupport for HostExecutor {
 const FILL_CHUNK: u64 = 4096;
 
 impl RngSupport for HostExecutor {
-    fn philox_fill(&self, stream: &dyn StreamInterface, fill: &PhiloxFill) -> Result<()> {
+    unsafe fn philox_fill(&self, stream: &dyn StreamInterface, fill: &PhiloxFill) -> Result<()> {
         let size = fill.dist.elem_size();
         let dst = self.pin(fill.dst.addr, fill.count * size, "then_populate_rand")?;
         let (pool, fill) = (Arc::clone(&self.pool), *fill);
@@ -428,7 +436,7 @@ impl RngSupport for HostExecutor {
                         let out = &mut buf[..(len * size) as usize];
                         philox::generate(&ps, fill.dist, first, out);
                         // SAFETY: elements `first..first + len` lie inside the pinned range.
-                        unsafe { memory::store_bytes(at(&dst, first, size), out) };
+                        unsafe { device_bytes::store_bytes(at(&dst, first, size), out) };
                     })
             });
             Ok(())

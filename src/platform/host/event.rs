@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::platform::interface::{EventInterface, EventStatus};
+use crate::interface::{EventInterface, EventStatus};
 
 #[derive(Default)]
 struct State {

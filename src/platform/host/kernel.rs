@@ -6,6 +6,7 @@
 //! accessed with relaxed atomics, so threads that race do not cause undefined behaviour; an
 //! out-of-bounds index ends the launch with an error naming the kernel, block and thread.
 
+use crate::device_bytes;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -16,11 +17,10 @@ use bytemuck::Pod;
 use corosensei::Yielder;
 
 use super::block::{AtBarrier, BlockState, Resume, fault};
-use super::memory;
 use crate::error::{Error, Result};
-use crate::kernel::{Dim3, KernelArgs, PackedArg, ParamKind, SharedMemory};
-use crate::memory::DevicePtr;
-use crate::platform::interface::KernelInterface;
+use crate::interface::KernelInterface;
+use crate::types::DevicePtr;
+use crate::types::{Dim3, KernelArgs, PackedArg, ParamKind, SharedMemory};
 
 /// A kernel bound to its arguments, ready to run once per thread.
 pub(crate) type BoundKernel = Arc<dyn Fn(&ThreadCtx<'_>) + Send + Sync>;
@@ -91,6 +91,18 @@ impl std::fmt::Debug for HostKernel {
             self.name,
             self.signature.len()
         )
+    }
+}
+
+impl crate::types::InProcessKernel for HostKernel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn signature(&self) -> &[ParamKind] {
+        &self.signature
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -300,7 +312,7 @@ impl<T: Pod> Global<'_, T> {
         let p = self.at(i, "read");
         // SAFETY: `at` checked bounds, `global` checked alignment; the allocation is pinned for
         // the launch.
-        unsafe { memory::load_aligned(p) }
+        unsafe { device_bytes::load_aligned(p) }
     }
 
     /// Sets element `i`.
@@ -308,7 +320,7 @@ impl<T: Pod> Global<'_, T> {
     pub fn set(&self, i: usize, v: T) {
         let p = self.at(i, "write");
         // SAFETY: as in `get`.
-        unsafe { memory::store_aligned(p, v) }
+        unsafe { device_bytes::store_aligned(p, v) }
     }
 
     /// Bounds check of elements `start..start + len`.
@@ -333,7 +345,7 @@ impl<T: Pod> Global<'_, T> {
     pub fn read_slice(&self, start: usize, out: &mut [T]) {
         let p = self.range(start, out.len(), "read_slice");
         // SAFETY: `range` checked that `out.len()` elements at `p` are pinned device memory.
-        unsafe { memory::load_bytes(bytemuck::cast_slice_mut(out), p) }
+        unsafe { device_bytes::load_bytes(bytemuck::cast_slice_mut(out), p) }
     }
 
     /// Elements `start..start + len` as a plain slice, for vectorised reads.
@@ -364,7 +376,7 @@ impl<T: Pod> Global<'_, T> {
     pub fn write_slice(&self, start: usize, data: &[T]) {
         let p = self.range(start, data.len(), "write_slice");
         // SAFETY: as in `read_slice`.
-        unsafe { memory::store_bytes(p, bytemuck::cast_slice(data)) }
+        unsafe { device_bytes::store_bytes(p, bytemuck::cast_slice(data)) }
     }
 }
 

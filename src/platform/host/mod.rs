@@ -11,6 +11,7 @@ mod ptx;
 mod stream;
 mod sysinfo;
 
+use crate::device_bytes;
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
@@ -18,14 +19,14 @@ use std::sync::{Arc, Weak};
 pub use kernel::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 
 use crate::error::{Error, Result};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::memory::AlignedHostBuffer;
-use crate::platform::DeviceDescription;
-use crate::platform::interface::{
-    DeviceAddress, EventInterface, HostBuffer, KernelInterface, MemoryUsage, PlatformInterface,
-    StreamExecutorInterface, StreamInterface,
+use crate::interface::{
+    EventInterface, KernelInterface, PlatformInterface, StreamExecutorInterface, StreamInterface,
 };
 use crate::platform::work_queue::{StreamSet, WorkQueue};
+use crate::types::AlignedHostBuffer;
+use crate::types::DeviceDescription;
+use crate::types::MultiKernelLoaderSpec;
+use crate::types::{DeviceAddress, HostBuffer, MemoryUsage};
 use event::HostEvent;
 use memory::AllocTable;
 use stream::HostStream;
@@ -38,10 +39,9 @@ pub const SHARED_MEMORY_PER_BLOCK: u64 = 48 * 1024;
 /// The host platform: one device, the machine itself.
 pub(crate) struct HostPlatform;
 
-impl HostPlatform {
-    pub(crate) fn new() -> Self {
-        HostPlatform
-    }
+/// Opens the host platform (always available).
+pub(crate) fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
+    Ok(Arc::new(HostPlatform))
 }
 
 fn describe(ordinal: usize) -> DeviceDescription {
@@ -174,7 +174,7 @@ impl StreamExecutorInterface for HostExecutor {
         Ok((addr, ptr))
     }
 
-    fn deallocate(&self, addr: DeviceAddress) {
+    unsafe fn deallocate(&self, addr: DeviceAddress) {
         // Operations that pinned the allocation keep it alive until they finish.
         self.table.free(addr);
     }
@@ -206,7 +206,7 @@ impl StreamExecutorInterface for HostExecutor {
 
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
         // A native kernel wins; otherwise the PTX engine runs the spec's PTX.
-        let Some(k) = spec.host_kernel() else {
+        let Some(entry) = spec.host_kernel() else {
             if let Some(img) = spec.select_cuda_ptx(None) {
                 return ptx::load(self, spec, img);
             }
@@ -216,6 +216,13 @@ impl StreamExecutorInterface for HostExecutor {
                  which the host platform's PTX engine runs",
             ));
         };
+        let k = entry.as_any().downcast_ref::<HostKernel>().ok_or_else(|| {
+            spec.no_suitable_format(
+                "host",
+                "a HostKernel (the spec's in-process kernel is of a type the host platform does \
+                 not run)",
+            )
+        })?;
         if k.signature().len() != spec.arity() {
             return Err(Error::SignatureMismatch {
                 kernel: k.name().to_string(),
@@ -251,24 +258,24 @@ impl StreamExecutorInterface for HostExecutor {
         Ok(())
     }
 
-    fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
+    unsafe fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
         let dst = self.pin(dst, src.len() as u64, "synchronous_memcpy_h2d")?;
         // SAFETY: pinned for `src.len()` bytes.
-        unsafe { memory::store_bytes(dst.as_ptr(), src) };
+        unsafe { device_bytes::store_bytes(dst.as_ptr(), src) };
         Ok(())
     }
 
-    fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
+    unsafe fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
         let src = self.pin(src, dst.len() as u64, "synchronous_memcpy_d2h")?;
         // SAFETY: pinned for `dst.len()` bytes.
-        unsafe { memory::load_bytes(dst, src.as_ptr()) };
+        unsafe { device_bytes::load_bytes(dst, src.as_ptr()) };
         Ok(())
     }
 
-    fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+    unsafe fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
         let dst = self.pin(dst, bytes, "memset")?;
         // SAFETY: pinned for `bytes` bytes.
-        unsafe { memory::fill_u8(dst.as_ptr(), value, bytes as usize) };
+        unsafe { device_bytes::fill_u8(dst.as_ptr(), value, bytes as usize) };
         Ok(())
     }
 
@@ -276,11 +283,11 @@ impl StreamExecutorInterface for HostExecutor {
         self
     }
 
-    fn blas(&self) -> Option<&dyn crate::platform::canned::BlasSupport> {
+    fn blas(&self) -> Option<&dyn crate::interface::BlasSupport> {
         Some(self)
     }
 
-    fn rng(&self) -> Option<&dyn crate::platform::canned::RngSupport> {
+    fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {
         Some(self)
     }
 }

@@ -1,19 +1,18 @@
 //! Host-platform streams: one worker thread per stream runs its operations in order.
 
+use crate::device_bytes;
 use std::sync::Arc;
 
 use super::HostExecutor;
 use super::block::{LaunchCtx, run_grid};
 use super::event::HostEvent;
 use super::kernel::HostKernel;
-use super::memory;
 use crate::error::{Error, Result};
-use crate::kernel::PackedArg;
-use crate::memory::HostRegion;
-use crate::platform::interface::{
-    DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
-};
+use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
 use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue};
+use crate::types::HostRegion;
+use crate::types::{ArgView, PackedArg};
+use crate::types::{DeviceAddress, LaunchDims};
 
 /// A host-platform stream.
 pub(crate) struct HostStream {
@@ -59,20 +58,20 @@ impl Drop for HostStream {
 }
 
 impl StreamInterface for HostStream {
-    fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
+    unsafe fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
         let dst = self.exec.pin(dst, src.len() as u64, "then_memcpy_h2d")?;
         self.push(
             Box::new(move || {
                 let bytes = src.lock_read();
                 // SAFETY: `dst` pins `bytes.len()` bytes of live device memory.
-                unsafe { memory::store_bytes(dst.as_ptr(), &bytes) };
+                unsafe { device_bytes::store_bytes(dst.as_ptr(), &bytes) };
                 Ok(())
             }),
             None,
         )
     }
 
-    fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
+    unsafe fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
         let src = self.exec.pin(src, dst.len() as u64, "then_memcpy_d2h")?;
         self.push(
             Box::new(move || {
@@ -80,51 +79,51 @@ impl StreamInterface for HostStream {
                     Error::invalid("then_memcpy_d2h", "the host region was lent read-only")
                 })?;
                 // SAFETY: `src` pins `bytes.len()` bytes of live device memory.
-                unsafe { memory::load_bytes(&mut bytes, src.as_ptr()) };
+                unsafe { device_bytes::load_bytes(&mut bytes, src.as_ptr()) };
                 Ok(())
             }),
             None,
         )
     }
 
-    fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
+    unsafe fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
         let src = self.exec.pin(src, bytes, "then_memcpy_d2d")?;
         let dst = self.exec.pin(dst, bytes, "then_memcpy_d2d")?;
         self.push(
             Box::new(move || {
                 // SAFETY: both pinned for `bytes` bytes.
-                unsafe { memory::copy_device(dst.as_ptr(), src.as_ptr(), bytes as usize) };
+                unsafe { device_bytes::copy_device(dst.as_ptr(), src.as_ptr(), bytes as usize) };
                 Ok(())
             }),
             None,
         )
     }
 
-    fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+    unsafe fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
         let dst = self.exec.pin(dst, bytes, "then_memset")?;
         self.push(
             Box::new(move || {
                 // SAFETY: pinned for `bytes` bytes.
-                unsafe { memory::fill_u8(dst.as_ptr(), value, bytes as usize) };
+                unsafe { device_bytes::fill_u8(dst.as_ptr(), value, bytes as usize) };
                 Ok(())
             }),
             None,
         )
     }
 
-    fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
+    unsafe fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
         let dst = self.exec.pin(dst, count * 4, "then_memset32")?;
         self.push(
             Box::new(move || {
                 // SAFETY: pinned for `4 * count` bytes; the caller checked 4-byte alignment.
-                unsafe { memory::fill_u32(dst.as_ptr(), value, count as usize) };
+                unsafe { device_bytes::fill_u32(dst.as_ptr(), value, count as usize) };
                 Ok(())
             }),
             None,
         )
     }
 
-    fn launch(
+    unsafe fn launch(
         &self,
         kernel: &Arc<dyn KernelInterface>,
         dims: &LaunchDims,
@@ -144,23 +143,26 @@ impl StreamInterface for HostStream {
                 )
             })?;
         let name = hk.name().to_string();
-        let mut args = args.to_vec();
+        let mut placed = Vec::with_capacity(args.len());
         let mut pins = Vec::new();
         let mut dynamic = 0u64;
-        for (i, a) in args.iter_mut().enumerate() {
-            match a {
-                PackedArg::Pointer { addr, bytes, .. } => pins.push(self.exec.pin(
-                    *addr,
-                    *bytes,
+        for (i, a) in args.iter().enumerate() {
+            match a.view() {
+                ArgView::Pointer { addr, bytes } => pins.push(self.exec.pin(
+                    addr,
+                    bytes,
                     &format!("then_launch of `{name}` (argument {i})"),
                 )?),
-                PackedArg::SharedMemory { bytes, offset } => {
-                    *offset = dynamic;
+                ArgView::SharedMemory { bytes, .. } => {
+                    placed.push(a.placed_at(dynamic));
                     dynamic += bytes.next_multiple_of(16);
+                    continue;
                 }
-                PackedArg::Scalar { .. } => {}
+                ArgView::Scalar(_) => {}
             }
+            placed.push(a.clone());
         }
+        let args = placed;
         let shared_limit = self.exec.description.shared_memory_per_block as usize;
         if dynamic as usize > shared_limit {
             return Err(Error::LaunchConfig {

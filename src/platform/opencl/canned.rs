@@ -13,13 +13,14 @@ use parking_lot::Mutex;
 
 use super::executor::{OFFSET_BITS, OpenClExecutor};
 use crate::error::{Error, Result};
-use crate::kernel::{BlockDim, KernelParam, PackedArg, ParamKind, ThreadDim};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::platform::canned::{
-    BlasElem, BlasSupport, GemmCall, GemvCall, Level1Call, Level1Op, Operand, PhiloxFill,
-    RandDistribution, RngSupport,
-};
-use crate::platform::interface::{DeviceAddress, KernelInterface, LaunchDims, StreamInterface};
+use crate::interface::blas::{BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand};
+use crate::interface::rng::PhiloxFill;
+use crate::interface::{BlasSupport, RngSupport};
+use crate::interface::{KernelInterface, StreamInterface};
+use crate::types::MultiKernelLoaderSpec;
+use crate::types::RandDistribution;
+use crate::types::{BlockDim, Packable, PackedArg, ThreadDim};
+use crate::types::{DeviceAddress, LaunchDims};
 
 const SOURCE: &str = include_str!("canned.cl");
 
@@ -66,7 +67,7 @@ impl OpenClExecutor {
         let spec = MultiKernelLoaderSpec::new(arity(name))
             .add_opencl_text_in_memory(SOURCE, name)
             .with_opencl_build_options(options);
-        use crate::platform::interface::StreamExecutorInterface;
+        use crate::interface::StreamExecutorInterface;
         let k = self.load_kernel(&spec).map_err(|e| match e {
             Error::KernelLoad { detail, .. } if fp64 => Error::unsupported(
                 super::PLATFORM,
@@ -83,7 +84,12 @@ impl OpenClExecutor {
         Ok(k)
     }
 
-    fn run(
+    /// Launches built-in kernel `name` on `stream`.
+    ///
+    /// # Safety
+    /// `stream` belongs to this executor and every pointer in `args` covers only validated
+    /// operands of the call (the contract of `BlasSupport` / `RngSupport`).
+    unsafe fn run(
         &self,
         stream: &dyn StreamInterface,
         (fp64, name, op): (bool, &'static str, &str),
@@ -97,13 +103,15 @@ impl OpenClExecutor {
             blocks,
             dynamic_shared_bytes: 0,
         };
-        stream.launch(&k, &dims, args)
+        // SAFETY: the kernel is ours, built on this executor with this parameter list; the
+        // pointers are validated operands (this function's contract).
+        unsafe { stream.launch(&k, &dims, args) }
     }
 }
 
 /// The allocation's base pointer (covering `o`) and `o`'s offset in elements.
 fn ptr(o: &Operand, size: u64, op: &str) -> Result<[PackedArg; 2]> {
-    let off = o.addr.0 & ((1 << OFFSET_BITS) - 1);
+    let off = o.addr.raw() & ((1 << OFFSET_BITS) - 1);
     if !off.is_multiple_of(size) {
         return Err(Error::invalid(
             op,
@@ -114,15 +122,12 @@ fn ptr(o: &Operand, size: u64, op: &str) -> Result<[PackedArg; 2]> {
         ));
     }
     Ok([
-        PackedArg::Pointer {
-            addr: DeviceAddress(o.addr.0 - off),
-            bytes: off + o.len * size,
-            owner: 0,
-            kind: ParamKind::Pointer {
-                elem_size: size as usize,
-                type_name: "canned operand",
-            },
-        },
+        PackedArg::backend_pointer(
+            DeviceAddress::new(o.addr.raw() - off),
+            off + o.len * size,
+            size as usize,
+            "canned operand",
+        ),
         (off / size).pack(),
     ])
 }
@@ -150,7 +155,7 @@ fn flag(b: bool) -> PackedArg {
 }
 
 impl BlasSupport for OpenClExecutor {
-    fn gemm(&self, stream: &dyn StreamInterface, c: &GemmCall) -> Result<()> {
+    unsafe fn gemm(&self, stream: &dyn StreamInterface, c: &GemmCall) -> Result<()> {
         const OP: &str = "then_blas_gemm";
         let (size, fp64) = (c.elem.size(), c.elem == BlasElem::F64);
         let [a, offa] = ptr(&c.a, size, OP)?;
@@ -181,10 +186,12 @@ impl BlasSupport for OpenClExecutor {
             .map_err(|_| Error::invalid(OP, format!("batch {} exceeds u32", c.batch)))?;
         let blocks = BlockDim::new(groups(c.m, GEMM_TS, OP)?, groups(c.n, GEMM_TS, OP)?, batch);
         let threads = ThreadDim::new(GEMM_RT, GEMM_RT, 1);
-        self.run(stream, (fp64, "se_gemm", OP), threads, blocks, &args)
+        // SAFETY: `args` points only at the validated operands of this call (the
+        // trait method's contract).
+        unsafe { self.run(stream, (fp64, "se_gemm", OP), threads, blocks, &args) }
     }
 
-    fn gemv(&self, stream: &dyn StreamInterface, c: &GemvCall) -> Result<()> {
+    unsafe fn gemv(&self, stream: &dyn StreamInterface, c: &GemvCall) -> Result<()> {
         const OP: &str = "then_blas_gemv";
         let (size, fp64) = (c.elem.size(), c.elem == BlasElem::F64);
         let [a, offa] = ptr(&c.a, size, OP)?;
@@ -208,16 +215,20 @@ impl BlasSupport for OpenClExecutor {
         ];
         let ly = if c.trans.is_transposed() { c.n } else { c.m };
         let blocks = BlockDim::new(groups(ly, WG, OP)?, 1, 1);
-        self.run(
-            stream,
-            (fp64, "se_gemv", OP),
-            ThreadDim::new(WG as u32, 1, 1),
-            blocks,
-            &args,
-        )
+        // SAFETY: `args` points only at the validated operands of this call (the
+        // trait method's contract).
+        unsafe {
+            self.run(
+                stream,
+                (fp64, "se_gemv", OP),
+                ThreadDim::new(WG as u32, 1, 1),
+                blocks,
+                &args,
+            )
+        }
     }
 
-    fn level1(&self, stream: &dyn StreamInterface, c: &Level1Call) -> Result<()> {
+    unsafe fn level1(&self, stream: &dyn StreamInterface, c: &Level1Call) -> Result<()> {
         let op = format!("then_blas_{}", c.op.name());
         let (size, fp64) = (c.elem.size(), c.elem == BlasElem::F64);
         let [x, offx] = ptr(&c.x, size, &op)?;
@@ -245,7 +256,9 @@ impl BlasSupport for OpenClExecutor {
             ];
             let blocks = BlockDim::new(groups(c.n, WG, &op)?, 1, 1);
             let threads = ThreadDim::new(WG as u32, 1, 1);
-            return self.run(stream, (fp64, "se_level1", &op), threads, blocks, &args);
+            // SAFETY: `args` points only at the validated operands of this call (the
+            // trait method's contract).
+            return unsafe { self.run(stream, (fp64, "se_level1", &op), threads, blocks, &args) };
         }
         let result = c
             .result
@@ -264,18 +277,22 @@ impl BlasSupport for OpenClExecutor {
             offr,
         ];
         let threads = ThreadDim::new(RED_WG, 1, 1);
-        self.run(
-            stream,
-            (fp64, "se_reduce", &op),
-            threads,
-            BlockDim::new(1, 1, 1),
-            &args,
-        )
+        // SAFETY: `args` points only at the validated operands of this call (the
+        // trait method's contract).
+        unsafe {
+            self.run(
+                stream,
+                (fp64, "se_reduce", &op),
+                threads,
+                BlockDim::new(1, 1, 1),
+                &args,
+            )
+        }
     }
 }
 
 impl RngSupport for OpenClExecutor {
-    fn philox_fill(&self, stream: &dyn StreamInterface, f: &PhiloxFill) -> Result<()> {
+    unsafe fn philox_fill(&self, stream: &dyn StreamInterface, f: &PhiloxFill) -> Result<()> {
         let (name, fp64, op, gauss) = match f.dist {
             RandDistribution::U32 => ("se_philox_u32", false, "then_populate_rand_uniform", None),
             RandDistribution::UniformF32 => (
@@ -319,12 +336,16 @@ impl RngSupport for OpenClExecutor {
         }
         let blocks = f.count.div_ceil(f.dist.elems_per_block());
         let grid = BlockDim::new(groups(blocks, WG, op)?, 1, 1);
-        self.run(
-            stream,
-            (fp64, name, op),
-            ThreadDim::new(WG as u32, 1, 1),
-            grid,
-            &args,
-        )
+        // SAFETY: `args` points only at the validated operands of this call (the
+        // trait method's contract).
+        unsafe {
+            self.run(
+                stream,
+                (fp64, name, op),
+                ThreadDim::new(WG as u32, 1, 1),
+                grid,
+                &args,
+            )
+        }
     }
 }

@@ -10,7 +10,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::cl_error;
 use crate::error::{Error, Result};
-use crate::platform::interface::{EventInterface, EventStatus};
+use crate::interface::{EventInterface, EventStatus};
 
 #[derive(Default)]
 enum State {

@@ -26,14 +26,12 @@ use super::memory::{ClAlloc, ClMemory, Reaper, reap};
 use super::stream::{OpenClStream, StreamShared};
 use super::{PLATFORM, cl_error};
 use crate::error::{Error, Result};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::memory::AlignedHostBuffer;
-use crate::platform::DeviceDescription;
-use crate::platform::interface::{
-    DeviceAddress, EventInterface, HostBuffer, KernelInterface, MemoryUsage,
-    StreamExecutorInterface, StreamInterface,
-};
+use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
 use crate::platform::work_queue::StreamSet;
+use crate::types::AlignedHostBuffer;
+use crate::types::DeviceDescription;
+use crate::types::MultiKernelLoaderSpec;
+use crate::types::{DeviceAddress, HostBuffer, MemoryUsage};
 
 /// Bits of a device address that hold the byte offset inside an allocation.
 pub(crate) const OFFSET_BITS: u32 = 40;
@@ -106,7 +104,7 @@ impl OpenClExecutor {
     fn insert(&self, alloc: ClAlloc) -> DeviceAddress {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         self.allocs.write().insert(id, Arc::new(alloc));
-        DeviceAddress(id << OFFSET_BITS)
+        DeviceAddress::new(id << OFFSET_BITS)
     }
 
     /// As [`resolve`](Self::resolve), without building an error (hot paths build it lazily).
@@ -115,8 +113,8 @@ impl OpenClExecutor {
         addr: DeviceAddress,
         bytes: u64,
     ) -> Option<(Arc<ClAlloc>, usize)> {
-        let id = addr.0 >> OFFSET_BITS;
-        let offset = addr.0 & ((1 << OFFSET_BITS) - 1);
+        let id = addr.raw() >> OFFSET_BITS;
+        let offset = addr.raw() & ((1 << OFFSET_BITS) - 1);
         let map = self.allocs.read();
         let a = map.get(&id)?;
         offset.checked_add(bytes).filter(|&e| e <= a.bytes)?;
@@ -318,9 +316,9 @@ impl StreamExecutorInterface for OpenClExecutor {
         Ok((self.insert(ClAlloc { mem, bytes }), ptr as *mut u8))
     }
 
-    fn deallocate(&self, addr: DeviceAddress) {
+    unsafe fn deallocate(&self, addr: DeviceAddress) {
         // clReleaseMemObject defers the release until queued commands that use it finish.
-        self.allocs.write().remove(&(addr.0 >> OFFSET_BITS));
+        self.allocs.write().remove(&(addr.raw() >> OFFSET_BITS));
     }
 
     fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>> {
@@ -432,7 +430,7 @@ impl StreamExecutorInterface for OpenClExecutor {
         self.with_sync_queue(|q| q.finish().map_err(|e| cl_error("clFinish", e.0)))
     }
 
-    fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
+    unsafe fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
         let (alloc, off) = self.resolve(dst, src.len() as u64, "synchronous_memcpy_h2d")?;
         if src.is_empty() {
             return Ok(());
@@ -454,7 +452,7 @@ impl StreamExecutorInterface for OpenClExecutor {
         })
     }
 
-    fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
+    unsafe fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
         let (alloc, off) = self.resolve(src, dst.len() as u64, "synchronous_memcpy_d2h")?;
         if dst.is_empty() {
             return Ok(());
@@ -476,7 +474,7 @@ impl StreamExecutorInterface for OpenClExecutor {
         })
     }
 
-    fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+    unsafe fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
         let (alloc, off) = self.resolve(dst, bytes, "memset")?;
         if bytes == 0 {
             return Ok(());
@@ -494,11 +492,11 @@ impl StreamExecutorInterface for OpenClExecutor {
         self
     }
 
-    fn blas(&self) -> Option<&dyn crate::platform::canned::BlasSupport> {
+    fn blas(&self) -> Option<&dyn crate::interface::BlasSupport> {
         Some(self)
     }
 
-    fn rng(&self) -> Option<&dyn crate::platform::canned::RngSupport> {
+    fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {
         Some(self)
     }
 }

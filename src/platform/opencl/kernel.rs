@@ -12,8 +12,8 @@ use parking_lot::Mutex;
 
 use super::PLATFORM;
 use crate::error::{Error, Result};
-use crate::kernel::ParamKind;
-use crate::platform::interface::KernelInterface;
+use crate::interface::KernelInterface;
+use crate::types::ParamKind;
 
 /// What `clGetKernelArgInfo` says about one parameter.
 #[derive(Clone, Debug, PartialEq)]

@@ -20,8 +20,8 @@ use opencl3::device::{
 use opencl3::types::cl_device_id;
 
 use crate::error::{Error, Result};
-use crate::platform::DeviceDescription;
-use crate::platform::interface::{PlatformInterface, StreamExecutorInterface};
+use crate::interface::{PlatformInterface, StreamExecutorInterface};
+use crate::types::DeviceDescription;
 
 pub(crate) const PLATFORM: &str = "opencl";
 

@@ -25,12 +25,11 @@ use super::event::{DeferredRecord, OpenClEvent, WaitTarget, wait_event};
 use super::executor::OpenClExecutor;
 use super::kernel::OpenClKernel;
 use crate::error::{Error, Result};
-use crate::kernel::PackedArg;
-use crate::memory::HostRegion;
-use crate::platform::interface::{
-    DeviceAddress, EventInterface, HostCallbackFn, KernelInterface, LaunchDims, StreamInterface,
-};
+use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
 use crate::platform::work_queue::{RunFn, SkipFn, Submitter};
+use crate::types::HostRegion;
+use crate::types::{ArgView, PackedArg};
+use crate::types::{DeviceAddress, LaunchDims};
 
 type ErrorSlot = Arc<Mutex<Option<Error>>>;
 /// The part of a stream the executor keeps to synchronise it.
@@ -179,7 +178,7 @@ struct SendHandle<T>(T);
 unsafe impl<T> Send for SendHandle<T> {}
 
 impl StreamInterface for OpenClStream {
-    fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
+    unsafe fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()> {
         let (alloc, off) = self
             .exec
             .resolve(dst, src.len() as u64, "then_memcpy_h2d")?;
@@ -210,7 +209,7 @@ impl StreamInterface for OpenClStream {
         )
     }
 
-    fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
+    unsafe fn memcpy_d2h(&self, src: DeviceAddress, mut dst: HostRegion) -> Result<()> {
         let (alloc, off) = self
             .exec
             .resolve(src, dst.len() as u64, "then_memcpy_d2h")?;
@@ -243,7 +242,7 @@ impl StreamInterface for OpenClStream {
         )
     }
 
-    fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
+    unsafe fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
         let (sa, so) = self.exec.resolve(src, bytes, "then_memcpy_d2d")?;
         let (da, doff) = self.exec.resolve(dst, bytes, "then_memcpy_d2d")?;
         if bytes == 0 {
@@ -265,11 +264,11 @@ impl StreamInterface for OpenClStream {
         )
     }
 
-    fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+    unsafe fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
         self.fill(dst, value.to_ne_bytes().to_vec(), bytes, "then_memset")
     }
 
-    fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
+    unsafe fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
         self.fill(
             dst,
             value.to_ne_bytes().to_vec(),
@@ -278,7 +277,7 @@ impl StreamInterface for OpenClStream {
         )
     }
 
-    fn launch(
+    unsafe fn launch(
         &self,
         kernel: &Arc<dyn KernelInterface>,
         dims: &LaunchDims,
@@ -293,9 +292,9 @@ impl StreamInterface for OpenClStream {
         // Resolve pointers now, so a bad pointer is an enqueue-time error.
         let mut resolved = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
-            resolved.push(match a {
-                PackedArg::Pointer { addr, bytes, .. } => {
-                    Some(self.exec.try_resolve(*addr, *bytes).ok_or_else(|| {
+            resolved.push(match a.view() {
+                ArgView::Pointer { addr, bytes } => {
+                    Some(self.exec.try_resolve(addr, bytes).ok_or_else(|| {
                         Error::invalid(
                             format!("then_launch of `{}` (argument {i})", kernel.name()),
                             format!("{bytes} bytes at {addr} are not inside one live allocation of this device"),
@@ -425,9 +424,9 @@ fn enqueue_kernel(
     let mut subs = Vec::new();
     let mut svm = Vec::new();
     for (i, (a, res)) in args.iter().zip(resolved).enumerate() {
-        let r = match (a, res) {
+        let r = match (a.view(), res) {
             // SAFETY: `bytes` is the scalar's value, of the size the signature check accepted.
-            (PackedArg::Scalar { bytes, .. }, _) => unsafe {
+            (ArgView::Scalar(bytes), _) => unsafe {
                 opencl3::kernel::set_kernel_arg(
                     kh,
                     i as u32,
@@ -435,19 +434,19 @@ fn enqueue_kernel(
                     bytes.as_ptr() as *const c_void,
                 )
             },
-            (PackedArg::Pointer { bytes, .. }, Some((alloc, off))) => {
+            (ArgView::Pointer { bytes, .. }, Some((alloc, off))) => {
                 if let Some(p) = alloc.svm_ptr(off) {
                     svm.push(alloc);
                     // SAFETY: an SVM pointer into a live fine-grained allocation.
                     unsafe { opencl3::kernel::set_kernel_arg_svm_pointer(kh, i as u32, p) }
                 } else {
                     let parent = alloc.buffer().expect("not SVM, so a buffer"); // ok: checked
-                    let mem: cl_mem = if off == 0 || *bytes == 0 {
+                    let mem: cl_mem = if off == 0 || bytes == 0 {
                         parent
                     } else {
                         let region = cl_buffer_region {
                             origin: off,
-                            size: *bytes as usize,
+                            size: bytes as usize,
                         };
                         // SAFETY: a region inside the live parent buffer.
                         let sub = unsafe {
@@ -484,15 +483,15 @@ fn enqueue_kernel(
                 }
             }
             // SAFETY: a __local argument: size only, no value.
-            (PackedArg::SharedMemory { bytes, .. }, _) => unsafe {
+            (ArgView::SharedMemory { bytes, .. }, _) => unsafe {
                 opencl3::kernel::set_kernel_arg(
                     kh,
                     i as u32,
-                    (*bytes).max(1) as usize,
+                    bytes.max(1) as usize,
                     std::ptr::null(),
                 )
             },
-            (PackedArg::Pointer { .. }, None) => unreachable!("pointers are resolved at enqueue"), // ok
+            (ArgView::Pointer { .. }, None) => unreachable!("pointers are resolved at enqueue"), // ok
         };
         r.map_err(|e| set_err(i, e))?;
     }

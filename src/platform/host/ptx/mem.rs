@@ -6,10 +6,10 @@
 //! arguments or the executor's allocation table. Shared, local and parameter memory belong to
 //! one block, which one host thread runs, so they are plain byte arrays.
 
+use crate::device_bytes;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use super::Launch;
-use crate::platform::host::memory;
 use crate::ptx::DYNAMIC_SHARED_BASE;
 use crate::ptx::ir::{
     AtomOp, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Space, THREAD_PARAM_BASE, Ty, WINDOW_BYTES,
@@ -61,7 +61,7 @@ impl Launch {
         // Pin the whole allocation, so later accesses to it hit the list above.
         let whole = self
             .table
-            .resolve(crate::platform::interface::DeviceAddress(addr), bytes)?;
+            .resolve(crate::types::DeviceAddress::new(addr), bytes)?;
         let r = range(&whole);
         extra.push(whole);
         Some(r)
@@ -260,10 +260,10 @@ pub(super) fn load(l: &Launch, m: &BlockMem<'_>, loc: Loc, bytes: usize) -> u64 
         // aligned to `bytes`.
         Loc::Global(p) => unsafe {
             match bytes {
-                1 => memory::load_aligned::<u8>(p) as u64,
-                2 => memory::load_aligned::<u16>(p) as u64,
-                4 => memory::load_aligned::<u32>(p) as u64,
-                _ => memory::load_aligned::<u64>(p),
+                1 => device_bytes::load_aligned::<u8>(p) as u64,
+                2 => device_bytes::load_aligned::<u16>(p) as u64,
+                4 => device_bytes::load_aligned::<u32>(p) as u64,
+                _ => device_bytes::load_aligned::<u64>(p),
             }
         },
         Loc::Shared(i) => read_le(m.shared, i, bytes),
@@ -286,10 +286,10 @@ pub(super) fn store(m: &mut BlockMem<'_>, loc: Loc, bytes: usize, v: u64) {
         // SAFETY: as in `load`.
         Loc::Global(p) => unsafe {
             match bytes {
-                1 => memory::store_aligned::<u8>(p, v as u8),
-                2 => memory::store_aligned::<u16>(p, v as u16),
-                4 => memory::store_aligned::<u32>(p, v as u32),
-                _ => memory::store_aligned::<u64>(p, v),
+                1 => device_bytes::store_aligned::<u8>(p, v as u8),
+                2 => device_bytes::store_aligned::<u16>(p, v as u16),
+                4 => device_bytes::store_aligned::<u32>(p, v as u32),
+                _ => device_bytes::store_aligned::<u64>(p, v),
             }
         },
         Loc::Shared(i) => write_le(m.shared, i, bytes, v),

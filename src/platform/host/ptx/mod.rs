@@ -14,6 +14,7 @@ mod race;
 mod sched;
 mod warp;
 
+use crate::device_bytes;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,12 +23,13 @@ use parking_lot::Mutex;
 use super::HostExecutor;
 use super::memory::{AllocTable, Pinned};
 use crate::error::{Error, Result};
-use crate::kernel::{Dim3, PackedArg, ParamKind};
-use crate::loader_spec::{KernelImage, MultiKernelLoaderSpec};
-use crate::platform::interface::{DeviceAddress, KernelInterface, LaunchDims};
+use crate::interface::KernelInterface;
 use crate::platform::work_queue::RunFn;
 use crate::ptx::ir::{DecodedModule, Program};
 use crate::ptx::{PtxEntry, check_signature, parse_entries};
+use crate::types::{ArgView, Dim3, PackedArg, ParamKind};
+use crate::types::{DeviceAddress, LaunchDims};
+use crate::types::{KernelImage, MultiKernelLoaderSpec};
 
 /// A loaded module: decoded programs and the device memory of its module-scope data.
 pub(crate) struct LoadedModule {
@@ -91,13 +93,13 @@ fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<Load
         let mut image = data.image.clone();
         for &at in &data.relocs {
             let v = u64::from_le_bytes(image[at..at + 8].try_into().unwrap_or([0; 8])); // ok: 8 bytes
-            image[at..at + 8].copy_from_slice(&v.wrapping_add(addr.0).to_le_bytes());
+            image[at..at + 8].copy_from_slice(&v.wrapping_add(addr.raw()).to_le_bytes());
         }
         // SAFETY: pinned for `len` bytes of live device memory.
-        unsafe { super::memory::store_bytes(pinned.as_ptr(), &image) };
+        unsafe { device_bytes::store_bytes(pinned.as_ptr(), &image) };
         Some((addr, pinned))
     };
-    let base = placed.as_ref().map_or(0, |(a, _)| a.0);
+    let base = placed.as_ref().map_or(0, |(a, _)| a.raw());
     let decoded = match crate::ptx::decode_module(&ast, &data, base) {
         Ok(d) => d,
         Err(e) => {
@@ -200,8 +202,8 @@ pub(crate) fn prepare(
     let mut dynamic = 0u64;
     let mut slot = 0;
     for (i, a) in args.iter().enumerate() {
-        let p = match a {
-            PackedArg::SharedMemory { bytes, .. } => {
+        let p = match a.view() {
+            ArgView::SharedMemory { bytes, .. } => {
                 dynamic += bytes.next_multiple_of(16);
                 continue;
             }
@@ -214,8 +216,8 @@ pub(crate) fn prepare(
         };
         slot += 1;
         let at = p.offset as usize;
-        match a {
-            PackedArg::Scalar { bytes, .. } => {
+        match a.view() {
+            ArgView::Scalar(bytes) => {
                 if bytes.len() != p.size as usize {
                     return Err(mismatch(format!(
                         "argument {i}: {} bytes passed for PTX parameter `{}` of {} bytes",
@@ -226,7 +228,7 @@ pub(crate) fn prepare(
                 }
                 params[at..at + bytes.len()].copy_from_slice(bytes);
             }
-            PackedArg::Pointer { addr, bytes, .. } => {
+            ArgView::Pointer { addr, bytes } => {
                 if p.size != 8 {
                     return Err(mismatch(format!(
                         "argument {i}: a pointer passed for PTX parameter `{}` of {} bytes",
@@ -234,13 +236,13 @@ pub(crate) fn prepare(
                     )));
                 }
                 pins.push(exec.pin(
-                    *addr,
-                    *bytes,
+                    addr,
+                    bytes,
                     &format!("then_launch of `{name}` (argument {i})"),
                 )?);
-                params[at..at + 8].copy_from_slice(&addr.0.to_le_bytes());
+                params[at..at + 8].copy_from_slice(&addr.raw().to_le_bytes());
             }
-            PackedArg::SharedMemory { .. } => {}
+            ArgView::SharedMemory { .. } => {}
         }
     }
     if slot != prog.params.len() {

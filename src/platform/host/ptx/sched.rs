@@ -8,8 +8,8 @@ use super::Launch;
 use super::exec::Fault;
 use super::race::{Access, Race, RaceBlock};
 use super::warp::{BlockShared, Env, Warp, lanes};
-use crate::kernel::Dim3;
 use crate::ptx::ir::WARP;
+use crate::types::Dim3;
 
 fn thread(l: &Launch, tid: u32) -> Dim3 {
     l.block.unlinear(tid as u64)

@@ -10,8 +10,8 @@
 use super::Launch;
 use super::exec::Fault;
 use super::race::RaceBlock;
-use crate::kernel::Dim3;
 use crate::ptx::ir::{Inst, Program, Src, Sreg, WARP};
+use crate::types::Dim3;
 
 /// Iterates the set bits of a lane mask.
 #[inline(always)]

@@ -11,7 +11,20 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::platform::host::HostKernel;
+
+use super::args::ParamKind;
+
+/// A kernel compiled into this process (as XLA's in-process symbol): the spec carries it as an
+/// opaque object, and the platform that runs such kernels (`host`, whose `HostKernel`
+/// implements this) recognises its own type through [`as_any`](Self::as_any).
+pub trait InProcessKernel: std::any::Any + Send + Sync + std::fmt::Debug {
+    /// The kernel's name.
+    fn name(&self) -> &str;
+    /// Its parameter list.
+    fn signature(&self) -> &[ParamKind];
+    /// The concrete kernel, for the platform that runs it.
+    fn as_any(&self) -> &dyn std::any::Any;
+}
 
 /// Where a kernel image lives.
 #[derive(Clone, Debug)]
@@ -128,7 +141,7 @@ pub struct MultiKernelLoaderSpec {
     opencl_text: Option<KernelImage>,
     opencl_binary: Option<KernelImage>,
     hsaco: Option<KernelImage>,
-    host: Option<HostKernel>,
+    host: Option<Arc<dyn InProcessKernel>>,
     opencl_build_options: String,
     rpc: bool,
 }
@@ -293,9 +306,9 @@ impl MultiKernelLoaderSpec {
         ));
         self
     }
-    /// A native Rust kernel for the host platform.
-    pub fn add_host_kernel(mut self, kernel: HostKernel) -> Self {
-        self.host = Some(kernel);
+    /// A native Rust kernel for the host platform (a `HostKernel`).
+    pub fn add_host_kernel(mut self, kernel: impl InProcessKernel) -> Self {
+        self.host = Some(Arc::new(kernel));
         self
     }
 
@@ -341,9 +354,9 @@ impl MultiKernelLoaderSpec {
     pub fn hsaco(&self) -> Option<&KernelImage> {
         self.hsaco.as_ref()
     }
-    /// The host kernel, if any.
-    pub fn host_kernel(&self) -> Option<&HostKernel> {
-        self.host.as_ref()
+    /// The in-process (host) kernel, if any.
+    pub fn host_kernel(&self) -> Option<&dyn InProcessKernel> {
+        self.host.as_deref()
     }
 
     /// Which formats the spec holds.

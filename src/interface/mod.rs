@@ -1,64 +1,40 @@
 //! The plugin interface: the object-safe traits a backend implements, and nothing else.
 //!
-//! User-facing types (`StreamExecutor`, `Stream`, `DeviceMemory`, ...) validate their arguments
-//! (bounds, executor ownership, launch limits, signatures) before they call into these traits,
-//! so a backend may assume ranges are in bounds of live allocations it made. Backends still
-//! return `Err` for everything the driver can refuse; they never panic on bad input.
+//! A backend is one folder under `src/platform/` implementing [`PlatformInterface`],
+//! [`StreamExecutorInterface`], [`StreamInterface`], [`EventInterface`] and
+//! [`KernelInterface`] (plus [`BlasSupport`] / [`RngSupport`] where it has them), registered by
+//! one line in `src/registry.rs`. The traits are public so that this contract is documented;
+//! user code never holds a backend object (the handles keep theirs private).
 //!
-//! Ordering: every `StreamInterface` operation runs after all operations enqueued before it on
-//! the same stream have finished, and before any enqueued after it starts. A stream that has
+//! **Validation is the caller's duty** (as wgpu-hal puts it). User-facing types
+//! (`StreamExecutor`, `Stream`, `DeviceMemory`, ...) check bounds, executor ownership, that
+//! pointer arguments lie in live allocations, launch limits and signatures before they call into
+//! these traits. Every method that trusts a device range is `unsafe fn`, and its `# Safety`
+//! section says what the caller guarantees; a backend may then skip re-checking, and must still
+//! return `Err` for everything its driver refuses. Nothing here may panic on bad input.
+//!
+//! **Ordering.** Every `StreamInterface` operation runs after all operations enqueued before it
+//! on the same stream have finished, and before any enqueued after it starts. A stream that has
 //! failed skips every later operation (returning the first error from `block_until_done`),
 //! except that skipped event records mark their event as failed so that waiters fail too.
 //!
-//! Thread safety: every trait is `Send + Sync`; methods may be called from any thread.
+//! **Threads.** Every trait is `Send + Sync`; methods may be called from any thread.
+
+pub mod blas;
+pub mod rng;
 
 use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use blas::BlasSupport;
+pub use rng::RngSupport;
+
 use crate::error::Result;
-use crate::kernel::{BlockDim, PackedArg, ParamKind, ThreadDim};
-use crate::loader_spec::MultiKernelLoaderSpec;
-use crate::memory::HostRegion;
-use crate::platform::DeviceDescription;
-
-/// An address in a device's memory. Opaque to users: only the backend that produced it knows
-/// what it means, but byte offsets may be added to it (sub-slices).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DeviceAddress(pub u64);
-
-impl DeviceAddress {
-    /// This address plus `bytes`.
-    pub const fn offset(self, bytes: u64) -> DeviceAddress {
-        DeviceAddress(self.0 + bytes)
-    }
-}
-
-impl std::fmt::Display for DeviceAddress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:#x}", self.0)
-    }
-}
-
-/// Free and total device memory in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemoryUsage {
-    /// Bytes that can still be allocated (an estimate on some platforms).
-    pub free: u64,
-    /// Bytes on the device.
-    pub total: u64,
-}
-
-/// The geometry of one launch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchDims {
-    /// Threads per block.
-    pub threads: ThreadDim,
-    /// Blocks per grid.
-    pub blocks: BlockDim,
-    /// Sum of every `SharedMemory` argument, in bytes per block.
-    pub dynamic_shared_bytes: u64,
-}
+use crate::types::{
+    DeviceAddress, DeviceDescription, HostBuffer, HostRegion, LaunchDims, MemoryUsage,
+    MultiKernelLoaderSpec, PackedArg, ParamKind,
+};
 
 /// A host function run in stream order; its `Err` fails the stream.
 pub type HostCallbackFn = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
@@ -83,10 +59,15 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// Allocates `bytes` of device memory (`bytes` may be 0). Errors: `OutOfMemory`.
     fn allocate(&self, bytes: u64) -> Result<DeviceAddress>;
 
-    /// Frees memory from [`allocate`](Self::allocate). Must not release the memory while
+    /// Frees memory from [`allocate`](Self::allocate) or
+    /// [`allocate_unified`](Self::allocate_unified). Must not release the memory while
     /// operations enqueued before this call may still touch it (defer, or wait). Never blocks on
     /// operations enqueued after it. Infallible from the caller's side: failures are logged.
-    fn deallocate(&self, addr: DeviceAddress);
+    ///
+    /// # Safety
+    /// `addr` is the base address of a live allocation of this executor, and the caller never
+    /// uses it (or any address inside it) again.
+    unsafe fn deallocate(&self, addr: DeviceAddress);
 
     /// Allocates `bytes` of zeroed host memory, page-locked where the platform has it.
     fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>>;
@@ -98,7 +79,7 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// not free it under queued work. `Unsupported` where the device has no such memory.
     fn allocate_unified(&self, _bytes: u64) -> Result<(DeviceAddress, *mut u8)> {
         let d = self.description();
-        Err(crate::Error::unsupported(
+        Err(crate::error::Error::unsupported(
             d.platform.clone(),
             "allocate_unified",
             format!(
@@ -119,7 +100,7 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
 
     /// Lets this device's kernels and copies reach `other`'s memory directly.
     fn enable_peer_access(&self, _other: &dyn StreamExecutorInterface) -> Result<()> {
-        Err(crate::Error::unsupported(
+        Err(crate::error::Error::unsupported(
             self.description().platform.clone(),
             "enable_peer_access",
             "this platform has no peer access; stage copies through host memory",
@@ -129,7 +110,7 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// Turns the data-race checker on or off for kernels launched after this call (the host
     /// platform's PTX engine has one). Default: `Unsupported`.
     fn set_race_check(&self, _on: bool) -> Result<()> {
-        Err(crate::Error::unsupported(
+        Err(crate::error::Error::unsupported(
             self.description().platform.clone(),
             "set_race_check",
             "this platform has no data-race checker; run the kernel's PTX on the host platform",
@@ -150,63 +131,98 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     fn synchronize_all(&self) -> Result<()>;
 
     /// Copies `src` to device memory now; does not wait for streams.
-    fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()>;
+    ///
+    /// # Safety
+    /// `[dst, dst + src.len())` lies inside one live allocation of this executor.
+    unsafe fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()>;
 
     /// Copies device memory to `dst` now; does not wait for streams.
-    fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()>;
+    ///
+    /// # Safety
+    /// `[src, src + dst.len())` lies inside one live allocation of this executor.
+    unsafe fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()>;
 
     /// Sets `bytes` bytes to `value` now; does not wait for streams.
-    fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()>;
+    ///
+    /// # Safety
+    /// `[dst, dst + bytes)` lies inside one live allocation of this executor.
+    unsafe fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()>;
 
     /// The backend itself, for downcasting inside the backend.
     fn as_any(&self) -> &dyn Any;
 
     /// BLAS on this device, if the platform has it; `None` makes `then_blas_*` fail with
     /// `Unsupported`.
-    fn blas(&self) -> Option<&dyn super::canned::BlasSupport> {
+    fn blas(&self) -> Option<&dyn BlasSupport> {
         None
     }
 
     /// Philox random fills on this device, if the platform has them; `None` makes
     /// `then_set_rng_seed` / `then_populate_rand_*` fail with `Unsupported`.
-    fn rng(&self) -> Option<&dyn super::canned::RngSupport> {
+    fn rng(&self) -> Option<&dyn RngSupport> {
         None
     }
 }
 
 /// An in-order queue of device work. Every method enqueues and returns at once; errors
 /// returned here are enqueue-time errors (the operation was not enqueued).
+///
+/// # Safety (the `unsafe` methods)
+/// Every device range passed in lies inside one live allocation of this stream's executor (of
+/// `src_exec` for a peer copy's source) at the time of the call; the backend keeps it valid
+/// until the operation is done (`deallocate` defers).
 pub trait StreamInterface: Send + Sync {
     /// Copies `src` to `dst` (`src.len()` bytes). Keep `src` until the copy has finished.
-    fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()>;
+    ///
+    /// # Safety
+    /// `[dst, dst + src.len())` is device memory of this executor (see the trait).
+    unsafe fn memcpy_h2d(&self, src: HostRegion, dst: DeviceAddress) -> Result<()>;
     /// Copies `dst.len()` bytes from `src` into `dst`. Keep `dst` until the copy has finished.
-    fn memcpy_d2h(&self, src: DeviceAddress, dst: HostRegion) -> Result<()>;
+    ///
+    /// # Safety
+    /// `[src, src + dst.len())` is device memory of this executor (see the trait).
+    unsafe fn memcpy_d2h(&self, src: DeviceAddress, dst: HostRegion) -> Result<()>;
     /// Copies `bytes` between two device ranges (they may belong to different allocations).
-    fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()>;
+    ///
+    /// # Safety
+    /// Both ranges are device memory of this executor (see the trait).
+    unsafe fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()>;
     /// Copies `bytes` from `src` in the memory of `src_exec` (another device of this
     /// platform) to `dst` on this stream's device. The backend must keep `src` valid until the
     /// copy is done even if `src_exec`'s owner frees it.
-    fn memcpy_peer(
+    ///
+    /// # Safety
+    /// `src` is memory of `src_exec`, `dst` of this stream's executor (see the trait).
+    unsafe fn memcpy_peer(
         &self,
         _src_exec: &dyn StreamExecutorInterface,
         _src: DeviceAddress,
         _dst: DeviceAddress,
         _bytes: u64,
     ) -> Result<()> {
-        Err(crate::Error::unsupported(
+        Err(crate::error::Error::unsupported(
             "this platform",
             "then_memcpy_peer",
             "no peer copies between devices; stage the copy through host memory",
         ))
     }
     /// Sets `bytes` bytes to `value`.
-    fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()>;
+    ///
+    /// # Safety
+    /// `[dst, dst + bytes)` is device memory of this executor (see the trait).
+    unsafe fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()>;
     /// Sets `count` 32-bit words to `value` (`dst` is 4-byte aligned).
-    fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()>;
-    /// Launches `kernel` (loaded by this stream's executor) with packed arguments. The caller
-    /// has checked the geometry against the device description and the arguments against the
-    /// kernel's signature; pointer arguments refer to memory of this executor.
-    fn launch(
+    ///
+    /// # Safety
+    /// `[dst, dst + 4 * count)` is device memory of this executor (see the trait).
+    unsafe fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()>;
+    /// Launches `kernel` (loaded by this stream's executor) with packed arguments.
+    ///
+    /// # Safety
+    /// The caller has checked the geometry against the device description and the arguments
+    /// against the kernel's signature, and every pointer argument lies inside one live
+    /// allocation of this executor.
+    unsafe fn launch(
         &self,
         kernel: &Arc<dyn KernelInterface>,
         dims: &LaunchDims,
@@ -223,7 +239,7 @@ pub trait StreamInterface: Send + Sync {
     /// Blocks until everything enqueued so far has finished; the first error if any failed.
     fn block_until_done(&self) -> Result<()>;
     /// The first asynchronous error seen so far, without blocking.
-    fn async_error(&self) -> Option<crate::Error>;
+    fn async_error(&self) -> Option<crate::error::Error>;
     /// The backend stream, for canned operations that need its native handle (a vendor BLAS
     /// bound to the stream); `None` where nothing needs it.
     fn native(&self) -> Option<&dyn Any> {
@@ -241,7 +257,7 @@ pub enum EventStatus {
     /// The work before the record has finished.
     Complete,
     /// The recording stream failed before reaching the record.
-    Error(crate::Error),
+    Error(crate::error::Error),
 }
 
 /// A marker in a stream: completes when the work before it does.
@@ -255,7 +271,7 @@ pub trait EventInterface: Send + Sync {
     fn elapsed_since(&self, start: &dyn EventInterface) -> Result<Duration>;
     /// Records a failure in place of a record: the stream that would have recorded it is in an
     /// error state, so waiters must fail with `error` rather than wait forever.
-    fn record_failure(&self, error: crate::Error);
+    fn record_failure(&self, error: crate::error::Error);
     /// The backend itself, for downcasting inside the backend.
     fn as_any(&self) -> &dyn Any;
 }
@@ -274,21 +290,5 @@ pub trait KernelInterface: Send + Sync {
     /// then writes its RPC server's client image there and launches the kernel with RPC.
     fn rpc_client_symbol(&self) -> Option<(DeviceAddress, usize)> {
         None
-    }
-}
-
-/// Host memory owned by a backend (page-locked where the platform has it).
-///
-/// # Safety
-/// `as_ptr()` must point to `len()` bytes, zeroed at allocation, aligned to at least 64 bytes,
-/// valid and unaliased by the backend until the buffer is dropped.
-pub unsafe trait HostBuffer: Send + Sync {
-    /// First byte.
-    fn as_ptr(&self) -> *mut u8;
-    /// Length in bytes.
-    fn len(&self) -> usize;
-    /// True when `len() == 0`.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }

@@ -1,22 +1,19 @@
-//! Plugin traits for canned operations: BLAS and random numbers.
+//! The BLAS plugin trait and the validated call descriptors it takes.
 //!
-//! A backend that can run them returns an implementation from
-//! [`StreamExecutorInterface::blas`](super::interface::StreamExecutorInterface::blas) /
-//! [`rng`](super::interface::StreamExecutorInterface::rng); the defaults return `None`, and the
-//! stream then fails with `Error::Unsupported` naming the operation. As in StreamExecutor, the
-//! support object belongs to the executor and every call names the stream to enqueue on.
+//! A backend that runs BLAS returns an implementation from
+//! [`StreamExecutorInterface::blas`](super::StreamExecutorInterface::blas); the default is
+//! `None`, and the stream then fails with `Error::Unsupported` naming the operation. As in
+//! StreamExecutor, the support object belongs to the executor and every call names the stream
+//! to enqueue on.
 //!
-//! `Stream` (src/blas.rs, src/rng.rs) validates everything before it calls these traits:
-//! dimensions, leading dimensions, increments, and that every operand's extent lies inside its
-//! slice, which lies inside one allocation of this executor. A backend may assume all of that
-//! and must still return `Err` for anything its driver refuses.
-//!
-//! The random generator keeps no state in the backend: the stream owns the Philox key and
-//! counter offset and passes them with each fill, so every backend computes the same pure
-//! function ([`crate::philox`]) and produces bit-identical output.
+//! `Stream` (src/blas.rs) validates everything before it calls this trait: dimensions, leading
+//! dimensions, increments, and that every operand's extent lies inside its slice, which lies
+//! inside one allocation of this executor. That is the contract of the `unsafe` methods: a
+//! backend may assume it, and must still return `Err` for anything its driver refuses.
 
-use super::interface::{DeviceAddress, StreamInterface};
+use super::StreamInterface;
 use crate::error::Result;
+use crate::types::DeviceAddress;
 
 /// Element type of a BLAS call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -205,78 +202,26 @@ pub struct Level1Call {
 
 /// BLAS on one executor. Each call enqueues on `stream` (a stream of this executor) and
 /// returns at once; a run-time failure fails the stream.
+///
+/// # Safety (every method)
+/// `stream` belongs to this executor, and every [`Operand`] of the call lies inside one live
+/// allocation of this executor that covers the extent the call touches (the module docs list
+/// what `Stream` checks). A backend trusts the operands as it trusts the ranges of
+/// [`StreamInterface`]'s copies.
 pub trait BlasSupport: Send + Sync {
     /// GEMM and strided-batched GEMM.
-    fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()>;
+    ///
+    /// # Safety
+    /// See the trait.
+    unsafe fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()>;
     /// GEMV.
-    fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()>;
+    ///
+    /// # Safety
+    /// See the trait.
+    unsafe fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()>;
     /// axpy, scal, copy, dot, nrm2, asum.
-    fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()>;
-}
-
-/// What a Philox fill writes.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum RandDistribution {
-    /// Raw `u32` words.
-    U32,
-    /// `f32` in `[0, 1)`.
-    UniformF32,
-    /// `f64` in `[0, 1)`.
-    UniformF64,
-    /// Normal `f32` (computed in `f64`, rounded once).
-    GaussianF32 {
-        /// Mean.
-        mean: f64,
-        /// Standard deviation.
-        stddev: f64,
-    },
-    /// Normal `f64`.
-    GaussianF64 {
-        /// Mean.
-        mean: f64,
-        /// Standard deviation.
-        stddev: f64,
-    },
-}
-
-impl RandDistribution {
-    /// Bytes per element written.
-    pub const fn elem_size(&self) -> u64 {
-        match self {
-            RandDistribution::U32 | RandDistribution::UniformF32 => 4,
-            RandDistribution::GaussianF32 { .. } => 4,
-            RandDistribution::UniformF64 | RandDistribution::GaussianF64 { .. } => 8,
-        }
-    }
-    /// Elements produced by one Philox block (four `u32` words).
-    pub const fn elems_per_block(&self) -> u64 {
-        match self {
-            RandDistribution::UniformF64 | RandDistribution::GaussianF64 { .. } => 2,
-            _ => 4,
-        }
-    }
-}
-
-/// One fill: `count` elements at `dst` from Philox blocks `offset, offset + 1, ...` of the
-/// stream keyed by `key` with counter words 2–3 fixed to `counter_hi` (see [`crate::philox`]).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PhiloxFill {
-    /// Destination.
-    pub dst: Operand,
-    /// Elements to write (≥ 1).
-    pub count: u64,
-    /// Philox key.
-    pub key: [u32; 2],
-    /// Counter words 2 and 3.
-    pub counter_hi: [u32; 2],
-    /// Counter (words 0–1) of the fill's first block.
-    pub offset: u64,
-    /// What to write.
-    pub dist: RandDistribution,
-}
-
-/// Random numbers on one executor: Philox4x32-10 fills, enqueued on `stream`.
-pub trait RngSupport: Send + Sync {
-    /// Writes `fill.count` elements as [`crate::philox::generate`] defines them.
-    fn philox_fill(&self, stream: &dyn StreamInterface, fill: &PhiloxFill) -> Result<()>;
+    ///
+    /// # Safety
+    /// See the trait.
+    unsafe fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()>;
 }

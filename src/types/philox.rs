@@ -31,7 +31,48 @@
 //! them produces the same bits (the OpenCL kernel turns `FP_CONTRACT` off; a CUDA kernel must
 //! use `__dmul_rn`/`__dadd_rn` or `-fmad=false`).
 
-use crate::platform::canned::RandDistribution;
+/// What a Philox fill writes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RandDistribution {
+    /// Raw `u32` words.
+    U32,
+    /// `f32` in `[0, 1)`.
+    UniformF32,
+    /// `f64` in `[0, 1)`.
+    UniformF64,
+    /// Normal `f32` (computed in `f64`, rounded once).
+    GaussianF32 {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation.
+        stddev: f64,
+    },
+    /// Normal `f64`.
+    GaussianF64 {
+        /// Mean.
+        mean: f64,
+        /// Standard deviation.
+        stddev: f64,
+    },
+}
+
+impl RandDistribution {
+    /// Bytes per element written.
+    pub const fn elem_size(&self) -> u64 {
+        match self {
+            RandDistribution::U32 | RandDistribution::UniformF32 => 4,
+            RandDistribution::GaussianF32 { .. } => 4,
+            RandDistribution::UniformF64 | RandDistribution::GaussianF64 { .. } => 8,
+        }
+    }
+    /// Elements produced by one Philox block (four `u32` words).
+    pub const fn elems_per_block(&self) -> u64 {
+        match self {
+            RandDistribution::UniformF64 | RandDistribution::GaussianF64 { .. } => 2,
+            _ => 4,
+        }
+    }
+}
 
 const M0: u32 = 0xD251_1F53;
 const M1: u32 = 0xCD9E_8D57;

@@ -1,0 +1,220 @@
+//! The platform registry: which backends are compiled in, which can run here, and their devices.
+//!
+//! As StreamExecutor's `MultiPlatformManager`, platforms are chosen at run time by name
+//! (case-insensitive). A platform whose driver is missing is listed as unavailable with the
+//! reason; asking for it returns `Error::PlatformUnavailable`, never a panic. Each device has at
+//! most one live executor: `executor_for_device` hands out the same one while any handle to it
+//! lives, and opens a fresh one after every handle has dropped.
+//!
+//! Adding a platform: a folder under `src/platform/` whose `mod.rs` has an `open` function, and
+//! one line in [`REGISTRY`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::executor::{ExecutorShared, StreamExecutor};
+use crate::interface::PlatformInterface;
+use crate::platform;
+use crate::types::DeviceDescription;
+
+/// A backend's opener: the platform, or why it cannot run here.
+type OpenFn = fn() -> std::result::Result<Arc<dyn PlatformInterface>, String>;
+
+/// How a backend is found: its name, the cargo feature that compiles it, and its opener.
+struct Registration {
+    name: &'static str,
+    feature: Option<&'static str>,
+    open: OpenFn,
+}
+
+/// A registry entry for a backend behind cargo feature `$feature`: its folder's `open` when the
+/// feature is on, else an opener that says how to turn it on.
+macro_rules! feature_backend {
+    ($name:literal, $feature:literal, $($open:ident)::+) => {
+        Registration {
+            name: $name,
+            feature: Some($feature),
+            open: {
+                #[cfg(feature = $feature)]
+                fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
+                    $($open)::+()
+                }
+                #[cfg(not(feature = $feature))]
+                fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
+                    Err(format!(
+                        "not compiled in; rebuild with `--features {}`",
+                        $feature
+                    ))
+                }
+                open
+            },
+        }
+    };
+}
+
+/// Every platform streamexec knows, in the order `PlatformManager::platforms` lists them.
+const REGISTRY: &[Registration] = &[
+    Registration {
+        name: "host",
+        feature: None,
+        open: platform::host::open,
+    },
+    feature_backend!("opencl", "opencl", platform::opencl::open),
+    feature_backend!("cuda", "cuda", platform::cuda::open),
+    feature_backend!("hip", "hip", platform::hip::open),
+];
+
+/// What [`PlatformManager::platforms`] reports for one platform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlatformInfo {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// The cargo feature that compiles it (`None`: always compiled).
+    pub feature: Option<&'static str>,
+    /// `Ok(device count)` when usable, else the reason it is not.
+    pub availability: std::result::Result<usize, String>,
+}
+
+impl PlatformInfo {
+    /// True when the platform can be used here.
+    pub fn is_available(&self) -> bool {
+        self.availability.is_ok()
+    }
+}
+
+/// A platform: a driver and its devices. Cheap to clone.
+#[derive(Clone)]
+pub struct Platform {
+    inner: Arc<PlatformShared>,
+}
+
+struct PlatformShared {
+    iface: Arc<dyn PlatformInterface>,
+    executors: Mutex<HashMap<usize, Weak<ExecutorShared>>>,
+}
+
+impl Platform {
+    /// Lower-case name.
+    pub fn name(&self) -> &'static str {
+        self.inner.iface.name()
+    }
+
+    /// Number of devices.
+    pub fn device_count(&self) -> usize {
+        self.inner.iface.device_count()
+    }
+
+    fn check_ordinal(&self, ordinal: usize) -> Result<()> {
+        let count = self.device_count();
+        if ordinal >= count {
+            return Err(Error::InvalidDevice {
+                platform: self.name().into(),
+                ordinal,
+                count,
+            });
+        }
+        Ok(())
+    }
+
+    /// Description of device `ordinal`.
+    pub fn description(&self, ordinal: usize) -> Result<DeviceDescription> {
+        self.check_ordinal(ordinal)?;
+        self.inner.iface.description(ordinal)
+    }
+
+    /// The executor of device `ordinal`: the live one if there is one, else a new one.
+    pub fn executor_for_device(&self, ordinal: usize) -> Result<StreamExecutor> {
+        self.check_ordinal(ordinal)?;
+        let mut cache = self.inner.executors.lock();
+        if let Some(shared) = cache.get(&ordinal).and_then(Weak::upgrade) {
+            return Ok(StreamExecutor::from_shared(shared));
+        }
+        let iface = self.inner.iface.create_executor(ordinal)?;
+        let exec = StreamExecutor::new(self.name(), ordinal, iface);
+        cache.insert(ordinal, exec.downgrade());
+        Ok(exec)
+    }
+}
+
+impl std::fmt::Debug for Platform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Platform({}, {} device(s))",
+            self.name(),
+            self.device_count()
+        )
+    }
+}
+
+type Opened = std::result::Result<Platform, String>;
+
+fn opened() -> &'static Mutex<HashMap<&'static str, Opened>> {
+    static OPENED: OnceLock<Mutex<HashMap<&'static str, Opened>>> = OnceLock::new();
+    OPENED.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn open(reg: &Registration) -> Opened {
+    let mut map = opened().lock();
+    map.entry(reg.name)
+        .or_insert_with(|| {
+            (reg.open)().map(|iface| Platform {
+                inner: Arc::new(PlatformShared {
+                    iface,
+                    executors: Mutex::new(HashMap::new()),
+                }),
+            })
+        })
+        .clone()
+}
+
+/// Finds platforms by name.
+pub struct PlatformManager;
+
+impl PlatformManager {
+    /// Name of the default platform, which is always available.
+    pub const DEFAULT_PLATFORM: &'static str = "host";
+
+    /// Every platform streamexec knows, compiled in or not, with its availability.
+    pub fn platforms() -> Vec<PlatformInfo> {
+        REGISTRY
+            .iter()
+            .map(|reg| PlatformInfo {
+                name: reg.name,
+                feature: reg.feature,
+                availability: open(reg).and_then(|p| match p.device_count() {
+                    0 => Err("the driver loaded but reports no device".to_string()),
+                    n => Ok(n),
+                }),
+            })
+            .collect()
+    }
+
+    /// The platform called `name` (case-insensitive): `UnknownPlatform` if there is none,
+    /// `PlatformUnavailable` with the reason if it cannot run here.
+    pub fn platform_with_name(name: &str) -> Result<Platform> {
+        let reg = REGISTRY
+            .iter()
+            .find(|r| r.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| Error::UnknownPlatform {
+                name: name.to_string(),
+                known: REGISTRY
+                    .iter()
+                    .map(|r| r.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        open(reg).map_err(|reason| Error::PlatformUnavailable {
+            platform: reg.name.into(),
+            reason,
+        })
+    }
+
+    /// The host platform.
+    pub fn default_platform() -> Result<Platform> {
+        Self::platform_with_name(Self::DEFAULT_PLATFORM)
+    }
+}

@@ -1,0 +1,27 @@
+//! The floor: plain types every layer above shares, depending on nothing of the crate but
+//! `error`. Launch geometry, kernel parameters and packed arguments, device addresses, host
+//! memory and the region-lending protocol, the loader spec, device descriptions, and the Philox
+//! generator. Nothing here knows a platform, an executor or a stream.
+
+mod address;
+mod args;
+mod description;
+mod geometry;
+mod host_memory;
+mod loader_spec;
+pub mod philox;
+
+pub use address::{DeviceAddress, MemoryUsage};
+pub(crate) use args::Packable;
+pub use args::{
+    ArgList, ArgView, DevicePtr, KernelArgs, KernelParam, PackedArg, ParamKind, SharedMemory,
+};
+pub use description::DeviceDescription;
+pub use geometry::{BlockDim, Dim3, LaunchDims, ThreadDim};
+pub use host_memory::{
+    AlignedHostBuffer, HostBuffer, HostMemory, HostReadGuard, HostRegion, HostWriteGuard,
+};
+pub use loader_spec::{
+    InProcessKernel, KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec,
+};
+pub use philox::RandDistribution;
