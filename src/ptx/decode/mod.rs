@@ -1,10 +1,16 @@
 //! Syntax tree → executable IR ([`ir`](super::ir)): symbol resolution, register allocation,
 //! memory layout of variables and parameters, label and call resolution. Per-opcode decoding
-//! is in `decode_inst.rs`.
+//! is in `inst.rs` (arithmetic in `arith.rs`, memory in `mem.rs`, lane-function and
+//! modifier tables in `fns.rs`).
 //!
 //! Every `.entry` becomes one [`Program`] holding the entry's code followed by the code of every
 //! `.func` it reaches. Call parameters and return values get fixed per-thread slots, so
 //! recursion is rejected at load time.
+
+mod arith;
+mod fns;
+mod inst;
+mod mem;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -626,7 +632,7 @@ impl<'m> ProgramBuilder<'m> {
     pub(super) fn src(&self, i: &ast::Instruction, o: &Operand, ty: Ty) -> Result<Src> {
         match o {
             Operand::Reg(name) if name.starts_with('%') && self.lookup(name).is_none() => {
-                super::decode_fns::sreg(name)
+                fns::sreg(name)
                     .map(Src::Sreg)
                     .ok_or_else(|| self.err(i.line, format!("`{i}`: unknown register `{name}`")))
             }
