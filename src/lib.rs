@@ -54,6 +54,7 @@ pub use memory::{
     HostWriteGuard, UnifiedMemory,
 };
 pub use platform::canned::Transpose;
+pub use platform::host::ptx::warp_instructions_executed as ptx_warp_instructions_executed;
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 pub use platform::interface::{DeviceAddress, EventStatus, MemoryUsage};
 pub use platform::{DeviceDescription, Platform, PlatformInfo, PlatformManager};

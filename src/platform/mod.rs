@@ -18,6 +18,7 @@ pub mod host;
 pub mod interface;
 #[cfg(feature = "opencl")]
 mod opencl;
+pub(crate) mod ptx_signature;
 mod work_queue;
 
 use std::collections::HashMap;

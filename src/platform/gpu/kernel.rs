@@ -8,7 +8,8 @@ use super::{Driver, RawFunction, RawModule};
 use crate::error::Result;
 use crate::kernel::ParamKind;
 use crate::platform::interface::{DeviceAddress, KernelInterface};
-use crate::ptx::{PtxEntry, check_signature};
+use crate::platform::ptx_signature::check_signature;
+use crate::ptx::PtxEntry;
 
 /// A loaded module; unloaded by its executor when the executor drops (after the device is
 /// idle), so launches never outlive it.

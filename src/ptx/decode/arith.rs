@@ -2,9 +2,9 @@
 
 use super::ProgramBuilder;
 use super::fns::*;
-use crate::error::Result;
 use crate::ptx::alu::*;
 use crate::ptx::ast::{self, Operand};
+use crate::ptx::error::Result;
 use crate::ptx::ir::{BoolOp, Fn1, Fn2, Fn3, Op, Ty};
 
 impl ProgramBuilder<'_> {

@@ -4,9 +4,9 @@
 
 use super::ProgramBuilder;
 use super::fns::*;
-use crate::error::Result;
 use crate::ptx::alu::*;
 use crate::ptx::ast::{self, Operand};
+use crate::ptx::error::Result;
 use crate::ptx::ir::{Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, Src, Ty, VoteMode};
 
 impl ProgramBuilder<'_> {

@@ -2,8 +2,8 @@
 
 use super::ProgramBuilder;
 use super::fns::*;
-use crate::error::Result;
 use crate::ptx::ast::{self, Operand};
+use crate::ptx::error::Result;
 use crate::ptx::ir::{AtomOp, Op, Space, Src, Ty};
 
 impl ProgramBuilder<'_> {
