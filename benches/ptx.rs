@@ -37,9 +37,9 @@ fn native<A: streamexec::KernelArgs>(exec: &StreamExecutor, k: HostKernel) -> Ty
 
 /// Warp instructions one call of `f` makes the engine execute.
 fn warp_instructions(f: impl FnOnce()) -> u64 {
-    let before = streamexec::ptx::warp_instructions_executed();
+    let before = streamexec::ptx_warp_instructions_executed();
     f();
-    streamexec::ptx::warp_instructions_executed() - before
+    streamexec::ptx_warp_instructions_executed() - before
 }
 
 fn saxpy(c: &mut Criterion) {

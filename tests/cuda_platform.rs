@@ -1,6 +1,7 @@
 //! CUDA without a GPU: the platform fails cleanly when the driver is missing or has no device
-//! (a stub libcuda built here stands in for a driver), and the PTX signature check reads the
-//! real PTX that clang-19 produced from kernels/*.cu. On a GPU machine the conformance suite
+//! (a stub libcuda built here stands in for a driver), and the PTX signature check (run here by
+//! the host platform's PTX loader, which shares it with the CUDA backend) reads the real PTX
+//! that clang-19 produced from kernels/*.cu. On a GPU machine the conformance suite
 //! (`STREAMEXEC_REQUIRE=cuda`) covers the rest.
 #![cfg(feature = "cuda")]
 
@@ -9,8 +10,10 @@ mod common;
 
 use std::process::Command;
 
-use streamexec::ptx::{PtxEntry, check_signature, parse_entries};
-use streamexec::{DevicePtr, Error, KernelArgs, MultiKernelLoaderSpec, PlatformManager};
+use streamexec::ptx::{PtxEntry, parse_entries};
+use streamexec::{
+    DevicePtr, Error, KernelArgs, MultiKernelLoaderSpec, PlatformManager, StreamExecutor,
+};
 
 /// The committed PTX, embedded so the test binary runs on a GPU machine without the tree.
 const CORPUS: &[(&str, &str)] = &[
@@ -35,13 +38,6 @@ const CORPUS: &[(&str, &str)] = &[
 fn corpus(file: &str) -> Vec<PtxEntry> {
     let text = CORPUS.iter().find(|(f, _)| *f == file).unwrap().1;
     parse_entries(text).unwrap_or_else(|e| panic!("{file}: {e}"))
-}
-
-fn entry<'a>(entries: &'a [PtxEntry], name: &str) -> &'a PtxEntry {
-    entries
-        .iter()
-        .find(|e| e.name == name)
-        .unwrap_or_else(|| panic!("no entry {name}"))
 }
 
 #[test]
@@ -70,77 +66,96 @@ fn every_corpus_entry_parses_at_o0_and_o3() {
     }
 }
 
-fn sig<T: KernelArgs>() -> Vec<streamexec::ParamKind> {
-    T::signature()
+/// Loads entry `name` of corpus `file` as a `TypedKernel<A>` on the host platform's PTX engine:
+/// loading checks `A` against the entry's PTX parameter list, with the check the CUDA backend
+/// makes when it loads PTX.
+fn load_as<A: KernelArgs>(exec: &StreamExecutor, file: &str, name: &str) -> streamexec::Result<()> {
+    let text = CORPUS.iter().find(|(f, _)| *f == file).unwrap().1;
+    let spec = MultiKernelLoaderSpec::new(A::ARITY).add_cuda_ptx_in_memory(text, name);
+    exec.get_kernel::<A>(&spec).map(drop)
 }
 
 #[test]
 fn real_ptx_signatures_accept_the_right_types_and_refuse_others() {
+    let exec = PlatformManager::platform_with_name("host")
+        .and_then(|p| p.executor_for_device(0))
+        .unwrap();
+    let exec = &exec;
     for opt in ["O0", "O3"] {
-        let conf = corpus(&format!("conformance.{opt}.ptx"));
-        let p = corpus(&format!("params.{opt}.ptx"));
+        let conf = &format!("conformance.{opt}.ptx");
+        let p = &format!("params.{opt}.ptx");
         let good = [
             (
-                entry(&conf, "saxpy"),
-                sig::<(u32, f32, DevicePtr<f32>, DevicePtr<f32>)>(),
+                "saxpy",
+                load_as::<(u32, f32, DevicePtr<f32>, DevicePtr<f32>)>(exec, conf, "saxpy"),
             ),
             (
-                entry(&conf, "block_reduce_dyn"),
-                sig::<(
+                "block_reduce_dyn",
+                load_as::<(
                     DevicePtr<u32>,
                     DevicePtr<u32>,
                     u32,
                     streamexec::SharedMemory<u32>,
-                )>(),
+                )>(exec, conf, "block_reduce_dyn"),
             ),
             (
-                entry(&p, "widths"),
-                sig::<(i8, i16, i32, i64, u8, u16, u32, u64, DevicePtr<i32>)>(),
+                "widths",
+                load_as::<(i8, i16, i32, i64, u8, u16, u32, u64, DevicePtr<i32>)>(
+                    exec, p, "widths",
+                ),
             ),
-            (entry(&p, "floats"), sig::<(f32, f64, DevicePtr<f32>)>()),
             (
-                entry(&p, "structs"),
-                sig::<([u64; 2], [u8; 3], [f32; 4], DevicePtr<f64>)>(),
+                "floats",
+                load_as::<(f32, f64, DevicePtr<f32>)>(exec, p, "floats"),
             ),
-            (entry(&p, "no_params"), sig::<()>()),
-            (entry(&p, "_Z7mangledPii"), sig::<(DevicePtr<i32>, i32)>()),
+            (
+                "structs",
+                load_as::<([u64; 2], [u8; 3], [f32; 4], DevicePtr<f64>)>(exec, p, "structs"),
+            ),
+            ("no_params", load_as::<()>(exec, p, "no_params")),
+            (
+                "_Z7mangledPii",
+                load_as::<(DevicePtr<i32>, i32)>(exec, p, "_Z7mangledPii"),
+            ),
         ];
-        for (e, kinds) in &good {
-            check_signature(e, kinds).unwrap_or_else(|err| panic!("{opt} {}: {err}", e.name));
+        for (name, r) in good {
+            r.unwrap_or_else(|err| panic!("{opt} {name}: {err}"));
         }
         let bad = [
             (
-                entry(&conf, "saxpy"),
-                sig::<(u32, f64, DevicePtr<f32>, DevicePtr<f32>)>(),
+                "saxpy",
+                load_as::<(u32, f64, DevicePtr<f32>, DevicePtr<f32>)>(exec, conf, "saxpy"),
                 "parameter 1",
             ),
             (
-                entry(&conf, "saxpy"),
-                sig::<(u32, f32, DevicePtr<f32>)>(),
+                "saxpy",
+                load_as::<(u32, f32, DevicePtr<f32>)>(exec, conf, "saxpy"),
                 "takes 4 parameter(s)",
             ),
             (
-                entry(&p, "widths"),
-                sig::<(i8, i16, i32, i32, u8, u16, u32, u64, DevicePtr<i32>)>(),
+                "widths",
+                load_as::<(i8, i16, i32, i32, u8, u16, u32, u64, DevicePtr<i32>)>(
+                    exec, p, "widths",
+                ),
                 "parameter 3",
             ),
             (
-                entry(&p, "floats"),
-                sig::<(f32, u64, DevicePtr<f32>)>(),
+                "floats",
+                load_as::<(f32, u64, DevicePtr<f32>)>(exec, p, "floats"),
                 "parameter 1",
             ),
             (
-                entry(&p, "structs"),
-                sig::<([u64; 2], [u8; 4], [f32; 4], DevicePtr<f64>)>(),
+                "structs",
+                load_as::<([u64; 2], [u8; 4], [f32; 4], DevicePtr<f64>)>(exec, p, "structs"),
                 "parameter 1",
             ),
         ];
-        for (e, kinds, needle) in &bad {
-            let err = check_signature(e, kinds).unwrap_err();
+        for (name, r, needle) in bad {
+            let err = r.unwrap_err();
             assert!(
-                matches!(&err, Error::SignatureMismatch { .. }) && err.to_string().contains(needle),
-                "{opt} {}: {err}",
-                e.name
+                matches!(&err, Error::SignatureMismatch { kernel, .. } if kernel == name)
+                    && err.to_string().contains(needle),
+                "{opt} {name}: {err}"
             );
         }
     }

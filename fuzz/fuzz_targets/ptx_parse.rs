@@ -10,10 +10,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     if let Ok(module) = streamexec::ptx::parse_module(text) {
-        // Decoding for the host engine must refuse what it cannot run, never panic.
-        if let Ok(data) = streamexec::ptx::module_data(&module) {
-            let _ = streamexec::ptx::decode_module(&module, &data, 0x1000_0000);
-        }
+        // Laying out data and decoding for the host engine must refuse what it cannot run,
+        // never panic.
+        let _ = streamexec::ptx::check_decodes(&module, 0x1000_0000);
         // Printing what was parsed must not panic either.
         for f in &module.functions {
             for s in f.body.iter().flatten() {

@@ -16,4 +16,5 @@ pub(crate) mod hip;
 pub(crate) mod host;
 #[cfg(feature = "opencl")]
 pub(crate) mod opencl;
+pub(crate) mod ptx_signature;
 mod work_queue;

@@ -8,8 +8,6 @@
 //! Float rounding other than to-nearest (`.rz .rm .rp`) is exact: the nearest result is
 //! corrected by one ulp using the sign of the exactly computed error (two-sum, fma residue).
 
-use super::ir::{Cmp, Rnd};
-
 /// An integer type of PTX.
 pub trait Int: Copy + PartialOrd + Eq + 'static {
     /// Width in bits.
@@ -203,16 +201,6 @@ pub const RZ: u8 = 1;
 pub const RM: u8 = 2;
 /// Toward +inf.
 pub const RP: u8 = 3;
-
-/// The const-generic number of a rounding mode.
-pub fn rnd_code(r: Rnd) -> u8 {
-    match r {
-        Rnd::Rn => RN,
-        Rnd::Rz => RZ,
-        Rnd::Rm => RM,
-        Rnd::Rp => RP,
-    }
-}
 
 /// Corrects the nearest result `r` to mode `R`, given the sign of `exact - r` (`err`).
 #[inline(always)]
@@ -624,12 +612,7 @@ pub fn pbin<const K: u8>(a: u64, b: u64) -> u64 {
 
 // ---- comparisons ----
 
-/// The const-generic number of a comparison.
-pub fn cmp_code(c: Cmp) -> u8 {
-    c as u8
-}
-
-/// Integer comparison `C` (a [`Cmp`] as u8).
+/// Integer comparison `C` (a [`Cmp`](super::ir::Cmp) as u8).
 pub fn icmp<I: Int, const C: u8>(a: u64, b: u64) -> u64 {
     let (x, y) = (I::from_bits(a).wide(), I::from_bits(b).wide());
     (match C {

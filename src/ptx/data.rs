@@ -2,8 +2,8 @@
 
 use super::ast::{self, Init, Space as AstSpace, VarType};
 use super::decode::{imm_bits, load_error, scalar_ty};
+use super::error::Result;
 use super::ir::{ModuleData, Ty};
-use crate::error::Result;
 
 fn ty_of(v: &ast::Variable) -> Option<u64> {
     let n = v.elements()?;
@@ -45,11 +45,11 @@ pub fn module_data(m: &ast::Module) -> Result<ModuleData> {
     for v in &data_vars {
         if v.linkage == ast::Linkage::Extern {
             return Err(load_error(
-                "(module)",
+                None,
+                Some(v.line),
                 format!(
-                    "line {}: `.extern` {} variable `{}` is defined in another module; the host \
+                    "`.extern` {} variable `{}` is defined in another module; the host \
                      platform loads one module at a time",
-                    v.line,
                     v.space.directive(),
                     v.name
                 ),
@@ -57,23 +57,26 @@ pub fn module_data(m: &ast::Module) -> Result<ModuleData> {
         }
         let size = var_size(v).ok_or_else(|| {
             load_error(
-                "(module)",
-                format!("line {}: variable `{}` has no size", v.line, v.name),
+                None,
+                Some(v.line),
+                format!("variable `{}` has no size", v.name),
             )
         })?;
         let align = v.alignment().max(1);
         if !align.is_power_of_two() || align > 4096 {
             return Err(load_error(
-                "(module)",
-                format!("line {}: bad alignment {align} of `{}`", v.line, v.name),
+                None,
+                Some(v.line),
+                format!("bad alignment {align} of `{}`", v.name),
             ));
         }
         d.align = d.align.max(align);
         let off = (d.image.len() as u64).next_multiple_of(align);
         if off + size > (1 << 30) {
             return Err(load_error(
-                "(module)",
-                format!("line {}: module data past 1 GiB at `{}`", v.line, v.name),
+                None,
+                Some(v.line),
+                format!("module data past 1 GiB at `{}`", v.name),
             ));
         }
         d.image.resize((off + size) as usize, 0);
@@ -91,42 +94,38 @@ pub fn module_data(m: &ast::Module) -> Result<ModuleData> {
             VarType::Scalar(s) => scalar_ty(s),
             VarType::Pred => Some(Ty::U8),
         }
-        .ok_or_else(|| load_error("(module)", format!("line {}: unsupported type", v.line)))?;
+        .ok_or_else(|| load_error(None, Some(v.line), "unsupported type"))?;
         let mut flat = Vec::new();
         flatten(init, &mut flat);
         for (i, item) in flat.iter().enumerate() {
             let at = off + i * esize;
             if at + esize > off + size {
                 return Err(load_error(
-                    "(module)",
-                    format!("line {}: too many initializers for `{}`", v.line, v.name),
+                    None,
+                    Some(v.line),
+                    format!("too many initializers for `{}`", v.name),
                 ));
             }
             let bits = match item {
                 Init::Imm(imm) => imm_bits(*imm, ty).ok_or_else(|| {
-                    load_error(
-                        "(module)",
-                        format!("line {}: bad initializer {imm}", v.line),
-                    )
+                    load_error(None, Some(v.line), format!("bad initializer {imm}"))
                 })?,
                 Init::Address { symbol, offset, .. } => {
                     let Some(t) = d.symbols.get(symbol) else {
                         return Err(load_error(
-                            "(module)",
+                            None,
+                            Some(v.line),
                             format!(
-                                "line {}: initializer takes the address of `{symbol}`, which is \
-                                 not module data (function pointers are not supported)",
-                                v.line
+                                "initializer takes the address of `{symbol}`, which is \
+                                 not module data (function pointers are not supported)"
                             ),
                         ));
                     };
                     if esize != 8 {
                         return Err(load_error(
-                            "(module)",
-                            format!(
-                                "line {}: an address initializer needs 64-bit elements",
-                                v.line
-                            ),
+                            None,
+                            Some(v.line),
+                            "an address initializer needs 64-bit elements",
                         ));
                     }
                     d.relocs.push(at);

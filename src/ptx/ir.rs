@@ -177,20 +177,6 @@ pub struct Addr {
     pub offset: i64,
 }
 
-/// Float rounding (`.rn .rz .rm .rp`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Rnd {
-    /// To nearest, ties to even.
-    #[default]
-    Rn,
-    /// Toward zero.
-    Rz,
-    /// Toward -inf.
-    Rm,
-    /// Toward +inf.
-    Rp,
-}
-
 /// A comparison (`setp`, `%lanemask_*`). Integer signedness comes from the type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cmp {
@@ -433,6 +419,9 @@ pub enum Op {
         a: Src,
         b: Src,
         c: Src,
+        /// The member mask: decoded and checked, not used (the engine shuffles among the
+        /// lanes that execute the instruction together).
+        #[allow(dead_code)]
         mask: Src,
     },
     /// `vote.sync`.
@@ -490,11 +479,9 @@ pub struct Program {
     pub thread_param_bytes: u32,
     /// Bytes of per-thread local memory.
     pub local_bytes: u32,
-    /// Bytes of static shared memory; dynamic shared memory starts at
-    /// `dynamic_shared_offset`.
+    /// Bytes of static shared memory; dynamic (`.extern .shared`) shared memory starts at
+    /// [`DYNAMIC_SHARED_BASE`](super::DYNAMIC_SHARED_BASE).
     pub static_shared_bytes: u32,
-    /// Offset of `.extern .shared` (dynamic) shared memory.
-    pub dynamic_shared_offset: u32,
 }
 
 /// Module-scope `.global` / `.const` data: an image to copy into device memory at load, with
@@ -511,14 +498,12 @@ pub struct ModuleData {
     pub symbols: HashMap<String, u64>,
 }
 
-/// A decoded module: its data image and one [`Program`] per `.entry`.
+/// A decoded module: one [`Program`] per `.entry`.
 ///
 /// Programs reference module data by absolute device address, so decoding needs the address
-/// where the image will live (`data_base`).
+/// where the data image ([`ModuleData`]) will live (`data_base`).
 #[derive(Clone, Debug)]
 pub struct DecodedModule {
-    /// Module-scope data.
-    pub data: ModuleData,
     /// Kernels by name.
     pub programs: HashMap<String, std::sync::Arc<Program>>,
 }

@@ -1,33 +1,42 @@
-//! PTX front end, shared by the CUDA backend (load-time signature checks) and the host
+//! PTX front end, shared by the CUDA/HIP backend (load-time signature checks) and the host
 //! platform's PTX engine.
 //!
 //! [`parse_entries`] reads only what a loader needs (the `.entry` parameter lists), so a
 //! `TypedKernel`'s arguments can be checked before the first launch. [`parse_module`] reads the
-//! whole module into the syntax tree of [`ast`].
+//! whole module into the syntax tree of [`ast`]. What is wrong with a text is a [`PtxError`]
+//! naming the line and, where known, the function; a loader reports it as its platform's
+//! kernel-load error.
+//!
+//! The module is a leaf: it depends on nothing else of the crate. The host engine's decoder
+//! (syntax tree → executable IR) lives here too but is the engine's business, not public.
 
-pub mod alu;
+pub(crate) mod alu;
 pub mod ast;
 mod data;
 mod decode;
-mod decode_arith;
-mod decode_fns;
-mod decode_inst;
-mod decode_mem;
-pub mod ir;
+mod error;
+pub(crate) mod ir;
 mod params;
 mod parse;
 
-pub use data::module_data;
-pub use decode::{DYNAMIC_SHARED_BASE, decode_module};
-pub use params::{PtxEntry, PtxParam, PtxScalar, check_signature, parse_entries};
+pub(crate) use data::module_data;
+pub(crate) use decode::{DYNAMIC_SHARED_BASE, decode_module};
+pub use error::PtxError;
+pub use params::{PtxEntry, PtxParam, PtxScalar, parse_entries};
 pub use parse::parse_module;
 
-/// Warp instructions the host platform's PTX engine has executed in this process (one per
-/// instruction issued for a group of lanes), for throughput figures in benchmarks.
-pub fn warp_instructions_executed() -> u64 {
-    WARP_INSTRUCTIONS.load(std::sync::atomic::Ordering::Relaxed)
+/// Lays out `module`'s `.global`/`.const` data at device address `data_base` and decodes every
+/// `.entry` for the host platform's PTX engine, as its loader does; returns the names of the
+/// decoded entries, sorted. A layout error names no function; a decoding error names the
+/// entry being decoded.
+///
+/// For the fuzz target and the integration tests, which check that any text decodes or is
+/// refused without a panic; not part of the supported API.
+#[doc(hidden)]
+pub fn check_decodes(module: &ast::Module, data_base: u64) -> Result<Vec<String>, PtxError> {
+    let data = module_data(module)?;
+    let decoded = decode_module(module, &data, data_base)?;
+    let mut names: Vec<String> = decoded.programs.values().map(|p| p.name.clone()).collect();
+    names.sort_unstable();
+    Ok(names)
 }
-
-/// Added to by the engine once per finished block.
-pub(crate) static WARP_INSTRUCTIONS: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(0);

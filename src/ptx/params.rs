@@ -1,5 +1,4 @@
-//! `.entry` parameter lists of a PTX module, and the check of a `TypedKernel`'s arguments
-//! against them.
+//! `.entry` parameter lists of a PTX module: what a loader checks a kernel's arguments against.
 //!
 //! PTX passes kernel arguments in the `.param` state space; each parameter is a scalar
 //! (`.param .f32 a`), an array of bytes for a struct passed by value
@@ -7,8 +6,7 @@
 //! (`.param .u64 .ptr .global .align 4 p`). What a kernel expects is therefore a list of
 //! (size, alignment, kind) that the launch's packed arguments must match.
 
-use crate::error::{Error, Result};
-use crate::types::ParamKind;
+use super::error::{PtxError, Result};
 
 /// A PTX fundamental type, as it appears in a parameter declaration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,18 +202,19 @@ pub(super) fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$'))
 }
 
-pub(super) fn load_error(kernel: &str, line: usize, detail: impl std::fmt::Display) -> Error {
-    Error::KernelLoad {
-        platform: "ptx".into(),
-        kernel: kernel.to_string(),
-        detail: format!("PTX line {line}: {detail}"),
-    }
+/// A front-end error at `line` in `function` (`None` at module scope).
+pub(super) fn load_error(
+    function: Option<&str>,
+    line: usize,
+    detail: impl std::fmt::Display,
+) -> PtxError {
+    PtxError::new(Some(line), function, detail)
 }
 
 struct Cursor<'t, 'a> {
     tokens: &'t [Token<'a>],
     pos: usize,
-    kernel: String,
+    kernel: Option<String>,
 }
 
 impl<'a> Cursor<'_, 'a> {
@@ -230,7 +229,7 @@ impl<'a> Cursor<'_, 'a> {
     fn next(&mut self, wanted: &str) -> Result<&'a str> {
         let t = self.tokens.get(self.pos).ok_or_else(|| {
             load_error(
-                &self.kernel,
+                self.kernel.as_deref(),
                 self.line(),
                 format!("the module ends where {wanted} was expected"),
             )
@@ -244,7 +243,7 @@ impl<'a> Cursor<'_, 'a> {
         let got = self.next(wanted)?;
         if got != text {
             return Err(load_error(
-                &self.kernel,
+                self.kernel.as_deref(),
                 line,
                 format!("expected {wanted}, found `{got}`"),
             ));
@@ -263,7 +262,7 @@ impl<'a> Cursor<'_, 'a> {
         let t = self.next(wanted)?;
         t.parse::<u64>().map_err(|_| {
             load_error(
-                &self.kernel,
+                self.kernel.as_deref(),
                 line,
                 format!("expected {wanted} (a decimal number), found `{t}`"),
             )
@@ -283,7 +282,7 @@ impl<'a> Cursor<'_, 'a> {
                     let a = self.number("an alignment after `.align`")?;
                     if !a.is_power_of_two() {
                         return Err(load_error(
-                            &self.kernel,
+                            self.kernel.as_deref(),
                             line,
                             format!("`.align {a}` is not a power of two"),
                         ));
@@ -299,7 +298,7 @@ impl<'a> Cursor<'_, 'a> {
                         }
                         other => {
                             return Err(load_error(
-                                &self.kernel,
+                                self.kernel.as_deref(),
                                 line,
                                 format!("`.ptr` must name a state space, found `{other}`"),
                             ));
@@ -309,14 +308,14 @@ impl<'a> Cursor<'_, 'a> {
                 _ if t.starts_with('.') => {
                     let s = PtxScalar::from_directive(t).ok_or_else(|| {
                         load_error(
-                            &self.kernel,
+                            self.kernel.as_deref(),
                             line,
                             format!("`{t}` is not a parameter type (.b8-.b64, .u8-.u64, .s8-.s64, .f16-.f64)"),
                         )
                     })?;
                     if ty.replace(s).is_some() {
                         return Err(load_error(
-                            &self.kernel,
+                            self.kernel.as_deref(),
                             line,
                             "two types for one parameter",
                         ));
@@ -325,7 +324,7 @@ impl<'a> Cursor<'_, 'a> {
                 _ if is_identifier(t) => break t,
                 _ => {
                     return Err(load_error(
-                        &self.kernel,
+                        self.kernel.as_deref(),
                         line,
                         format!("expected a parameter name, found `{t}`"),
                     ));
@@ -335,7 +334,7 @@ impl<'a> Cursor<'_, 'a> {
         let line = self.line();
         let ty = ty.ok_or_else(|| {
             load_error(
-                &self.kernel,
+                self.kernel.as_deref(),
                 line,
                 format!("parameter `{name}` has no type"),
             )
@@ -357,15 +356,15 @@ impl<'a> Cursor<'_, 'a> {
     }
 }
 
-/// Every `.entry` of a PTX module with its parameter list. Malformed declarations are a
-/// `KernelLoad` error naming the line; the bodies are not read.
+/// Every `.entry` of a PTX module with its parameter list. A malformed declaration is an
+/// error naming the line (and the entry, once its name is read); the bodies are not read.
 pub fn parse_entries(ptx: &str) -> Result<Vec<PtxEntry>> {
-    let tokens = tokenize(ptx).map_err(|(line, d)| load_error("(module)", line, d))?;
+    let tokens = tokenize(ptx).map_err(|(line, d)| load_error(None, line, d))?;
     let mut entries = Vec::new();
     let mut c = Cursor {
         tokens: &tokens,
         pos: 0,
-        kernel: "(module)".into(),
+        kernel: None,
     };
     while let Some(t) = c.peek().cloned() {
         c.pos += 1;
@@ -376,12 +375,12 @@ pub fn parse_entries(ptx: &str) -> Result<Vec<PtxEntry>> {
         let name = c.next("an entry name after `.entry`")?;
         if !is_identifier(name) {
             return Err(load_error(
-                "(module)",
+                None,
                 line,
                 format!("`{name}` is not a valid entry name"),
             ));
         }
-        c.kernel = name.to_string();
+        c.kernel = Some(name.to_string());
         let mut params = Vec::new();
         if c.eat("(") && !c.eat(")") {
             loop {
@@ -400,63 +399,6 @@ pub fn parse_entries(ptx: &str) -> Result<Vec<PtxEntry>> {
         });
     }
     Ok(entries)
-}
-
-/// Rust primitive names and the PTX type families that may receive them. Other types
-/// (structs, arrays) are checked by size and alignment only.
-fn family_ok(rust: &str, ty: PtxScalar) -> bool {
-    let float = matches!(ty, PtxScalar::Float(_) | PtxScalar::Bits(_));
-    let int = !matches!(ty, PtxScalar::Float(_));
-    match rust {
-        "f32" | "f64" => float,
-        "i8" | "u8" | "i16" | "u16" | "i32" | "u32" | "i64" | "u64" | "isize" | "usize"
-        | "bool" => int,
-        _ => true,
-    }
-}
-
-/// Checks a `TypedKernel`'s parameter kinds against a PTX entry. `SharedMemory` arguments are
-/// not PTX parameters (dynamic shared memory is a launch attribute), so they are skipped.
-pub fn check_signature(entry: &PtxEntry, expected: &[ParamKind]) -> Result<()> {
-    let passed: Vec<&ParamKind> = expected
-        .iter()
-        .filter(|k| !matches!(k, ParamKind::SharedMemory { .. }))
-        .collect();
-    let mismatch = |detail: String| Error::SignatureMismatch {
-        kernel: entry.name.clone(),
-        detail,
-    };
-    if passed.len() != entry.params.len() {
-        return Err(mismatch(format!(
-            "the PTX entry (line {}) takes {} parameter(s), the TypedKernel passes {} \
-             (SharedMemory arguments are launch attributes, not parameters)",
-            entry.line,
-            entry.params.len(),
-            passed.len()
-        )));
-    }
-    for (i, (kind, p)) in passed.iter().zip(&entry.params).enumerate() {
-        let ok = match kind {
-            ParamKind::Pointer { .. } => p.array.is_none() && p.size() == 8,
-            ParamKind::Scalar {
-                size,
-                align,
-                type_name,
-            } => {
-                p.size() == *size as u64
-                    && p.align >= (*align as u64).min(p.size())
-                    && (p.array.is_some() || family_ok(type_name, p.ty))
-            }
-            ParamKind::SharedMemory { .. } => true,
-        };
-        if !ok {
-            return Err(mismatch(format!(
-                "parameter {i}: the kernel declares `{p}` ({} bytes), the TypedKernel passes {kind}",
-                p.size()
-            )));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -515,45 +457,6 @@ mod tests {
                 err.contains(&format!("line {line}:")) && err.contains(needle),
                 "{src:?}: {err}"
             );
-        }
-    }
-
-    fn kinds<T: crate::types::KernelArgs>() -> Vec<ParamKind> {
-        T::signature()
-    }
-
-    #[test]
-    fn signatures_are_checked_by_count_size_and_family() {
-        use crate::{DevicePtr, SharedMemory};
-        let e = &parse_entries(
-            ".entry k(.param .u32 n, .param .f32 a, .param .u64 x, .param .align 8 .b8 s[16])",
-        )
-        .unwrap()[0];
-        let ok = kinds::<(u32, f32, DevicePtr<f32>, [u64; 2])>();
-        check_signature(e, &ok).unwrap();
-        let with_shared = kinds::<(u32, f32, DevicePtr<f32>, SharedMemory<f32>, [u64; 2])>();
-        check_signature(e, &with_shared).unwrap();
-        for (bad, needle) in [
-            (
-                kinds::<(u32, f32, DevicePtr<f32>)>(),
-                "takes 4 parameter(s)",
-            ),
-            (
-                kinds::<(f32, f32, DevicePtr<f32>, [u64; 2])>(),
-                "parameter 0",
-            ),
-            (
-                kinds::<(u32, u32, DevicePtr<f32>, [u64; 2])>(),
-                "parameter 1",
-            ),
-            (kinds::<(u32, f32, u32, [u64; 2])>(), "parameter 2"),
-            (
-                kinds::<(u32, f32, DevicePtr<f32>, [u64; 3])>(),
-                "parameter 3",
-            ),
-        ] {
-            let err = check_signature(e, &bad).unwrap_err().to_string();
-            assert!(err.contains(needle), "{err}");
         }
     }
 }

@@ -1,26 +1,26 @@
 //! PTX text → [`ast::Module`](super::ast::Module): a recursive-descent parser over the
 //! tokens of `params::tokenize` (comments dropped, identifiers and directives whole).
 //!
-//! It checks syntax only. Every malformed construct is a `KernelLoad` error that names the line
-//! and what was expected; nesting is bounded so hostile input cannot exhaust the stack.
+//! It checks syntax only. Every malformed construct is a [`PtxError`](super::PtxError) that names the line
+//! (and the function, inside one) and what was expected; nesting is bounded so hostile input cannot exhaust the stack.
 
 use super::ast::{
     Address, AddressBase, Function, Guard, Imm, Init, Instruction, Linkage, Module, Operand, Space,
     Statement, VarType, Variable,
 };
+use super::error::Result;
 use super::params::{PtxScalar, Token, is_identifier, load_error, tokenize};
-use crate::error::Result;
 
 /// Deepest `{ }` / `( )` nesting accepted (scopes, initializers, vectors).
 const MAX_DEPTH: usize = 64;
 
-/// Parses a whole PTX module. Malformed text is a `KernelLoad` error naming the line.
+/// Parses a whole PTX module. Malformed text is an error naming the line.
 pub fn parse_module(ptx: &str) -> Result<Module> {
-    let tokens = tokenize(ptx).map_err(|(line, d)| load_error("(module)", line, d))?;
+    let tokens = tokenize(ptx).map_err(|(line, d)| load_error(None, line, d))?;
     let mut p = Parser {
         t: &tokens,
         pos: 0,
-        scope: "(module)".into(),
+        scope: None,
         depth: 0,
     };
     p.module()
@@ -29,8 +29,8 @@ pub fn parse_module(ptx: &str) -> Result<Module> {
 struct Parser<'t, 'a> {
     t: &'t [Token<'a>],
     pos: usize,
-    /// The function being parsed, for error messages.
-    scope: String,
+    /// The function being parsed (`None` at module scope), for error messages.
+    scope: Option<String>,
     depth: usize,
 }
 
@@ -77,7 +77,7 @@ impl<'a> Parser<'_, 'a> {
     }
 
     fn err<T>(&self, line: usize, detail: impl std::fmt::Display) -> Result<T> {
-        Err(load_error(&self.scope, line, detail))
+        Err(load_error(self.scope.as_deref(), line, detail))
     }
 
     fn next(&mut self, wanted: &str) -> Result<&'a str> {
@@ -235,7 +235,7 @@ impl<'a> Parser<'_, 'a> {
                     match self.peek() {
                         Some(".entry") | Some(".func") => {
                             let f = self.function(link)?;
-                            self.scope = "(module)".into();
+                            self.scope = None;
                             m.functions.push(f);
                         }
                         Some(s) if Space::from_directive(s).is_some() => {
@@ -268,7 +268,7 @@ impl<'a> Parser<'_, 'a> {
             returns = self.param_list()?;
         }
         let name = self.identifier("a function name")?.to_string();
-        self.scope = name.clone();
+        self.scope = Some(name.clone());
         let params = if self.peek() == Some("(") {
             self.param_list()?
         } else {

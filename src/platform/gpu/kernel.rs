@@ -7,9 +7,9 @@ use std::sync::Arc;
 use super::{Driver, RawFunction, RawModule};
 use crate::error::Result;
 use crate::interface::KernelInterface;
-use crate::ptx::{PtxEntry, check_signature};
-use crate::types::DeviceAddress;
-use crate::types::ParamKind;
+use crate::platform::ptx_signature::check_signature;
+use crate::ptx::PtxEntry;
+use crate::types::{DeviceAddress, ParamKind};
 
 /// A loaded module; unloaded by its executor when the executor drops (after the device is
 /// idle), so launches never outlive it.

@@ -17,6 +17,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{Driver, GpuBlas, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream};
 use crate::error::{Error, Result};
+use crate::platform::ptx_signature::kernel_load_error;
 use crate::ptx::{PtxEntry, parse_entries};
 use crate::types::DeviceDescription;
 use crate::types::MultiKernelLoaderSpec;
@@ -522,7 +523,8 @@ unsafe impl Driver for MockDriver {
 
     fn module_load(&self, image: &ModuleImage) -> Result<RawModule> {
         let ptx = image.ptx.as_deref().unwrap_or("");
-        let entries = parse_entries(ptx)?;
+        let entries = parse_entries(ptx)
+            .map_err(|e| kernel_load_error(Self::PLATFORM, &image.kernel_name, e))?;
         let mut globals = HashMap::new();
         for (name, size) in ptx_globals(ptx) {
             globals.insert(name, (self.mem_alloc(size.max(1) as u64)?, size));

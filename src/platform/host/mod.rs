@@ -7,7 +7,7 @@ mod canned;
 mod event;
 mod kernel;
 pub(crate) mod memory;
-mod ptx;
+pub(crate) mod ptx;
 mod stream;
 mod sysinfo;
 

@@ -24,12 +24,22 @@ use super::HostExecutor;
 use super::memory::{AllocTable, Pinned};
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
+use crate::platform::ptx_signature::{check_signature, kernel_load_error};
 use crate::platform::work_queue::RunFn;
 use crate::ptx::ir::{DecodedModule, Program};
-use crate::ptx::{PtxEntry, check_signature, parse_entries};
+use crate::ptx::{PtxEntry, parse_entries};
 use crate::types::{ArgView, Dim3, PackedArg, ParamKind};
 use crate::types::{DeviceAddress, LaunchDims};
 use crate::types::{KernelImage, MultiKernelLoaderSpec};
+
+/// Warp instructions the host platform's PTX engine has executed in this process (one per
+/// instruction issued for a group of lanes), for throughput figures in benchmarks.
+pub fn warp_instructions_executed() -> u64 {
+    WARP_INSTRUCTIONS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Added to by the engine once per finished block.
+static WARP_INSTRUCTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A loaded module: decoded programs and the device memory of its module-scope data.
 pub(crate) struct LoadedModule {
@@ -82,8 +92,9 @@ fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<Load
     if let Some(m) = cache.iter().find(|m| &*m.text == text) {
         return Ok(m.clone());
     }
-    let ast = crate::ptx::parse_module(text)?;
-    let data = crate::ptx::module_data(&ast)?;
+    let ptx_error = |e| kernel_load_error("host", kernel, e);
+    let ast = crate::ptx::parse_module(text).map_err(ptx_error)?;
+    let data = crate::ptx::module_data(&ast).map_err(ptx_error)?;
     let placed = if data.image.is_empty() {
         None
     } else {
@@ -106,16 +117,7 @@ fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<Load
             if let Some((a, _)) = &placed {
                 exec.table.free(*a);
             }
-            return Err(match e {
-                Error::KernelLoad {
-                    platform, detail, ..
-                } => Error::KernelLoad {
-                    platform,
-                    kernel: kernel.to_string(),
-                    detail,
-                },
-                e => e,
-            });
+            return Err(ptx_error(e));
         }
     };
     let m = Arc::new(LoadedModule {

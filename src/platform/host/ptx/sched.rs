@@ -160,7 +160,7 @@ fn run_warps(
         }
     }
     let steps: u64 = warps.iter().map(|w| w.step).sum();
-    crate::ptx::WARP_INSTRUCTIONS.fetch_add(steps, std::sync::atomic::Ordering::Relaxed);
+    super::WARP_INSTRUCTIONS.fetch_add(steps, std::sync::atomic::Ordering::Relaxed);
     if let (Some(grid), Some(rb)) = (&l.race, &sh.race)
         && let Some(r) = grid.finish_block(b, rb)
     {

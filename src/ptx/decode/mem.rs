@@ -1,10 +1,10 @@
 //! Decoding of loads, stores and atomics.
 
-use super::ast::{self, Operand};
-use super::decode::ProgramBuilder;
-use super::decode_fns::*;
-use super::ir::{AtomOp, Op, Space, Src, Ty};
-use crate::error::Result;
+use super::ProgramBuilder;
+use super::fns::*;
+use crate::ptx::ast::{self, Operand};
+use crate::ptx::error::Result;
+use crate::ptx::ir::{AtomOp, Op, Space, Src, Ty};
 
 impl ProgramBuilder<'_> {
     pub(super) fn ld_st(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {

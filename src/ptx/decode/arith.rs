@@ -1,11 +1,11 @@
 //! Decoding of arithmetic, logic, comparison and select instructions.
 
-use super::alu::*;
-use super::ast::{self, Operand};
-use super::decode::ProgramBuilder;
-use super::decode_fns::*;
-use super::ir::{BoolOp, Fn1, Fn2, Fn3, Op, Ty};
-use crate::error::Result;
+use super::ProgramBuilder;
+use super::fns::*;
+use crate::ptx::alu::*;
+use crate::ptx::ast::{self, Operand};
+use crate::ptx::error::Result;
+use crate::ptx::ir::{BoolOp, Fn1, Fn2, Fn3, Op, Ty};
 
 impl ProgramBuilder<'_> {
     pub(super) fn binary(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {

@@ -1,32 +1,39 @@
 //! Syntax tree → executable IR ([`ir`](super::ir)): symbol resolution, register allocation,
 //! memory layout of variables and parameters, label and call resolution. Per-opcode decoding
-//! is in `decode_inst.rs`.
+//! is in `inst.rs` (arithmetic in `arith.rs`, memory in `mem.rs`, lane-function and
+//! modifier tables in `fns.rs`).
 //!
 //! Every `.entry` becomes one [`Program`] holding the entry's code followed by the code of every
 //! `.func` it reaches. Call parameters and return values get fixed per-thread slots, so
 //! recursion is rejected at load time.
+
+mod arith;
+mod fns;
+mod inst;
+mod mem;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::ast::{self, Operand, Space as AstSpace, Statement, VarType};
 use super::data::var_size;
+use super::error::{PtxError, Result};
 use super::ir::{
     Addr, CallSite, DecodedModule, Inst, LOCAL_WINDOW, ModuleData, Op, PARAM_WINDOW, ParamCopy,
     ParamSlot, Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
 };
-use crate::error::{Error, Result};
 
 /// Shared-space offset of dynamic (`.extern .shared`) shared memory; static shared memory
 /// starts at 0.
 pub const DYNAMIC_SHARED_BASE: u64 = 0x0100_0000;
 
-pub(super) fn load_error(kernel: &str, detail: String) -> Error {
-    Error::KernelLoad {
-        platform: "host".into(),
-        kernel: kernel.into(),
-        detail,
-    }
+/// A layout or decoding error in `kernel` (`None`: module data), at `line` where there is one.
+pub(super) fn load_error(
+    kernel: Option<&str>,
+    line: Option<u32>,
+    detail: impl std::fmt::Display,
+) -> PtxError {
+    PtxError::new(line.map(|l| l as usize), kernel, detail)
 }
 
 /// What a name stands for.
@@ -95,10 +102,7 @@ pub fn decode_module(m: &ast::Module, data: &ModuleData, data_base: u64) -> Resu
         let p = ProgramBuilder::new(m, data, data_base, &f.name).build(f)?;
         programs.insert(f.name.clone(), Arc::new(p));
     }
-    Ok(DecodedModule {
-        data: data.clone(),
-        programs,
-    })
+    Ok(DecodedModule { programs })
 }
 
 struct FuncInfo {
@@ -166,8 +170,8 @@ impl<'m> ProgramBuilder<'m> {
         b
     }
 
-    pub(super) fn err(&self, line: u32, msg: impl std::fmt::Display) -> Error {
-        load_error(&self.kernel, format!("line {line}: {msg}"))
+    pub(super) fn err(&self, line: u32, msg: impl std::fmt::Display) -> PtxError {
+        load_error(Some(&self.kernel), Some(line), msg)
     }
 
     fn alloc(cursor: &mut u64, size: u64, align: u64) -> u64 {
@@ -194,10 +198,7 @@ impl<'m> ProgramBuilder<'m> {
                 match v.range {
                     Some(n) => {
                         if n > 1 << 20 {
-                            return Err(load_error(
-                                &self.kernel,
-                                format!("line {}: too many registers", v.line),
-                            ));
+                            return Err(self.err(v.line, "too many registers"));
                         }
                         for i in 0..n {
                             scope.insert(format!("{}{i}", v.name), Sym::Reg(self.regs));
@@ -294,7 +295,7 @@ impl<'m> ProgramBuilder<'m> {
         self.in_entry = false;
         while let Some(name) = self.worklist.pop() {
             let f = self.find_func(&name).ok_or_else(|| {
-                load_error(&self.kernel, format!("function `{name}` is declared but has no body in this module (calls to external functions such as vprintf are not supported)"))
+                load_error(Some(&self.kernel), None, format!("function `{name}` is declared but has no body in this module (calls to external functions such as vprintf are not supported)"))
             })?;
             let info = &self.funcs[&name];
             let mut scope = HashMap::new();
@@ -320,7 +321,8 @@ impl<'m> ProgramBuilder<'m> {
         }
         if self.shared > 48 * 1024 {
             return Err(load_error(
-                &self.kernel,
+                Some(&self.kernel),
+                None,
                 format!(
                     "{} bytes of static shared memory exceed the 48 KiB per block",
                     self.shared
@@ -329,13 +331,15 @@ impl<'m> ProgramBuilder<'m> {
         }
         if self.local > 64 << 10 || self.tparam > 64 << 10 {
             return Err(load_error(
-                &self.kernel,
-                "more than 64 KiB of local or call-parameter memory per thread".into(),
+                Some(&self.kernel),
+                None,
+                "more than 64 KiB of local or call-parameter memory per thread",
             ));
         }
         if self.regs > 1 << 14 {
             return Err(load_error(
-                &self.kernel,
+                Some(&self.kernel),
+                None,
                 format!(
                     "{} registers per thread; the engine allows 16384",
                     self.regs
@@ -354,7 +358,6 @@ impl<'m> ProgramBuilder<'m> {
             thread_param_bytes: self.tparam as u32,
             local_bytes: self.local as u32,
             static_shared_bytes: self.shared as u32,
-            dynamic_shared_offset: DYNAMIC_SHARED_BASE as u32,
         })
     }
 
@@ -391,7 +394,8 @@ impl<'m> ProgramBuilder<'m> {
         }
         if let Some(f) = visit(&self.kernel, &self.edges, &mut state) {
             return Err(load_error(
-                &self.kernel,
+                Some(&self.kernel),
+                None,
                 format!(
                     "function `{f}` is called recursively; the host platform's PTX engine does not support recursion"
                 ),
@@ -626,7 +630,7 @@ impl<'m> ProgramBuilder<'m> {
     pub(super) fn src(&self, i: &ast::Instruction, o: &Operand, ty: Ty) -> Result<Src> {
         match o {
             Operand::Reg(name) if name.starts_with('%') && self.lookup(name).is_none() => {
-                super::decode_fns::sreg(name)
+                fns::sreg(name)
                     .map(Src::Sreg)
                     .ok_or_else(|| self.err(i.line, format!("`{i}`: unknown register `{name}`")))
             }

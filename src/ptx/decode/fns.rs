@@ -1,9 +1,9 @@
 //! What the decoder picks per instruction: the monomorphized lane function for an
-//! opcode/type/modifier combination (from [`alu`](super::alu)), modifier and type parsing, and
+//! opcode/type/modifier combination (from [`alu`](crate::ptx::alu)), modifier and type parsing, and
 //! special register names.
 
-use super::alu::*;
-use super::ir::{Cmp, Fn1, Fn2, Fn3, Sreg, Ty};
+use crate::ptx::alu::*;
+use crate::ptx::ir::{Cmp, Fn1, Fn2, Fn3, Sreg, Ty};
 
 /// The special register `name` (`%tid.x`, `%laneid`, ...).
 pub(super) fn sreg(name: &str) -> Option<Sreg> {

@@ -1,13 +1,13 @@
 //! Per-opcode decoding: each supported opcode/modifier/type combination becomes one
-//! [`Op`](super::ir::Op); anything else is a load-time error naming the line and the
-//! instruction. Arithmetic is in `decode_arith.rs`, memory and atomics in `decode_mem.rs`.
+//! [`Op`](crate::ptx::ir::Op); anything else is a load-time error naming the line and the
+//! instruction. Arithmetic is in `arith.rs`, memory and atomics in `mem.rs`.
 
-use super::alu::*;
-use super::ast::{self, Operand};
-use super::decode::ProgramBuilder;
-use super::decode_fns::*;
-use super::ir::{Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, Src, Ty, VoteMode};
-use crate::error::Result;
+use super::ProgramBuilder;
+use super::fns::*;
+use crate::ptx::alu::*;
+use crate::ptx::ast::{self, Operand};
+use crate::ptx::error::Result;
+use crate::ptx::ir::{Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, Src, Ty, VoteMode};
 
 impl ProgramBuilder<'_> {
     /// Decodes one instruction (possibly into several ops).
