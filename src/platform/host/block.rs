@@ -8,129 +8,30 @@
 //! block has arrived. A barrier that a thread never reaches (it exited, or it reached a barrier
 //! only after an earlier thread had exited without it) fails the launch with "barrier
 //! divergence" instead of hanging. Coroutine stacks are pooled per worker thread.
+//!
+//! The state threads share with the scheduler (the launch, the block's shared memory and
+//! barrier, faults) is in `launch.rs`; what a thread sees (`ThreadCtx`) is in `kernel.rs`.
 
 use std::cell::{Cell, RefCell};
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::Arc;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use parking_lot::Mutex;
 
 use super::kernel::{BoundKernel, ThreadCtx};
-use super::memory::{AllocTable, Pinned};
+use super::launch::{AbortUnwind, AtBarrier, BlockState, KernelFault, LaunchCtx, Resume};
 use crate::error::panic_message;
-use crate::types::DeviceAddress;
 use crate::types::Dim3;
 
 /// Stack size of one host-kernel thread. Pages are committed only when touched.
 pub(crate) const THREAD_STACK_BYTES: usize = 256 * 1024;
-
-/// What the scheduler tells a suspended thread.
-pub(crate) enum Resume {
-    Go,
-    Abort,
-}
-
-/// What a thread tells the scheduler when it suspends.
-pub(crate) struct AtBarrier;
 
 /// How a thread ended.
 enum ThreadEnd {
     Done,
     Failed(String),
     Aborted,
-}
-
-/// Unwind payload of a thread the scheduler aborts (another thread failed).
-struct AbortUnwind;
-
-/// Unwind payload of a fault the runtime detected (bounds, divergence, bad pointer).
-pub(crate) struct KernelFault(String);
-
-/// Ends the current kernel thread with `msg` as the launch's error (no panic hook output).
-pub(crate) fn fault(msg: String) -> ! {
-    resume_unwind(Box::new(KernelFault(msg)))
-}
-
-/// Everything one launch shares across its blocks.
-pub(crate) struct LaunchCtx {
-    pub(crate) body: BoundKernel,
-    pub(crate) grid: Dim3,
-    pub(crate) block: Dim3,
-    /// Bytes of dynamic shared memory per block (rounded up to 16).
-    pub(crate) dynamic_bytes: usize,
-    /// Shared memory per block, dynamic and static together.
-    pub(crate) shared_limit: usize,
-    /// Pointer arguments, pinned when the launch was enqueued.
-    pub(crate) pins: Vec<Pinned>,
-    pub(crate) table: Arc<AllocTable>,
-    /// Memory reached through pointers that were not arguments, pinned on first use.
-    pub(crate) extra: Mutex<Vec<Pinned>>,
-}
-
-impl LaunchCtx {
-    /// Host address of `[addr, addr + bytes)` if it lies inside live memory of the executor.
-    pub(crate) fn resolve(&self, addr: DeviceAddress, bytes: u64) -> Option<*mut u8> {
-        if let Some(p) = self.pins.iter().find(|p| p.contains(addr.raw(), bytes)) {
-            return Some(p.at(addr.raw()));
-        }
-        let mut extra = self.extra.lock();
-        if let Some(p) = extra.iter().find(|p| p.contains(addr.raw(), bytes)) {
-            return Some(p.at(addr.raw()));
-        }
-        let pinned = self.table.resolve(addr, bytes)?;
-        let ptr = pinned.ptr;
-        extra.push(pinned);
-        Some(ptr)
-    }
-}
-
-/// One running block.
-pub(crate) struct BlockState<'l> {
-    pub(crate) launch: &'l LaunchCtx,
-    pub(crate) block_idx: Dim3,
-    shared: &'l [Cell<u128>],
-    fiber_mode: Cell<bool>,
-}
-
-impl<'l> BlockState<'l> {
-    /// `len` elements of `T` at byte `offset` of the block's shared memory.
-    pub(crate) fn shared_slice<T: bytemuck::Pod>(&self, offset: usize, len: usize) -> &[Cell<T>] {
-        let size = std::mem::size_of::<T>();
-        let end = len.checked_mul(size).and_then(|b| b.checked_add(offset));
-        if end.is_none_or(|e| e > self.shared.len() * 16)
-            || !offset.is_multiple_of(std::mem::align_of::<T>())
-        {
-            fault(format!(
-                "shared memory range {offset}+{len}x{size} bytes is outside the block's {} bytes",
-                self.launch.shared_limit
-            ));
-        }
-        let base = self.shared.as_ptr() as *const u8;
-        // SAFETY: in bounds and aligned (checked above; the buffer is 16-aligned). `Cell<T>` has
-        // `T`'s layout and `T: Pod` accepts any bytes. Every thread of the block runs on this
-        // OS thread, and `ThreadCtx` is neither Send nor Sync, so the cells stay on one thread.
-        unsafe { std::slice::from_raw_parts(base.add(offset) as *const Cell<T>, len) }
-    }
-
-    pub(crate) fn barrier(&self, tid: u32, yielder: &Yielder<Resume, AtBarrier>) {
-        if !self.fiber_mode.get() {
-            if tid != 0 {
-                let t = self.launch.block.unlinear(tid as u64);
-                fault(format!(
-                    "barrier divergence: thread {t} reached sync_threads, but the threads before \
-                     it had already exited without reaching it; every thread of a block must \
-                     reach every barrier"
-                ));
-            }
-            self.fiber_mode.set(true);
-        }
-        match yielder.suspend(AtBarrier) {
-            Resume::Go => {}
-            Resume::Abort => resume_unwind(Box::new(AbortUnwind)),
-        }
-    }
 }
 
 type ThreadCoroutine = Coroutine<Resume, AtBarrier, ThreadEnd, DefaultStack>;
@@ -154,9 +55,14 @@ fn take_stack(pool: &mut Vec<DefaultStack>) -> Result<DefaultStack, String> {
     }
 }
 
-fn run_thread(state: &BlockState<'_>, y: &Yielder<Resume, AtBarrier>, tid: u32) -> ThreadEnd {
+fn run_thread(
+    state: &BlockState<'_>,
+    body: &BoundKernel,
+    y: &Yielder<Resume, AtBarrier>,
+    tid: u32,
+) -> ThreadEnd {
     let ctx = ThreadCtx::new(state, y, tid);
-    match catch_unwind(AssertUnwindSafe(|| (state.launch.body)(&ctx))) {
+    match catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
         Ok(()) => ThreadEnd::Done,
         Err(p) if p.is::<AbortUnwind>() => ThreadEnd::Aborted,
         Err(p) => {
@@ -171,8 +77,13 @@ fn run_thread(state: &BlockState<'_>, y: &Yielder<Resume, AtBarrier>, tid: u32) 
     }
 }
 
-/// Runs block `block_idx` to completion; `Err` carries the first failure's message.
-pub(crate) fn run_block(launch: &LaunchCtx, block_idx: Dim3) -> Result<(), String> {
+/// Runs block `block_idx` of `launch` (running `body` per thread) to completion; `Err` carries
+/// the first failure's message.
+pub(crate) fn run_block(
+    launch: &LaunchCtx,
+    body: &BoundKernel,
+    block_idx: Dim3,
+) -> Result<(), String> {
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
         let WorkerCache {
@@ -187,29 +98,32 @@ pub(crate) fn run_block(launch: &LaunchCtx, block_idx: Dim3) -> Result<(), Strin
         let dirty = (*shared_dirty).min(shared.len());
         shared[..dirty].fill(0);
         *shared_dirty = words;
-        let state = BlockState {
+        let state = BlockState::new(
             launch,
             block_idx,
-            shared: Cell::from_mut(&mut shared[..words]).as_slice_of_cells(),
-            fiber_mode: Cell::new(false),
-        };
-        schedule(&state, stacks)
+            Cell::from_mut(&mut shared[..words]).as_slice_of_cells(),
+        );
+        schedule(&state, body, stacks)
     })
 }
 
-fn schedule(state: &BlockState<'_>, stacks: &mut Vec<DefaultStack>) -> Result<(), String> {
+fn schedule(
+    state: &BlockState<'_>,
+    kernel: &BoundKernel,
+    stacks: &mut Vec<DefaultStack>,
+) -> Result<(), String> {
     let n = state.launch.block.count() as u32;
     let body = move |y: &Yielder<Resume, AtBarrier>, _: Resume| {
         for tid in 0..n {
-            let end = run_thread(state, y, tid);
-            if !matches!(end, ThreadEnd::Done) || state.fiber_mode.get() {
+            let end = run_thread(state, kernel, y, tid);
+            if !matches!(end, ThreadEnd::Done) || state.fiber_mode() {
                 return end;
             }
         }
         ThreadEnd::Done
     };
-    // SAFETY: the coroutine borrows `state`, which outlives it: every coroutine made here is
-    // driven to completion (or dropped, unwinding it) before `schedule` returns.
+    // SAFETY: the coroutine borrows `state` and `kernel`, which outlive it: every coroutine made
+    // here is driven to completion (or dropped, unwinding it) before `schedule` returns.
     let mut first = unsafe { ThreadCoroutine::with_stack_unchecked(take_stack(stacks)?, body) };
     match first.resume(Resume::Go) {
         CoroutineResult::Return(end) => {
@@ -219,13 +133,14 @@ fn schedule(state: &BlockState<'_>, stacks: &mut Vec<DefaultStack>) -> Result<()
                 ThreadEnd::Done | ThreadEnd::Aborted => Ok(()),
             }
         }
-        CoroutineResult::Yield(AtBarrier) => fiber_schedule(state, first, n, stacks),
+        CoroutineResult::Yield(AtBarrier) => fiber_schedule(state, kernel, first, n, stacks),
     }
 }
 
 /// One coroutine per thread; thread 0 (`first`) is already waiting at a barrier.
 fn fiber_schedule(
     state: &BlockState<'_>,
+    kernel: &BoundKernel,
     first: ThreadCoroutine,
     n: u32,
     stacks: &mut Vec<DefaultStack>,
@@ -234,7 +149,8 @@ fn fiber_schedule(
     threads.push(Some(first));
     let mut failure: Option<String> = None;
     for tid in 1..n {
-        let body = move |y: &Yielder<Resume, AtBarrier>, _: Resume| run_thread(state, y, tid);
+        let body =
+            move |y: &Yielder<Resume, AtBarrier>, _: Resume| run_thread(state, kernel, y, tid);
         match take_stack(stacks) {
             // SAFETY: as in `schedule`: every coroutine is finished before this returns.
             Ok(stack) => threads.push(Some(unsafe {
@@ -305,8 +221,13 @@ fn fiber_schedule(
     Err(failure.unwrap_or_else(|| "block aborted".into()))
 }
 
-/// Runs every block of `launch` on `pool`; the failure of the lowest-numbered failing block.
-pub(crate) fn run_grid(pool: &rayon::ThreadPool, launch: &LaunchCtx) -> Result<(), String> {
+/// Runs every block of `launch` on `pool`, `body` once per thread; the failure of the
+/// lowest-numbered failing block.
+pub(crate) fn run_grid(
+    pool: &rayon::ThreadPool,
+    launch: &LaunchCtx,
+    body: &BoundKernel,
+) -> Result<(), String> {
     use rayon::prelude::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     let total = launch.grid.count();
@@ -317,7 +238,7 @@ pub(crate) fn run_grid(pool: &rayon::ThreadPool, launch: &LaunchCtx) -> Result<(
             if failed.load(Ordering::Relaxed) {
                 return;
             }
-            if let Err(msg) = run_block(launch, launch.grid.unlinear(b)) {
+            if let Err(msg) = run_block(launch, body, launch.grid.unlinear(b)) {
                 failed.store(true, Ordering::Relaxed);
                 let mut first = first.lock();
                 if first.as_ref().is_none_or(|(fb, _)| b < *fb) {

@@ -16,7 +16,7 @@ use bytemuck::Pod;
 
 use corosensei::Yielder;
 
-use super::block::{AtBarrier, BlockState, Resume, fault};
+use super::launch::{AtBarrier, BlockState, Resume, fault};
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::types::DevicePtr;

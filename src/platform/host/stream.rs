@@ -1,12 +1,14 @@
 //! Host-platform streams: one worker thread per stream runs its operations in order.
 
-use crate::device_bytes;
 use std::sync::Arc;
 
-use super::HostExecutor;
-use super::block::{LaunchCtx, run_grid};
+use super::block::run_grid;
+use super::device::HostExecutor;
 use super::event::HostEvent;
 use super::kernel::HostKernel;
+use super::launch::LaunchCtx;
+use super::status::{self, PLATFORM};
+use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
 use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue};
@@ -23,7 +25,7 @@ pub(crate) struct HostStream {
 impl HostStream {
     pub(crate) fn new(exec: Arc<HostExecutor>, name: String) -> Result<Self> {
         let shared = Arc::new(WorkQueue::default());
-        shared.spawn(name, "host")?;
+        shared.spawn(name, PLATFORM)?;
         exec.streams.insert(&shared);
         Ok(HostStream { shared, exec })
     }
@@ -166,7 +168,7 @@ impl StreamInterface for HostStream {
         let shared_limit = self.exec.description.shared_memory_per_block as usize;
         if dynamic as usize > shared_limit {
             return Err(Error::LaunchConfig {
-                platform: "host".into(),
+                platform: PLATFORM.into(),
                 kernel: name,
                 detail: format!(
                     "{dynamic} bytes of dynamic shared memory (each region rounded up to 16) \
@@ -174,8 +176,8 @@ impl StreamInterface for HostStream {
                 ),
             });
         }
+        let body = hk.bind(&args)?;
         let launch = LaunchCtx {
-            body: hk.bind(&args)?,
             grid: dims.blocks.0,
             block: dims.threads.0,
             dynamic_bytes: dynamic as usize,
@@ -187,11 +189,7 @@ impl StreamInterface for HostStream {
         let pool = self.exec.pool.clone();
         self.push(
             Box::new(move || {
-                run_grid(&pool, &launch).map_err(|detail| Error::KernelFault {
-                    platform: "host".into(),
-                    kernel: name,
-                    detail,
-                })
+                run_grid(&pool, &launch, &body).map_err(|detail| status::kernel_fault(name, detail))
             }),
             None,
         )

@@ -1,6 +1,6 @@
-//! BLAS and Philox on the host platform: the `gemm` crate for level 3, rayon loops for the
-//! rest, [`crate::philox`] for random fills. Each call runs in stream order on the stream's
-//! worker, with its parallel part on the executor's rayon pool.
+//! BLAS on the host platform: the `gemm` crate for level 3, rayon loops for the rest. Each
+//! call runs in stream order on the stream's worker, with its parallel part on the executor's
+//! rayon pool.
 //!
 //! Device memory on the host is only ever touched through atomic or opaque (`rep movsb`) copies
 //! (see memory.rs), so that racing kernels are a wrong answer and never undefined behaviour.
@@ -8,21 +8,17 @@
 //! copies, compute there with ordinary (vectorised) code, and copy results back. For GEMM the
 //! O(n²) copies are small next to the O(n³) product.
 
-use crate::device_bytes;
 use std::cell::RefCell;
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::HostExecutor;
+use super::device::HostExecutor;
 use super::memory::Pinned;
+use crate::device_bytes;
 use crate::error::Result;
-use crate::interface::StreamInterface;
 use crate::interface::blas::{BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand};
-use crate::interface::rng::PhiloxFill;
-use crate::interface::{BlasSupport, RngSupport};
-use crate::types::philox;
-use crate::types::philox::PhiloxStream;
+use crate::interface::{BlasSupport, StreamInterface};
 
 /// The two element types, with the conversions the loops need.
 trait Real: bytemuck::Pod + Send + Sync + 'static {
@@ -406,38 +402,6 @@ impl BlasSupport for HostExecutor {
             pool.install(|| match call.elem {
                 BlasElem::F32 => level1_on::<f32>(&call, &x, y.as_ref(), r.as_ref()),
                 BlasElem::F64 => level1_on::<f64>(&call, &x, y.as_ref(), r.as_ref()),
-            });
-            Ok(())
-        }))
-    }
-}
-
-/// Elements per parallel task of a fill (a multiple of every `elems_per_block`).
-const FILL_CHUNK: u64 = 4096;
-
-impl RngSupport for HostExecutor {
-    unsafe fn philox_fill(&self, stream: &dyn StreamInterface, fill: &PhiloxFill) -> Result<()> {
-        let size = fill.dist.elem_size();
-        let dst = self.pin(fill.dst.addr, fill.count * size, "then_populate_rand")?;
-        let (pool, fill) = (Arc::clone(&self.pool), *fill);
-        let ps = PhiloxStream {
-            key: fill.key,
-            counter_hi: fill.counter_hi,
-            offset: fill.offset,
-        };
-        stream.host_callback(Box::new(move || {
-            pool.install(|| {
-                (0..fill.count.div_ceil(FILL_CHUNK))
-                    .into_par_iter()
-                    .for_each(|ci| {
-                        let first = ci * FILL_CHUNK;
-                        let len = FILL_CHUNK.min(fill.count - first);
-                        let mut buf = [0u8; (FILL_CHUNK * 8) as usize];
-                        let out = &mut buf[..(len * size) as usize];
-                        philox::generate(&ps, fill.dist, first, out);
-                        // SAFETY: elements `first..first + len` lie inside the pinned range.
-                        unsafe { device_bytes::store_bytes(at(&dst, first, size), out) };
-                    })
             });
             Ok(())
         }))

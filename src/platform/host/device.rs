@@ -1,0 +1,83 @@
+//! The host device's state: what the executor, its streams, BLAS/RNG and the PTX engine share.
+//!
+//! It lives apart from `executor.rs` (the `StreamExecutorInterface` impl, which creates
+//! streams) so that streams and the other users depend on the state, not on the executor that
+//! creates them.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use super::memory::{self, AllocTable};
+use super::ptx;
+use super::status::{self, PLATFORM};
+use crate::error::Result;
+use crate::platform::work_queue::{StreamSet, WorkQueue};
+use crate::types::{DeviceAddress, DeviceDescription};
+
+/// The host device.
+pub(crate) struct HostExecutor {
+    pub(super) description: DeviceDescription,
+    pub(super) table: Arc<AllocTable>,
+    pub(super) pool: Arc<rayon::ThreadPool>,
+    pub(super) streams: StreamSet<WorkQueue>,
+    pub(super) me: Weak<HostExecutor>,
+    pub(super) next_stream: AtomicU64,
+    /// PTX modules loaded by this executor.
+    pub(super) ptx_modules: ptx::ModuleCache,
+    /// `set_race_check`: PTX launches record accesses and report data races.
+    pub(super) race_check: AtomicBool,
+}
+
+impl HostExecutor {
+    pub(super) fn new(description: DeviceDescription) -> Result<Arc<Self>> {
+        let ordinal = description.ordinal;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(description.compute_units as usize)
+            .thread_name(move |i| format!("streamexec-{PLATFORM}{ordinal}-block-{i}"))
+            .build()
+            .map_err(status::pool_failed)?;
+        Ok(Arc::new_cyclic(|me| HostExecutor {
+            description,
+            table: Arc::new(AllocTable::default()),
+            pool: Arc::new(pool),
+            streams: StreamSet::default(),
+            me: me.clone(),
+            next_stream: AtomicU64::new(0),
+            ptx_modules: Default::default(),
+            race_check: AtomicBool::new(false),
+        }))
+    }
+
+    /// `bytes` of device memory (`OutOfMemory` when the system allocator refuses).
+    pub(super) fn allocate_bytes(&self, bytes: u64) -> Result<DeviceAddress> {
+        self.table.allocate(bytes).ok_or_else(|| {
+            status::out_of_memory(
+                self.description.ordinal,
+                bytes,
+                "the system allocator refused",
+            )
+        })
+    }
+
+    /// Device memory for a PTX module's `.global`/`.const` data.
+    pub(crate) fn allocate_for_module(&self, bytes: u64) -> Result<DeviceAddress> {
+        self.allocate_bytes(bytes)
+    }
+
+    /// Whether PTX launches run the data-race checker.
+    pub(crate) fn race_check(&self) -> bool {
+        self.race_check.load(Ordering::Relaxed)
+    }
+
+    /// Pins `[addr, addr + bytes)` for an operation, or says why it is not live memory.
+    pub(crate) fn pin(
+        &self,
+        addr: DeviceAddress,
+        bytes: u64,
+        what: &str,
+    ) -> Result<memory::Pinned> {
+        self.table
+            .resolve(addr, bytes)
+            .ok_or_else(|| status::not_live(addr, bytes, what))
+    }
+}

@@ -1,0 +1,157 @@
+//! The host device's `StreamExecutorInterface`: allocation (the system allocator, 256-byte
+//! aligned), synchronous copies, kernel loading (a native `HostKernel`, else the spec's PTX
+//! through the PTX engine), streams and events.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::device::HostExecutor;
+use super::event::HostEvent;
+use super::kernel::HostKernel;
+use super::status::{self, PLATFORM};
+use super::stream::HostStream;
+use super::{ptx, sysinfo};
+use crate::device_bytes;
+use crate::error::{Error, Result};
+use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
+use crate::types::{
+    AlignedHostBuffer, DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage,
+    MultiKernelLoaderSpec,
+};
+
+impl StreamExecutorInterface for HostExecutor {
+    fn description(&self) -> &DeviceDescription {
+        &self.description
+    }
+
+    fn allocate(&self, bytes: u64) -> Result<DeviceAddress> {
+        self.allocate_bytes(bytes)
+    }
+
+    fn allocate_unified(&self, bytes: u64) -> Result<(DeviceAddress, *mut u8)> {
+        // Device memory on the host platform is host memory already.
+        let addr = self.allocate(bytes)?;
+        let ptr = self.pin(addr, bytes, "allocate_unified")?.as_ptr();
+        Ok((addr, ptr))
+    }
+
+    unsafe fn deallocate(&self, addr: DeviceAddress) {
+        // Operations that pinned the allocation keep it alive until they finish.
+        self.table.free(addr);
+    }
+
+    fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>> {
+        match AlignedHostBuffer::new(bytes, 64) {
+            Some(b) => Ok(Box::new(b)),
+            None => Err(status::out_of_memory(
+                self.description.ordinal,
+                bytes as u64,
+                "the system allocator refused host memory",
+            )),
+        }
+    }
+
+    fn memory_usage(&self) -> Result<MemoryUsage> {
+        let total = self.description.total_memory;
+        let free = sysinfo::read()
+            .available_memory
+            .unwrap_or(total.saturating_sub(self.table.bytes_in_use()));
+        Ok(MemoryUsage { free, total })
+    }
+
+    fn set_race_check(&self, on: bool) -> Result<()> {
+        self.race_check.store(on, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
+        // A native kernel wins; otherwise the PTX engine runs the spec's PTX.
+        let Some(entry) = spec.host_kernel() else {
+            if let Some(img) = spec.select_cuda_ptx(None) {
+                return ptx::load(self, spec, img);
+            }
+            return Err(spec.no_suitable_format(
+                PLATFORM,
+                "a native Rust kernel (add_host_kernel) or CUDA PTX (add_cuda_ptx_in_memory), \
+                 which the host platform's PTX engine runs",
+            ));
+        };
+        let k = entry.as_any().downcast_ref::<HostKernel>().ok_or_else(|| {
+            spec.no_suitable_format(
+                PLATFORM,
+                "a HostKernel (the spec's in-process kernel is of a type the host platform does \
+                 not run)",
+            )
+        })?;
+        if k.signature().len() != spec.arity() {
+            return Err(Error::SignatureMismatch {
+                kernel: k.name().to_string(),
+                detail: format!(
+                    "the loader spec declares {} parameter(s) but the host kernel takes {}",
+                    spec.arity(),
+                    k.signature().len()
+                ),
+            });
+        }
+        Ok(Arc::new(k.clone()))
+    }
+
+    fn create_stream(&self) -> Result<Box<dyn StreamInterface>> {
+        let me = self
+            .me
+            .upgrade()
+            .ok_or_else(|| Error::invalid("create_stream", "executor is shutting down"))?;
+        let n = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        let name = format!(
+            "streamexec-{PLATFORM}{}-stream-{n}",
+            self.description.ordinal
+        );
+        Ok(Box::new(HostStream::new(me, name)?))
+    }
+
+    fn create_event(&self) -> Result<Arc<dyn EventInterface>> {
+        Ok(Arc::new(HostEvent::default()))
+    }
+
+    fn synchronize_all(&self) -> Result<()> {
+        for s in self.streams.live() {
+            // Stream failures are reported by their streams, not here.
+            let _ = s.wait_idle();
+        }
+        Ok(())
+    }
+
+    unsafe fn memcpy_h2d_sync(&self, src: &[u8], dst: DeviceAddress) -> Result<()> {
+        let dst = self.pin(dst, src.len() as u64, "synchronous_memcpy_h2d")?;
+        // SAFETY: pinned for `src.len()` bytes.
+        unsafe { device_bytes::store_bytes(dst.as_ptr(), src) };
+        Ok(())
+    }
+
+    unsafe fn memcpy_d2h_sync(&self, src: DeviceAddress, dst: &mut [u8]) -> Result<()> {
+        let src = self.pin(src, dst.len() as u64, "synchronous_memcpy_d2h")?;
+        // SAFETY: pinned for `dst.len()` bytes.
+        unsafe { device_bytes::load_bytes(dst, src.as_ptr()) };
+        Ok(())
+    }
+
+    unsafe fn memset_sync(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
+        let dst = self.pin(dst, bytes, "memset")?;
+        // SAFETY: pinned for `bytes` bytes.
+        unsafe { device_bytes::fill_u8(dst.as_ptr(), value, bytes as usize) };
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn blas(&self) -> Option<&dyn crate::interface::BlasSupport> {
+        Some(self)
+    }
+
+    fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {
+        Some(self)
+    }
+}
