@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::cl_error;
+use super::status::{cl_error, command_failed};
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, EventStatus};
 
@@ -91,7 +91,7 @@ fn profile_end(ev: &Event) -> Result<u64> {
 fn event_status(ev: &Event) -> EventStatus {
     match ev.command_execution_status() {
         Ok(s) if s.0 == CL_COMPLETE => EventStatus::Complete,
-        Ok(s) if s.0 < 0 => EventStatus::Error(status_error(s.0)),
+        Ok(s) if s.0 < 0 => EventStatus::Error(command_failed(s.0)),
         Ok(_) => EventStatus::Pending,
         Err(e) => EventStatus::Error(cl_error("clGetEventInfo", e.0)),
     }
@@ -101,14 +101,10 @@ fn event_status(ev: &Event) -> EventStatus {
 pub(crate) fn wait_event(ev: &Event) -> Result<()> {
     let _ = ev.wait();
     match ev.command_execution_status() {
-        Ok(s) if s.0 < 0 => Err(status_error(s.0)),
+        Ok(s) if s.0 < 0 => Err(command_failed(s.0)),
         Ok(_) => Ok(()),
         Err(e) => Err(cl_error("clGetEventInfo", e.0)),
     }
-}
-
-fn status_error(code: i32) -> Error {
-    cl_error("a command before the event", code)
 }
 
 impl OpenClEvent {

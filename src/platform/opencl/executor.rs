@@ -1,193 +1,31 @@
-//! The OpenCL device: context, allocations, program cache, synchronous copies.
-//!
-//! Device addresses are synthetic: `(allocation id << 40) | byte offset`, so sub-slices are
-//! address arithmetic as on every platform; a launch turns a non-zero offset into a sub-buffer.
+//! The OpenCL device's `StreamExecutorInterface`: allocation (`cl_mem` buffers and
+//! fine-grained SVM), pinned host memory (`CL_MEM_ALLOC_HOST_PTR` + map), synchronous copies on
+//! the executor's own queue, kernel loading, streams and events.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
-use opencl3::context::Context;
-use opencl3::device::Device;
+use opencl3::command_queue::CommandQueue;
 use opencl3::memory::{
     Buffer, CL_MAP_READ, CL_MAP_WRITE, CL_MEM_ALLOC_HOST_PTR, CL_MEM_READ_WRITE,
     CL_MEM_SVM_ATOMICS, CL_MEM_SVM_FINE_GRAIN_BUFFER, ClMem,
 };
-use opencl3::program::Program;
-use opencl3::types::{CL_BLOCKING, cl_device_id, cl_mem};
-use parking_lot::{Mutex, RwLock};
+use opencl3::types::{CL_BLOCKING, cl_mem};
+use parking_lot::Mutex;
 
+use super::device::{OFFSET_BITS, OpenClExecutor};
 use super::event::OpenClEvent;
 use super::kernel::OpenClKernel;
-use super::memory::{ClAlloc, ClMemory, Reaper, reap};
-use super::stream::{OpenClStream, StreamShared};
-use super::{PLATFORM, cl_error};
+use super::memory::{ClAlloc, ClMemory, reap};
+use super::status::{PLATFORM, cl_error, error_text};
+use super::stream::OpenClStream;
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
-use crate::platform::work_queue::StreamSet;
-use crate::types::AlignedHostBuffer;
-use crate::types::DeviceDescription;
-use crate::types::MultiKernelLoaderSpec;
-use crate::types::{DeviceAddress, HostBuffer, MemoryUsage};
-
-/// Bits of a device address that hold the byte offset inside an allocation.
-pub(crate) const OFFSET_BITS: u32 = 40;
-
-type ProgramKey = (bool, Vec<u8>, String);
-
-/// One OpenCL device.
-pub(crate) struct OpenClExecutor {
-    pub(crate) description: DeviceDescription,
-    pub(crate) context: Context,
-    sync_queue: Arc<Mutex<CommandQueue>>,
-    allocs: RwLock<HashMap<u64, Arc<ClAlloc>>>,
-    next_id: AtomicU64,
-    programs: Mutex<HashMap<ProgramKey, Arc<Program>>>,
-    streams: StreamSet<StreamShared>,
-    reaper: Reaper,
-    /// The device works on host memory directly (CPU drivers such as PoCL): page-locked
-    /// staging buffers buy nothing there, so host allocations are ordinary memory.
-    host_unified: bool,
-    /// Built-in BLAS and Philox kernels (canned.rs), built on first use.
-    pub(crate) canned: super::canned::CannedKernels,
-    me: Weak<OpenClExecutor>,
-}
-
-// SAFETY: OpenCL contexts, devices and queues are thread-safe handles (OpenCL 1.1+); the
-// queue used from several threads is behind a Mutex.
-unsafe impl Send for OpenClExecutor {}
-// SAFETY: as above.
-unsafe impl Sync for OpenClExecutor {}
-
-impl OpenClExecutor {
-    pub(crate) fn new(device: cl_device_id, description: DeviceDescription) -> Result<Arc<Self>> {
-        let context = Context::from_device(&Device::new(device))
-            .map_err(|e| cl_error("clCreateContext", e.0))?;
-        let queue =
-            CommandQueue::create_default_with_properties(&context, CL_QUEUE_PROFILING_ENABLE, 0)
-                .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))?;
-        Ok(Arc::new_cyclic(|me| OpenClExecutor {
-            description,
-            context,
-            sync_queue: Arc::new(Mutex::new(queue)),
-            allocs: RwLock::new(HashMap::new()),
-            next_id: AtomicU64::new(1),
-            programs: Mutex::new(HashMap::new()),
-            streams: StreamSet::default(),
-            reaper: Reaper::default(),
-            host_unified: Device::new(device).host_unified_memory().unwrap_or(false),
-            canned: Default::default(),
-            me: me.clone(),
-        }))
-    }
-
-    /// The allocation behind `[addr, addr + bytes)` and the byte offset of `addr` in it.
-    pub(crate) fn resolve(
-        &self,
-        addr: DeviceAddress,
-        bytes: u64,
-        what: &str,
-    ) -> Result<(Arc<ClAlloc>, usize)> {
-        self.try_resolve(addr, bytes).ok_or_else(|| {
-            Error::invalid(
-                what,
-                format!(
-                    "{bytes} bytes at {addr} are not inside one live allocation of this device"
-                ),
-            )
-        })
-    }
-
-    fn insert(&self, alloc: ClAlloc) -> DeviceAddress {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.allocs.write().insert(id, Arc::new(alloc));
-        DeviceAddress::new(id << OFFSET_BITS)
-    }
-
-    /// As [`resolve`](Self::resolve), without building an error (hot paths build it lazily).
-    pub(crate) fn try_resolve(
-        &self,
-        addr: DeviceAddress,
-        bytes: u64,
-    ) -> Option<(Arc<ClAlloc>, usize)> {
-        let id = addr.raw() >> OFFSET_BITS;
-        let offset = addr.raw() & ((1 << OFFSET_BITS) - 1);
-        let map = self.allocs.read();
-        let a = map.get(&id)?;
-        offset.checked_add(bytes).filter(|&e| e <= a.bytes)?;
-        Some((a.clone(), offset as usize))
-    }
-
-    /// The built program for the spec's OpenCL image (cached), and that image's kernel name.
-    fn program(&self, spec: &MultiKernelLoaderSpec) -> Result<(Arc<Program>, String)> {
-        let (image, binary) = match (spec.opencl_text(), spec.opencl_binary()) {
-            (Some(t), _) => (t, false),
-            (None, Some(b)) => (b, true),
-            (None, None) => {
-                return Err(spec.no_suitable_format(
-                    PLATFORM,
-                    "OpenCL C text or an OpenCL binary (add_opencl_text_in_memory / _on_disk, \
-                     add_opencl_binary_in_memory / _on_disk)",
-                ));
-            }
-        };
-        let load_err = |detail: String| Error::KernelLoad {
-            platform: PLATFORM.into(),
-            kernel: image.kernel_name.clone(),
-            detail,
-        };
-        let options = format!("-cl-kernel-arg-info {}", spec.opencl_build_options());
-        if options.contains('\0') {
-            return Err(load_err("the build options contain a NUL byte".into()));
-        }
-        let mut bytes = image.source.bytes()?.into_owned();
-        if spec.rpc() {
-            if binary {
-                return Err(load_err(
-                    "the spec asks for RPC, which needs OpenCL C text to put the client in front \
-                     of; add_opencl_text_* instead of a binary"
-                        .into(),
-                ));
-            }
-            bytes.splice(0..0, crate::rpc::opencl_prelude().into_bytes());
-        }
-        let key = (binary, bytes, options);
-        if let Some(p) = self.programs.lock().get(&key) {
-            return Ok((p.clone(), image.kernel_name.clone()));
-        }
-        let (binary, bytes, options) = &key;
-        let program = if *binary {
-            Program::create_and_build_from_binary(&self.context, &[bytes], options).map_err(
-                |e| {
-                    load_err(format!(
-                        "the OpenCL binary did not load or build: {} ({})",
-                        opencl3::error_codes::error_text(e.0),
-                        e.0
-                    ))
-                },
-            )?
-        } else {
-            let text = std::str::from_utf8(bytes)
-                .map_err(|e| load_err(format!("the OpenCL C source is not UTF-8: {e}")))?;
-            if text.contains('\0') {
-                return Err(load_err("the OpenCL C source contains a NUL byte".into()));
-            }
-            Program::create_and_build_from_source(&self.context, text, options)
-                .map_err(|log| load_err(format!("the OpenCL C compiler failed: {log}")))?
-        };
-        let program = Arc::new(program);
-        self.programs.lock().insert(key, program.clone());
-        Ok((program, image.kernel_name.clone()))
-    }
-
-    fn with_sync_queue<T>(&self, f: impl FnOnce(&CommandQueue) -> Result<T>) -> Result<T> {
-        let q = self.sync_queue.lock();
-        f(&q)
-    }
-}
+use crate::types::{
+    AlignedHostBuffer, DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage,
+    MultiKernelLoaderSpec,
+};
 
 /// Page-locked host memory: a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped for its whole life.
 struct PinnedHost {
@@ -260,12 +98,7 @@ impl StreamExecutorInterface for OpenClExecutor {
                 std::ptr::null_mut(),
             )
         }
-        .map_err(|e| {
-            oom(format!(
-                "clCreateBuffer: {}",
-                opencl3::error_codes::error_text(e.0)
-            ))
-        })?;
+        .map_err(|e| oom(format!("clCreateBuffer: {}", error_text(e.0))))?;
         Ok(self.insert(ClAlloc {
             mem: ClMemory::Buffer(buffer),
             bytes,
@@ -297,7 +130,7 @@ impl StreamExecutorInterface for OpenClExecutor {
             platform: PLATFORM.into(),
             device: self.description.ordinal,
             bytes,
-            detail: format!("clSVMAlloc: {}", opencl3::error_codes::error_text(e)),
+            detail: format!("clSVMAlloc: {}", error_text(e)),
         })?;
         if ptr.is_null() {
             return Err(Error::OutOfMemory {
@@ -345,10 +178,7 @@ impl StreamExecutorInterface for OpenClExecutor {
             platform: PLATFORM.into(),
             device: self.description.ordinal,
             bytes: bytes as u64,
-            detail: format!(
-                "clCreateBuffer(CL_MEM_ALLOC_HOST_PTR): {}",
-                opencl3::error_codes::error_text(e.0)
-            ),
+            detail: format!("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR): {}", error_text(e.0)),
         })?;
         let ptr = self.with_sync_queue(|q| {
             let mut mapped: cl_mem = std::ptr::null_mut();
@@ -498,14 +328,5 @@ impl StreamExecutorInterface for OpenClExecutor {
 
     fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {
         Some(self)
-    }
-}
-
-impl Drop for OpenClExecutor {
-    fn drop(&mut self) {
-        // Every stream (each holds this executor) is gone; SVM still held by a queued command
-        // stays parked, and leaks rather than being freed under that command.
-        let _ = self.sync_queue.lock().finish();
-        reap(self.context.get(), &self.reaper);
     }
 }

@@ -10,7 +10,7 @@ use opencl3::kernel::{
 use opencl3::program::Program;
 use parking_lot::Mutex;
 
-use super::PLATFORM;
+use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::types::ParamKind;
@@ -116,14 +116,13 @@ impl OpenClKernel {
         let kernel = Kernel::create(&program, name).map_err(|e| {
             load_err(format!(
                 "no kernel named `{name}` in the program ({}); the program has: {}",
-                opencl3::error_codes::error_text(e.0),
+                error_text(e.0),
                 program.kernel_names()
             ))
         })?;
         let count = kernel
             .num_args()
-            .map_err(|e| super::cl_error("clGetKernelInfo(NUM_ARGS)", e.0))?
-            as usize;
+            .map_err(|e| cl_error("clGetKernelInfo(NUM_ARGS)", e.0))? as usize;
         if count != arity {
             return Err(Error::SignatureMismatch {
                 kernel: name.into(),

@@ -1,5 +1,6 @@
 //! OpenCL device memory: `cl_mem` buffers and fine-grained SVM allocations behind one type,
-//! and the enqueue helpers that pick the right OpenCL call for each.
+//! the enqueue helpers that pick the right OpenCL call for each, and keeping memory (device or
+//! lent host memory) alive until the command that uses it completes.
 //!
 //! `cl_mem` buffers may be released while queued commands use them (OpenCL defers it). SVM
 //! may not (`clSVMFree` is immediate), so commands that touch SVM keep their `Arc<ClAlloc>` until
@@ -9,6 +10,7 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
+use opencl3::event::{CL_COMPLETE, Event};
 use opencl3::memory::{Buffer, ClMem};
 use opencl3::types::{cl_bool, cl_command_queue, cl_event, cl_int};
 use parking_lot::Mutex;
@@ -220,6 +222,25 @@ pub(crate) unsafe fn copy(
     }
 }
 
+extern "C" fn release_keepalive(_ev: cl_event, _status: cl_int, user: *mut c_void) {
+    // SAFETY: `user` is the box leaked in `keep_until_complete`; OpenCL calls this once.
+    drop(unsafe { Box::from_raw(user as *mut Box<dyn Send>) });
+}
+
+/// Keeps `keep` alive until `ev` completes (or fails).
+pub(crate) fn keep_until_complete(ev: &Event, keep: Box<dyn Send>) {
+    let raw = Box::into_raw(Box::new(keep));
+    if ev
+        .set_callback(CL_COMPLETE, release_keepalive, raw as *mut c_void)
+        .is_err()
+    {
+        // SAFETY: the callback was not registered, so the box is still ours.
+        let keep = unsafe { Box::from_raw(raw) };
+        let _ = ev.wait();
+        drop(keep);
+    }
+}
+
 /// Frees every SVM pointer in `reaper`.
 pub(crate) fn reap(context: opencl3::types::cl_context, reaper: &Reaper) {
     for p in std::mem::take(&mut *reaper.lock()) {
@@ -230,13 +251,13 @@ pub(crate) fn reap(context: opencl3::types::cl_context, reaper: &Reaper) {
 }
 
 /// Keeps `alloc` alive until `ev` completes when it is SVM (buffers need no help).
-pub(crate) fn keep_svm(ev: &opencl3::event::Event, allocs: &[&Arc<ClAlloc>]) {
+pub(crate) fn keep_svm(ev: &Event, allocs: &[&Arc<ClAlloc>]) {
     let svm: Vec<Arc<ClAlloc>> = allocs
         .iter()
         .filter(|a| a.svm_ptr(0).is_some())
         .map(|a| Arc::clone(a))
         .collect();
     if !svm.is_empty() {
-        super::stream::keep_until_complete(ev, Box::new(svm));
+        keep_until_complete(ev, Box::new(svm));
     }
 }

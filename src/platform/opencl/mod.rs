@@ -3,12 +3,79 @@
 //! No OpenCL library, no platform or no device: the platform is listed as unavailable with the
 //! reason; nothing panics and the build never needs OpenCL. Every device of every OpenCL
 //! platform is one streamexec device, in the order the ICD loader reports them.
+//!
+//! # Files
+//!
+//! | file | holds |
+//! |---|---|
+//! | `mod.rs` | the platform (device enumeration across ICD platforms, `DeviceDescription` from `clGetDeviceInfo`), `open`, these notes |
+//! | `device.rs` | `OpenClExecutor`: the context, the allocation table behind synthetic addresses, the program cache, the stream registry; what streams and built-in kernels share |
+//! | `executor.rs` | the `StreamExecutorInterface` impl: allocation (buffers and SVM), pinned host memory (`CL_MEM_ALLOC_HOST_PTR` + map), synchronous copies, kernel loading |
+//! | `queue.rs` | `StreamShared`: one stream's in-order profiling queue and its direct/deferred submitter, which the executor also synchronises |
+//! | `stream.rs` | `OpenClStream`: the `StreamInterface` impl, kernel argument setting |
+//! | `event.rs` | `OpenClEvent`: the marker of the latest record, or a deferred record |
+//! | `kernel.rs` | `OpenClKernel` and the `clGetKernelArgInfo` signature check |
+//! | `memory.rs` | `ClAlloc`: `cl_mem` buffers and fine-grained SVM behind one type, the enqueue helpers for each, keeping memory alive until a command completes, and the SVM reaper |
+//! | `builtins.rs`, `builtins.cl` | the built-in kernels of BLAS and Philox: source, per-executor cache, launch |
+//! | `blas.rs`, `rng.rs` | `BlasSupport` and `RngSupport` over the built-in kernels |
+//! | `status.rs` | OpenCL status codes as `Error`s |
+//!
+//! # Device addresses
+//!
+//! Device addresses are synthetic: `(allocation id << 40) | byte offset` (`device::OFFSET_BITS`),
+//! so sub-slices are address arithmetic as on every platform. A kernel argument at a non-zero
+//! offset becomes a sub-buffer, so sub-slices passed to user kernels must respect the device's
+//! base-address alignment (built-in kernels take base buffer + element offset instead, and have
+//! no such limit). Freed buffers are released with `clReleaseMemObject`, which OpenCL defers
+//! until queued commands that use them finish.
+//!
+//! # Submission: direct and deferred
+//!
+//! Each stream is one in-order, profiling command queue. A stream starts in *direct* mode: each
+//! `then_*` enqueues its command at once. Its first host callback (or a wait on a deferred
+//! record) switches it to *deferred* mode, where a per-stream worker thread enqueues in order,
+//! waits for the earlier commands before each callback, and skips the rest after a failure, so
+//! a failed callback really stops the chain and callbacks may call blocking OpenCL functions.
+//! Failing a user event instead (the usual OpenCL trick) crashes PoCL 3.1
+//! (`pocl_update_event_failed`). An event recorded in deferred mode is a `DeferredRecord` that
+//! waiters resolve on their own worker. Host memory lent to an async copy (the `HostRegion` and
+//! its lock guard) is kept until an event callback fires on the copy's completion.
+//!
+//! # Programs and signatures
+//!
+//! Programs are cached per executor by (format, bytes, options) and built with
+//! `-cl-kernel-arg-info`, so `get_kernel` checks the count, the pointer/local/scalar kind and
+//! the scalar type of every argument. A spec with RPC gets the OpenCL C RPC client prepended.
+//!
+//! # Unified memory (SVM) and the reaper
+//!
+//! `allocate_unified` is fine-grained SVM with atomics (the device reports it as
+//! `unified_memory`); it is where RPC mailboxes go. `clSVMFree` is immediate, not deferred like
+//! `clReleaseMemObject`, so commands that touch SVM keep their `Arc<ClAlloc>` until their
+//! completion callback; the last drop parks the pointer in the executor's reaper, which frees it
+//! on an ordinary thread at the next allocation or `synchronize_all` (never inside an OpenCL
+//! callback). SVM still held by a queued command when the executor drops leaks rather than
+//! being freed under it.
+//!
+//! # BLAS and random numbers
+//!
+//! Built-in kernels (`builtins.cl`: tiled local-memory GEMM, GEMV, level 1, one-work-group
+//! reductions, Philox) are built on first use per executor and precision, and launched through
+//! the stream's ordinary `launch`, so ordering, the error state and deferred mode are shared
+//! with user kernels. Double precision (and every gaussian, computed in `f64`) is a second
+//! build of the same source with `-DSE_T=double -DSE_FP64`; a device that cannot build it
+//! reports `Unsupported`.
 
-mod canned;
+mod blas;
+mod builtins;
+mod device;
 mod event;
 mod executor;
 mod kernel;
 mod memory;
+mod queue;
+mod rng;
+mod status;
 mod stream;
 
 use std::sync::Arc;
@@ -19,25 +86,11 @@ use opencl3::device::{
 };
 use opencl3::types::cl_device_id;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::interface::{PlatformInterface, StreamExecutorInterface};
 use crate::types::DeviceDescription;
-
-pub(crate) const PLATFORM: &str = "opencl";
-
-/// `Error::Driver` for a failed OpenCL call.
-pub(crate) fn cl_error(call: &str, code: impl Into<i32>) -> Error {
-    let code = code.into();
-    Error::Driver {
-        platform: PLATFORM.into(),
-        call: call.into(),
-        code: code as i64,
-        detail: format!(
-            "{} (see the OpenCL specification for {call}; check the driver with `clinfo`)",
-            opencl3::error_codes::error_text(code)
-        ),
-    }
-}
+use device::OpenClExecutor;
+use status::{PLATFORM, cl_error, error_text};
 
 /// The OpenCL platform: every device the ICD loader reports.
 pub(crate) struct OpenClPlatform {
@@ -55,7 +108,7 @@ pub(crate) fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> 
         format!(
             "no OpenCL library or platform ({}); install an ICD loader and a driver, e.g. Debian's \
              `ocl-icd-libopencl1` and `pocl-opencl-icd`",
-            opencl3::error_codes::error_text(e.0)
+            error_text(e.0)
         )
     })?;
     let mut devices = Vec::new();
@@ -143,6 +196,6 @@ impl PlatformInterface for OpenClPlatform {
     }
     fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>> {
         let desc = describe(self.devices[ordinal], ordinal)?;
-        Ok(executor::OpenClExecutor::new(self.devices[ordinal], desc)?)
+        Ok(OpenClExecutor::new(self.devices[ordinal], desc)?)
     }
 }

@@ -13,133 +13,23 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
-use opencl3::event::{CL_COMPLETE, Event};
 use opencl3::memory::{Buffer, CL_BUFFER_CREATE_TYPE_REGION, CL_MEM_READ_WRITE, cl_buffer_region};
-use opencl3::types::{CL_NON_BLOCKING, cl_event, cl_int, cl_mem};
-use parking_lot::Mutex;
+use opencl3::types::{CL_NON_BLOCKING, cl_int, cl_mem};
 
-use super::PLATFORM;
-use super::cl_error;
+use super::device::OpenClExecutor;
 use super::event::{DeferredRecord, OpenClEvent, WaitTarget, wait_event};
-use super::executor::OpenClExecutor;
 use super::kernel::OpenClKernel;
+use super::memory::{ClAlloc, copy, keep_svm, keep_until_complete};
+use super::queue::StreamShared;
+use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
-use crate::platform::work_queue::{RunFn, SkipFn, Submitter};
-use crate::types::HostRegion;
-use crate::types::{ArgView, PackedArg};
-use crate::types::{DeviceAddress, LaunchDims};
-
-type ErrorSlot = Arc<Mutex<Option<Error>>>;
-/// The part of a stream the executor keeps to synchronise it.
-pub(crate) struct StreamShared {
-    queue: CommandQueue,
-    error: ErrorSlot,
-    /// Commands since the last `finish`, checked for failure then.
-    pending: Mutex<Vec<Event>>,
-    /// Direct or deferred submission.
-    submitter: Submitter,
-}
-
-// SAFETY: OpenCL queues and events are thread-safe handles; the rest is behind Mutexes.
-unsafe impl Send for StreamShared {}
-// SAFETY: as above.
-unsafe impl Sync for StreamShared {}
-
-impl StreamShared {
-    /// Waits for the worker and every command, then reports the first failure.
-    pub(crate) fn finish(&self) -> Result<()> {
-        let _ = self.submitter.work().wait_idle(); // its failure is in the shared error slot
-        let finished = self.queue.finish().map_err(|e| cl_error("clFinish", e.0));
-        let pending = std::mem::take(&mut *self.pending.lock());
-        for ev in pending {
-            if let Ok(s) = ev.command_execution_status()
-                && s.0 < 0
-            {
-                self.error
-                    .lock()
-                    .get_or_insert_with(|| cl_error("a queued command", s.0));
-            }
-        }
-        if let Err(e) = finished {
-            self.error.lock().get_or_insert(e);
-        }
-        self.error.lock().clone().map_or(Ok(()), Err)
-    }
-
-    fn track(&self, raw: cl_event) -> Event {
-        // SAFETY: `raw` is live; the pending list's Event releases this extra reference.
-        let _ = unsafe { opencl3::event::retain_event(raw) };
-        let mut pending = self.pending.lock();
-        if pending.len() >= 1024 {
-            pending.retain(|e| {
-                e.command_execution_status()
-                    .is_ok_and(|s| s.0 != CL_COMPLETE)
-            });
-        }
-        pending.push(Event::new(raw));
-        drop(pending);
-        let _ = self.queue.flush();
-        Event::new(raw)
-    }
-
-    fn submit(&self, run: RunFn, skip: Option<SkipFn>, force_deferred: bool) -> Result<()> {
-        self.submitter.submit(run, skip, force_deferred)
-    }
-
-    fn is_deferred(&self) -> bool {
-        self.submitter.is_deferred()
-    }
-
-    fn marker(&self) -> Result<Event> {
-        // SAFETY: a marker with no wait list: it completes when earlier commands have.
-        let raw = unsafe {
-            opencl3::command_queue::enqueue_marker_with_wait_list(
-                self.queue.get(),
-                0,
-                std::ptr::null(),
-            )
-        }
-        .map_err(|e| cl_error("clEnqueueMarkerWithWaitList", e))?;
-        Ok(self.track(raw))
-    }
-
-    fn barrier_on(&self, ev: &Event) -> Result<()> {
-        let raw = ev.get();
-        // SAFETY: a barrier waiting for a live event of the same context.
-        let barrier = unsafe {
-            opencl3::command_queue::enqueue_barrier_with_wait_list(self.queue.get(), 1, &raw)
-        }
-        .map_err(|e| cl_error("clEnqueueBarrierWithWaitList", e))?;
-        self.track(barrier);
-        Ok(())
-    }
-}
+use crate::types::{ArgView, DeviceAddress, HostRegion, LaunchDims, PackedArg};
 
 impl Drop for OpenClStream {
     fn drop(&mut self) {
         // The worker (if any) drains what is queued, then exits.
         self.shared.submitter.work().close();
-    }
-}
-
-extern "C" fn release_keepalive(_ev: cl_event, _status: cl_int, user: *mut c_void) {
-    // SAFETY: `user` is the box leaked in `keep_until_complete`; OpenCL calls this once.
-    drop(unsafe { Box::from_raw(user as *mut Box<dyn Send>) });
-}
-
-/// Keeps `keep` alive until `ev` completes (or fails).
-pub(crate) fn keep_until_complete(ev: &Event, keep: Box<dyn Send>) {
-    let raw = Box::into_raw(Box::new(keep));
-    if ev
-        .set_callback(CL_COMPLETE, release_keepalive, raw as *mut c_void)
-        .is_err()
-    {
-        // SAFETY: the callback was not registered, so the box is still ours.
-        let keep = unsafe { Box::from_raw(raw) };
-        let _ = ev.wait();
-        drop(keep);
     }
 }
 
@@ -151,19 +41,7 @@ pub(crate) struct OpenClStream {
 
 impl OpenClStream {
     pub(crate) fn new(exec: Arc<OpenClExecutor>) -> Result<Self> {
-        let queue = CommandQueue::create_default_with_properties(
-            &exec.context,
-            CL_QUEUE_PROFILING_ENABLE,
-            0,
-        )
-        .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))?;
-        let error: ErrorSlot = Arc::new(Mutex::new(None));
-        let shared = Arc::new(StreamShared {
-            queue,
-            error: error.clone(),
-            pending: Mutex::new(Vec::new()),
-            submitter: Submitter::new(error, "streamexec-opencl-stream", PLATFORM),
-        });
+        let shared = Arc::new(StreamShared::new(&exec.context)?);
         Ok(OpenClStream { exec, shared })
     }
 
@@ -252,11 +130,9 @@ impl StreamInterface for OpenClStream {
         self.shared.submit(
             Box::new(move || {
                 // SAFETY: both ranges are live and in bounds.
-                let raw = unsafe {
-                    super::memory::copy(shared.queue.get(), &sa, so, &da, doff, bytes as usize)
-                }
-                .map_err(|e| cl_error("clEnqueueCopyBuffer / clEnqueueSVMMemcpy", e))?;
-                super::memory::keep_svm(&shared.track(raw), &[&sa, &da]);
+                let raw = unsafe { copy(shared.queue.get(), &sa, so, &da, doff, bytes as usize) }
+                    .map_err(|e| cl_error("clEnqueueCopyBuffer / clEnqueueSVMMemcpy", e))?;
+                keep_svm(&shared.track(raw), &[&sa, &da]);
                 Ok(())
             }),
             None,
@@ -407,16 +283,13 @@ fn enqueue_kernel(
     k: &OpenClKernel,
     dims: &LaunchDims,
     args: &[PackedArg],
-    resolved: Vec<Option<(Arc<super::memory::ClAlloc>, usize)>>,
+    resolved: Vec<Option<(Arc<ClAlloc>, usize)>>,
 ) -> Result<()> {
     let name = k.name();
     let set_err = |i: usize, e: cl_int| {
         Error::invalid(
             format!("then_launch of `{name}`"),
-            format!(
-                "argument {i}: clSetKernelArg failed: {}",
-                opencl3::error_codes::error_text(e)
-            ),
+            format!("argument {i}: clSetKernelArg failed: {}", error_text(e)),
         )
     };
     let guard = k.kernel.lock();
@@ -464,7 +337,7 @@ fn enqueue_kernel(
                                     "argument {i}: a sub-slice at byte offset {off} needs a sub-buffer, \
                                      which failed: {}; slice at multiples of the device's base address \
                                      alignment",
-                                    opencl3::error_codes::error_text(e)
+                                    error_text(e)
                                 ),
                             )
                         })?;
@@ -518,10 +391,7 @@ fn enqueue_kernel(
     .map_err(|e| Error::LaunchConfig {
         platform: PLATFORM.into(),
         kernel: name.to_string(),
-        detail: format!(
-            "clEnqueueNDRangeKernel failed: {} ({e})",
-            opencl3::error_codes::error_text(e)
-        ),
+        detail: format!("clEnqueueNDRangeKernel failed: {} ({e})", error_text(e)),
     })?;
     drop(subs); // OpenCL keeps sub-buffers alive for the enqueued command
     drop(guard);
@@ -544,7 +414,7 @@ impl OpenClStream {
                 // SAFETY: a fill of a live, in-bounds range; the pattern is copied at enqueue.
                 let raw = unsafe { alloc.fill(shared.queue.get(), off, &pattern, bytes as usize) }
                     .map_err(|e| cl_error("clEnqueueFillBuffer / clEnqueueSVMMemFill", e))?;
-                super::memory::keep_svm(&shared.track(raw), &[&alloc]);
+                keep_svm(&shared.track(raw), &[&alloc]);
                 Ok(())
             }),
             None,

@@ -1,5 +1,5 @@
 // Built-in kernels for canned operations on OpenCL: BLAS (column-major) and Philox4x32-10.
-// Built twice by src/platform/opencl/canned.rs: with -DSE_T=float, and with -DSE_T=double
+// Built twice by src/platform/opencl/builtins.rs: with -DSE_T=float, and with -DSE_T=double
 // -DSE_FP64 (which also holds every kernel that needs double precision: uniform f64 and both
 // gaussians). Matrices and vectors arrive as allocation base pointers plus element offsets.
 //
