@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use cudarc::cublas::sys as cb;
 use parking_lot::Mutex;
 
-use super::PLATFORM;
+use super::status::{PLATFORM, cublas_check as check};
 use crate::error::{Error, Result};
 use crate::interface::blas::{
     BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand, Transpose,
@@ -24,18 +24,6 @@ pub(crate) struct CudaBlas {
 unsafe impl Send for CudaBlas {}
 // SAFETY: as above.
 unsafe impl Sync for CudaBlas {}
-
-fn check(call: &str, s: cb::cublasStatus_t) -> Result<()> {
-    if s == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        return Ok(());
-    }
-    Err(Error::Driver {
-        platform: PLATFORM.into(),
-        call: call.into(),
-        code: s as i64,
-        detail: format!("{s:?}"),
-    })
-}
 
 fn int(v: u64, what: &str) -> Result<c_int> {
     c_int::try_from(v).map_err(|_| {

@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cudarc::driver::{result, sys};
 
-use super::{PLATFORM, cu_error};
+use super::status::{PLATFORM, cu_error};
 use crate::error::{Error, Result};
 use crate::platform::gpu::{
     Driver, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream,
@@ -225,6 +225,15 @@ unsafe impl Driver for CudaDriver {
 
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
+
+    fn open(ordinal: usize) -> Result<Self> {
+        CudaDriver::new(ordinal)
+    }
+
+    fn describe_device(ordinal: usize) -> Result<DeviceDescription> {
+        let dev = result::device::get(ordinal as i32).map_err(|e| cu_error("cuDeviceGet", e))?;
+        describe(dev, ordinal)
+    }
 
     fn describe(&self) -> Result<DeviceDescription> {
         describe(self.dev, self.ordinal)

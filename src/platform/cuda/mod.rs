@@ -1,41 +1,35 @@
-//! The CUDA platform, on cudarc's driver API with run-time loading of libcuda.
+//! The CUDA platform, on cudarc's driver API with run-time loading of libcuda: a thin driver
+//! folder under the shared CUDA-like backend (`platform/gpu/`, whose notes cover streams,
+//! events, memory and kernels). This folder holds `open`, the driver calls (`driver.rs`: the
+//! kernel image choice, NVRTC, the device description from attributes), cuBLAS (`blas.rs`)
+//! and the `CUresult` mapping (`status.rs`).
 //!
-//! cudarc panics when libcuda is missing, so `open` probes for the library first and every
-//! later call goes through `result`-level functions that return errors. Streams, events,
-//! memory and kernels are the shared CUDA-like backend in `platform/gpu/`; this folder holds
-//! the driver calls (`driver.rs`), the kernel image choice (PTX by compute capability, cubin,
-//! or CUDA C++ through NVRTC) and the device description.
+//! # No panics from cudarc
+//!
+//! cudarc panics if libcuda is missing or a symbol is absent, so `open` calls
+//! `is_culib_present()` first, and the bindings are the `cuda-12000` set (every symbol used
+//! exists in any CUDA 12+ driver). Every later call goes through `result`-level functions that
+//! return errors. NVRTC is probed the same way before compiling CUDA C++.
+//!
+//! # Contexts and images
+//!
+//! Each device's primary context is retained for the driver's life and made current on the
+//! calling thread before every call (a thread-local store in the driver). Images are chosen
+//! cubin first (no JIT), then the PTX keyed by the highest compute capability not above the
+//! device's (else unkeyed PTX), then CUDA C++ through NVRTC; a JIT failure carries the JIT log.
 
 mod blas;
 mod driver;
+mod status;
 
 use std::sync::Arc;
 
 use cudarc::driver::{result, sys};
 
-use super::gpu::GpuExecutor;
-use crate::error::{Error, Result};
-use crate::interface::{PlatformInterface, StreamExecutorInterface};
-use crate::types::DeviceDescription;
+use super::gpu::GpuPlatform;
+use crate::interface::PlatformInterface;
 pub(crate) use driver::CudaDriver;
-
-pub(crate) const PLATFORM: &str = "cuda";
-
-/// A driver error as a crate error: the call, the code, its name and description.
-pub(crate) fn cu_error(call: &str, e: result::DriverError) -> Error {
-    let name = e.error_name().map(|s| s.to_string_lossy().into_owned());
-    let text = e.error_string().map(|s| s.to_string_lossy().into_owned());
-    Error::Driver {
-        platform: PLATFORM.into(),
-        call: call.into(),
-        code: e.0 as i64,
-        detail: match (name, text) {
-            (Ok(n), Ok(t)) => format!("{n}: {t}"),
-            (Ok(n), Err(_)) => n,
-            _ => format!("{:?}", e.0),
-        },
-    }
-}
+use status::cu_error;
 
 /// Opens the CUDA driver: `Err(reason)` when libcuda is missing, fails to initialise, or has no
 /// device.
@@ -59,30 +53,5 @@ pub(crate) fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> 
     if count <= 0 {
         return Err("the CUDA driver reports no device (CUDA_ERROR_NO_DEVICE)".into());
     }
-    Ok(Arc::new(CudaPlatform {
-        count: count as usize,
-    }))
-}
-
-struct CudaPlatform {
-    count: usize,
-}
-
-impl PlatformInterface for CudaPlatform {
-    fn name(&self) -> &'static str {
-        PLATFORM
-    }
-
-    fn device_count(&self) -> usize {
-        self.count
-    }
-
-    fn description(&self, ordinal: usize) -> Result<DeviceDescription> {
-        let dev = result::device::get(ordinal as i32).map_err(|e| cu_error("cuDeviceGet", e))?;
-        driver::describe(dev, ordinal)
-    }
-
-    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>> {
-        Ok(GpuExecutor::new(CudaDriver::new(ordinal)?)?)
-    }
+    Ok(GpuPlatform::<CudaDriver>::with_devices(count as usize))
 }

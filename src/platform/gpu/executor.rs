@@ -1,142 +1,21 @@
-//! One device of a CUDA-like driver: allocations (freed behind per-stream fences), pinned and
-//! mapped host memory, the module cache, synchronous copies.
+//! The shared backend's `StreamExecutorInterface`: allocations (freed behind per-stream
+//! fences, see device.rs), pinned and mapped host memory, peer access, kernel loading,
+//! streams, events and synchronous copies.
 
 use std::any::Any;
-use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-use parking_lot::Mutex;
-
+use super::Driver;
+use super::device::{Allocation, GpuExecutor};
 use super::event::GpuEvent;
-use super::kernel::{GpuKernel, GpuModule};
-use super::stream::{GpuStream, StreamShared};
-use super::{Driver, RawModule};
+use super::kernel::GpuKernel;
+use super::stream::GpuStream;
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
-use crate::platform::work_queue::StreamSet;
-use crate::ptx::parse_entries;
-use crate::types::AlignedHostBuffer;
-use crate::types::DeviceDescription;
-use crate::types::MultiKernelLoaderSpec;
-use crate::types::{DeviceAddress, HostBuffer, MemoryUsage};
-
-/// What a device address was allocated as.
-#[derive(Clone, Copy, Debug)]
-enum Allocation {
-    Device,
-    /// Mapped page-locked host memory, with its host address.
-    Mapped(usize),
-}
-
-/// An allocation freed by the user, waiting for the work queued before the free.
-struct Parked<D: Driver> {
-    ptr: u64,
-    kind: Allocation,
-    fences: Vec<(Arc<GpuEvent<D>>, u64)>,
-}
-
-/// One device.
-pub(crate) struct GpuExecutor<D: Driver> {
-    drv: Arc<D>,
-    description: DeviceDescription,
-    streams: StreamSet<StreamShared<D>>,
-    modules: Mutex<HashMap<Vec<u8>, Arc<GpuModule>>>,
-    allocs: Mutex<HashMap<u64, Allocation>>,
-    parked: Mutex<Vec<Parked<D>>>,
-    /// Built-in kernels of canned operations, by name.
-    pub(super) canned: Mutex<HashMap<&'static str, Arc<dyn KernelInterface>>>,
-    me: Weak<GpuExecutor<D>>,
-}
-
-impl<D: Driver> GpuExecutor<D> {
-    pub(crate) fn new(drv: D) -> Result<Arc<Self>> {
-        let description = drv.describe()?;
-        Ok(Arc::new_cyclic(|me| GpuExecutor {
-            drv: Arc::new(drv),
-            description,
-            streams: StreamSet::default(),
-            modules: Mutex::new(HashMap::new()),
-            allocs: Mutex::new(HashMap::new()),
-            parked: Mutex::new(Vec::new()),
-            canned: Mutex::new(HashMap::new()),
-            me: me.clone(),
-        }))
-    }
-
-    pub(crate) fn driver(&self) -> &Arc<D> {
-        &self.drv
-    }
-
-    /// Makes this executor's frees also fence `stream` (of another device), which is about to
-    /// read this executor's memory in a peer copy.
-    pub(crate) fn fence_also(&self, stream: &Arc<StreamShared<D>>) {
-        self.streams.insert(stream);
-    }
-
-    fn oom(&self, bytes: u64, e: Error) -> Error {
-        Error::OutOfMemory {
-            platform: D::PLATFORM.into(),
-            device: self.description.ordinal,
-            bytes,
-            detail: e.to_string(),
-        }
-    }
-
-    /// Frees parked allocations whose fences have all completed.
-    fn reap(&self) {
-        let mut parked = self.parked.lock();
-        parked.retain(|p| {
-            if !p.fences.iter().all(|(ev, g)| ev.is_done(*g)) {
-                return true;
-            }
-            self.free(p.ptr, p.kind);
-            false
-        });
-    }
-
-    fn free(&self, ptr: u64, kind: Allocation) {
-        // SAFETY: every fence recorded after the work that could use `ptr` has completed (or
-        // the device is idle, in `drop`); the allocation came from this driver.
-        let r = unsafe {
-            match kind {
-                Allocation::Device => self.drv.mem_free(ptr),
-                Allocation::Mapped(host) => {
-                    self.drv.host_free(host as *mut u8);
-                    Ok(())
-                }
-            }
-        };
-        if let Err(e) = r {
-            eprintln!("streamexec: {}: freeing {ptr:#x} failed: {e}", D::PLATFORM);
-        }
-    }
-
-    fn module(&self, spec: &MultiKernelLoaderSpec) -> Result<(Arc<GpuModule>, String)> {
-        let image = self.drv.select_image(spec, &self.description)?;
-        if let Some(m) = self.modules.lock().get(&image.bytes) {
-            return Ok((m.clone(), image.kernel_name));
-        }
-        let raw = self.drv.module_load(&image)?;
-        // A PTX entry list our parser cannot read leaves the kernel unchecked rather than
-        // refusing PTX the driver accepted.
-        let entries = image.ptx.as_deref().and_then(|t| parse_entries(t).ok());
-        let rpc_client = match self.drv.module_global(raw, crate::rpc::CLIENT_SYMBOL) {
-            Ok(g) => g,
-            Err(e) => {
-                // SAFETY: just loaded; nothing uses it.
-                unsafe { self.drv.module_unload(raw) };
-                return Err(e);
-            }
-        };
-        let module = Arc::new(GpuModule {
-            raw,
-            entries,
-            rpc_client,
-        });
-        self.modules.lock().insert(image.bytes, module.clone());
-        Ok((module, image.kernel_name))
-    }
-}
+use crate::types::{
+    AlignedHostBuffer, DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage,
+    MultiKernelLoaderSpec,
+};
 
 /// Page-locked host memory from the driver.
 struct PinnedHost<D: Driver> {
@@ -223,30 +102,8 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     }
 
     unsafe fn deallocate(&self, addr: DeviceAddress) {
-        let Some(kind) = self.allocs.lock().remove(&addr.raw()) else {
-            eprintln!(
-                "streamexec: {}: deallocate of unknown address {addr}",
-                D::PLATFORM
-            );
-            return;
-        };
-        let mut fences = Vec::new();
-        for s in self.streams.live() {
-            let fence = GpuEvent::new(self.drv.clone(), false)
-                .map(Arc::new)
-                .and_then(|ev| s.record(ev.clone()).map(|g| (ev, g)));
-            match fence {
-                Ok(f) => fences.push(f),
-                // No fence: wait for the stream instead.
-                Err(_) => drop(s.finish()),
-            }
-        }
-        self.parked.lock().push(Parked {
-            ptr: addr.raw(),
-            kind,
-            fences,
-        });
-        self.reap();
+        // Parked behind a fence on every live stream; freed once they have all completed.
+        self.park(addr);
     }
 
     fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>> {
@@ -385,26 +242,5 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
 
     fn as_any(&self) -> &dyn Any {
         self
-    }
-}
-
-impl<D: Driver> Drop for GpuExecutor<D> {
-    fn drop(&mut self) {
-        // Every stream (each holds this executor) is gone, but the driver may still run their
-        // last work: wait for the device, then free what is parked and unload modules.
-        let idle = self.drv.synchronize_device();
-        if idle.is_ok() {
-            for p in std::mem::take(&mut *self.parked.lock()) {
-                self.free(p.ptr, p.kind);
-            }
-            let modules: Vec<RawModule> = self.modules.lock().values().map(|m| m.raw).collect();
-            for m in modules {
-                // SAFETY: the device is idle and no kernel outlives its executor's streams.
-                unsafe { self.drv.module_unload(m) };
-            }
-        }
-        // Live allocations still owned by `DeviceMemory` values cannot exist: they hold the
-        // executor. If the device failed to go idle, parked memory leaks rather than being
-        // freed under running work.
     }
 }

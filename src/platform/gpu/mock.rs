@@ -258,6 +258,22 @@ unsafe impl Driver for MockDriver {
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
+    fn open(_ordinal: usize) -> Result<Self> {
+        Err(Error::unsupported(
+            Self::PLATFORM,
+            "open",
+            "mock devices are made by the tests (MockDriver::new), not opened by ordinal",
+        ))
+    }
+
+    fn describe_device(_ordinal: usize) -> Result<DeviceDescription> {
+        Err(Error::unsupported(
+            Self::PLATFORM,
+            "describe_device",
+            "mock devices are made by the tests (MockDriver::new), not described by ordinal",
+        ))
+    }
+
     fn describe(&self) -> Result<DeviceDescription> {
         Ok(DeviceDescription {
             platform: "mock".into(),

@@ -1,259 +1,126 @@
-//! The backend shared by CUDA and HIP: both drivers have the same shape (contexts, streams,
-//! events, modules, async copies), so one executor/stream/event/kernel implementation runs on a
-//! small [`Driver`] trait, and `cuda/` and `hip/` hold only their driver calls, kernel-image
-//! choice and device description — the result → safe layering of cudarc, with this folder as
-//! the safe layer.
+//! The backend CUDA and HIP share. Both drivers have the same shape (contexts, streams, events,
+//! modules, async copies), so one platform/executor/stream/event/kernel implementation runs on
+//! a small [`Driver`] trait, and `cuda/` and `hip/` hold only their driver calls, kernel-image
+//! choice, device description and `open` — the result → safe layering of cudarc, with this
+//! folder as the safe layer.
 //!
-//! Memory a queued operation uses stays valid until the operation is done: `deallocate` parks
-//! the allocation behind a fence event recorded (in order) on every live stream, and frees it
-//! once all fences have completed; host memory lent to an async copy is released by a host
-//! function enqueued after the copy.
+//! # Files
+//!
+//! | file | holds |
+//! |---|---|
+//! | `mod.rs` | the platform (`GpuPlatform<D>`, one per driver), these notes |
+//! | `driver.rs` | the `Driver` trait (the CUDA-like driver surface), raw handle types, `GpuBlas` |
+//! | `device.rs` | `GpuExecutor<D>`'s state and `StreamShared<D>` (a stream's driver half): one file because each refers to the other (frees fence every live stream, queued work keeps the executor alive) |
+//! | `executor.rs` | the `StreamExecutorInterface` impl: allocations, pinned and mapped host memory, peer access, kernel loading |
+//! | `stream.rs` | `GpuStream<D>`: the `StreamInterface` impl: async copies that hold host memory until a driver host function releases it, launches |
+//! | `event.rs` | `GpuEvent<D>`: record generations |
+//! | `kernel.rs` | cached modules and kernels with their PTX entry (when the image was PTX) |
+//! | `blas.rs`, `rng.rs` | BLAS through the driver's vendor library (cuBLAS); Philox fills from built-in PTX kernels |
+//! | `status.rs` | how driver failures get a better kind (allocation → `OutOfMemory`, launch → `LaunchConfig`) |
+//! | `mock.rs`, `tests.rs`, `rpc_tests.rs` | a simulated CUDA-like driver (a thread per engine queue, freed-memory detection) and the backend's tests over it, so fences, deferred streams and event generations are tested without a GPU |
+//!
+//! # One backend, two drivers
+//!
+//! `Driver` is the cudarc `result`-level surface the backend needs (alloc, host alloc/map,
+//! streams, events, async copies, modules, launch, peer). Each call makes the device current on
+//! the calling thread itself (`cuCtxSetCurrent` of the retained primary context,
+//! `hipSetDevice`), so user threads and stream workers need no setup. Every driver failure is an
+//! `Err`, never a panic (see `cuda/` for how cudarc's panics are avoided).
+//!
+//! # Freeing under queued work
+//!
+//! `deallocate` records a fence event on every live stream of the executor (in stream order,
+//! through the worker in deferred mode) and parks the allocation; it is freed when all fences
+//! have completed (checked on allocate/free/synchronize, and after a device synchronize when the
+//! executor drops). A peer copy adds its stream to the source executor's fence set. Modules live
+//! until the executor drops; streams (and the work queued on them) hold the executor.
+//!
+//! # Host callbacks: direct and deferred streams
+//!
+//! A stream submits directly to its driver stream until its first host callback, which switches
+//! it to deferred mode (as on OpenCL): a worker thread submits in order, synchronizes the driver
+//! stream before running a callback on its own thread, so a failed callback skips the rest of
+//! the chain and callbacks may call the driver. Async copies from/to `HostMemory` hold the
+//! region's lease and lock guard until a driver host function (`cuLaunchHostFunc` /
+//! `hipStreamAddCallback`) enqueued after the copy drops them.
+//!
+//! # Events with generations
+//!
+//! A record queued behind a deferred stream's worker gets its generation when it is enqueued and
+//! publishes it when the driver record happens; a waiter that arrives first waits on the host
+//! for that generation (its stream goes deferred). A record skipped because its stream failed
+//! publishes the failure instead, so waiters fail rather than hang.
+//!
+//! # Signatures
+//!
+//! PTX images keep their parsed `.entry` lists; `verify_signature` checks the count
+//! (`SharedMemory` arguments are launch attributes, not parameters), sizes and int/float family.
+//! Cubin and HSACO carry no parameter list we read; they are not checked.
+//!
+//! # BLAS and random numbers
+//!
+//! `GpuExecutor` implements `BlasSupport` through the driver's `GpuBlas` (cuBLAS on CUDA, none on
+//! HIP); the calls go through the stream's submitter, so they keep stream order in deferred mode
+//! too. `RngSupport` launches the `se_philox_*` kernels of `kernels/canned.cu` (a port of
+//! OpenCL's `builtins.cl`, built with `-ffp-contract=off` so every double operation is `.rn` and
+//! ptxas cannot fuse) on the user's stream, where the driver loads PTX. cuRAND's own Philox uses
+//! a different mapping and is not used.
 
-mod canned;
+mod blas;
+mod device;
+mod driver;
 mod event;
 mod executor;
 mod kernel;
+mod rng;
+mod status;
 mod stream;
 
-use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
-pub(crate) use executor::GpuExecutor;
+pub(crate) use device::GpuExecutor;
+pub(crate) use driver::{
+    Driver, GpuBlas, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream,
+};
 
 use crate::error::Result;
+use crate::interface::{PlatformInterface, StreamExecutorInterface};
 use crate::types::DeviceDescription;
-use crate::types::MultiKernelLoaderSpec;
 
-/// A driver stream handle (`CUstream`, `hipStream_t`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RawStream(pub usize);
-/// A driver event handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RawEvent(pub usize);
-/// A loaded module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RawModule(pub usize);
-/// A kernel function in a module.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RawFunction(pub usize);
-
-/// A kernel image chosen from a spec, ready for the driver's module loader.
-pub(crate) struct ModuleImage {
-    /// The bytes the loader takes (PTX text is NUL-terminated).
-    pub bytes: Vec<u8>,
-    /// Entry point name.
-    pub kernel_name: String,
-    /// PTX text, when the image is PTX: its `.entry` parameter lists verify signatures.
-    pub ptx: Option<String>,
-    /// What was chosen, for messages (`PTX for sm_80`, `cubin`, ...).
-    pub what: String,
+/// The platform of driver `D`: its devices, described and opened through the driver.
+pub(crate) struct GpuPlatform<D: Driver> {
+    count: usize,
+    _driver: PhantomData<fn() -> D>,
 }
 
-/// A vendor BLAS bound to one device (cuBLAS); each call runs on driver stream `s`.
-pub(crate) trait GpuBlas: Send + Sync {
-    /// GEMM / strided-batched GEMM.
-    fn gemm(&self, s: RawStream, c: &crate::interface::blas::GemmCall) -> Result<()>;
-    /// GEMV.
-    fn gemv(&self, s: RawStream, c: &crate::interface::blas::GemvCall) -> Result<()>;
-    /// Level 1.
-    fn level1(&self, s: RawStream, c: &crate::interface::blas::Level1Call) -> Result<()>;
+impl<D: Driver> GpuPlatform<D> {
+    /// The platform of a driver that reports `count` devices (`open` of `cuda/` or `hip/` has
+    /// initialised the driver and counted them).
+    pub(crate) fn with_devices(count: usize) -> Arc<dyn PlatformInterface> {
+        Arc::new(GpuPlatform::<D> {
+            count,
+            _driver: PhantomData,
+        })
+    }
 }
 
-/// Host function run by the driver in stream order (releases what async copies borrowed).
-pub(crate) type HostFn = Box<dyn FnOnce() + Send + 'static>;
-
-/// One device of a CUDA-like driver. Every method makes the device current on the calling
-/// thread itself, so callers on any thread (user, stream worker) need not.
-///
-/// # Safety
-/// Implementations must return handles and device pointers that stay valid until passed to
-/// the matching destroy/free call, and must report every driver failure as `Err`.
-pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
-    /// Platform name (`cuda`, `hip`).
-    const PLATFORM: &'static str;
-    /// PTX of kernels/canned.cu (Philox fills) where the driver loads PTX.
-    const CANNED_PTX: Option<&'static str> = None;
-    /// True when [`blas`](Self::blas) may succeed.
-    const HAS_BLAS: bool = false;
-
-    /// The device's vendor BLAS (created on first use); `Unsupported` where there is none.
-    fn blas(&self) -> Result<&dyn GpuBlas> {
-        Err(crate::Error::unsupported(
-            Self::PLATFORM,
-            "then_blas_*",
-            "this platform has no BLAS library",
-        ))
+impl<D: Driver> PlatformInterface for GpuPlatform<D> {
+    fn name(&self) -> &'static str {
+        D::PLATFORM
     }
 
-    /// This device's description.
-    fn describe(&self) -> Result<DeviceDescription>;
-    /// Blocks until all work on the device (this context) is done.
-    fn synchronize_device(&self) -> Result<()>;
-    /// Free and total device memory.
-    fn mem_info(&self) -> Result<(u64, u64)>;
-    /// Device memory (`bytes` > 0).
-    fn mem_alloc(&self, bytes: u64) -> Result<u64>;
-    /// Frees device memory.
-    ///
-    /// # Safety
-    /// `ptr` came from `mem_alloc` and no queued work uses it.
-    unsafe fn mem_free(&self, ptr: u64) -> Result<()>;
-    /// Page-locked host memory; `mapped` also maps it into the device's address space.
-    fn host_alloc(&self, bytes: usize, mapped: bool) -> Result<*mut u8>;
-    /// Frees `host_alloc` memory.
-    ///
-    /// # Safety
-    /// `ptr` came from `host_alloc` and nothing uses it any more.
-    unsafe fn host_free(&self, ptr: *mut u8);
-    /// The device address of mapped host memory.
-    ///
-    /// # Safety
-    /// `ptr` came from `host_alloc(_, true)`.
-    unsafe fn host_device_pointer(&self, ptr: *mut u8) -> Result<u64>;
+    fn device_count(&self) -> usize {
+        self.count
+    }
 
-    /// A new non-blocking stream.
-    fn stream_create(&self) -> Result<RawStream>;
-    /// Destroys a stream (after its work is done).
-    ///
-    /// # Safety
-    /// `s` is live and not used afterwards.
-    unsafe fn stream_destroy(&self, s: RawStream);
-    /// Blocks until `s` is idle; the first asynchronous error of its work.
-    fn stream_synchronize(&self, s: RawStream) -> Result<()>;
-    /// Runs `f` on a driver thread once earlier work on `s` is done.
-    fn launch_host_fn(&self, s: RawStream, f: HostFn) -> Result<()>;
+    fn description(&self, ordinal: usize) -> Result<DeviceDescription> {
+        D::describe_device(ordinal)
+    }
 
-    /// Async host-to-device copy.
-    ///
-    /// # Safety
-    /// `src` stays readable for `bytes` until the copy is done; the device range is live.
-    unsafe fn memcpy_htod_async(
-        &self,
-        dst: u64,
-        src: *const u8,
-        bytes: usize,
-        s: RawStream,
-    ) -> Result<()>;
-    /// Async device-to-host copy.
-    ///
-    /// # Safety
-    /// `dst` stays writable and unaliased for `bytes` until the copy is done.
-    unsafe fn memcpy_dtoh_async(
-        &self,
-        dst: *mut u8,
-        src: u64,
-        bytes: usize,
-        s: RawStream,
-    ) -> Result<()>;
-    /// Async device-to-device copy.
-    ///
-    /// # Safety
-    /// Both ranges are live device memory.
-    unsafe fn memcpy_dtod_async(
-        &self,
-        dst: u64,
-        src: u64,
-        bytes: usize,
-        s: RawStream,
-    ) -> Result<()>;
-    /// True when this device can map `peer`'s memory.
-    fn can_access_peer(&self, peer: &Self) -> Result<bool>;
-    /// Maps `peer`'s memory into this device (already enabled is success).
-    fn enable_peer_access(&self, peer: &Self) -> Result<()>;
-    /// Async copy from `src` on device `src_dev` to `dst` on this device.
-    ///
-    /// # Safety
-    /// Both ranges are live device memory of their devices.
-    unsafe fn memcpy_peer_async(
-        &self,
-        dst: u64,
-        src_dev: &Self,
-        src: u64,
-        bytes: usize,
-        s: RawStream,
-    ) -> Result<()>;
-    /// Async byte fill.
-    ///
-    /// # Safety
-    /// The range is live device memory.
-    unsafe fn memset_d8_async(&self, dst: u64, value: u8, bytes: usize, s: RawStream)
-    -> Result<()>;
-    /// Async 32-bit fill of `count` words.
-    ///
-    /// # Safety
-    /// The range is live, 4-byte aligned device memory.
-    unsafe fn memset_d32_async(
-        &self,
-        dst: u64,
-        value: u32,
-        count: usize,
-        s: RawStream,
-    ) -> Result<()>;
-    /// Synchronous host-to-device copy (does not wait for other streams).
-    ///
-    /// # Safety
-    /// The device range is live.
-    unsafe fn memcpy_htod(&self, dst: u64, src: &[u8]) -> Result<()>;
-    /// Synchronous device-to-host copy.
-    ///
-    /// # Safety
-    /// The device range is live.
-    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()>;
-    /// Synchronous byte fill.
-    ///
-    /// # Safety
-    /// The device range is live.
-    unsafe fn memset_d8(&self, dst: u64, value: u8, bytes: usize) -> Result<()>;
-
-    /// A new event; `timing` enables elapsed-time queries.
-    fn event_create(&self, timing: bool) -> Result<RawEvent>;
-    /// Destroys an event.
-    ///
-    /// # Safety
-    /// `e` is live and not used afterwards.
-    unsafe fn event_destroy(&self, e: RawEvent);
-    /// Records `e` on `s`.
-    fn event_record(&self, e: RawEvent, s: RawStream) -> Result<()>;
-    /// `Ok(true)` when the work before the last record is done.
-    fn event_query(&self, e: RawEvent) -> Result<bool>;
-    /// Blocks until the last record completes.
-    fn event_synchronize(&self, e: RawEvent) -> Result<()>;
-    /// Milliseconds between two completed records.
-    fn event_elapsed_ms(&self, start: RawEvent, end: RawEvent) -> Result<f32>;
-    /// Later work on `s` waits for the last record of `e`.
-    fn stream_wait_event(&self, s: RawStream, e: RawEvent) -> Result<()>;
-
-    /// The image of `spec` this device loads best; `NoSuitableFormat` if none.
-    fn select_image(
-        &self,
-        spec: &MultiKernelLoaderSpec,
-        description: &DeviceDescription,
-    ) -> Result<ModuleImage>;
-    /// Loads a module; errors carry the JIT log.
-    fn module_load(&self, image: &ModuleImage) -> Result<RawModule>;
-    /// Unloads a module.
-    ///
-    /// # Safety
-    /// No queued launch uses its functions.
-    unsafe fn module_unload(&self, m: RawModule);
-    /// The kernel `name` of module `m`.
-    fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction>;
-    /// The device address and byte size of the global variable `name` in module `m`
-    /// (`cuModuleGetGlobal`, `hipModuleGetGlobal`); `Ok(None)` when the module has none.
-    fn module_global(&self, m: RawModule, name: &str) -> Result<Option<(u64, usize)>>;
-    /// Launches `f` on `s`.
-    ///
-    /// # Safety
-    /// `params` points to one pointer per kernel parameter, each to a value of that
-    /// parameter's size; device pointers among them are live until the launch is done.
-    unsafe fn launch(
-        &self,
-        f: RawFunction,
-        grid: [u32; 3],
-        block: [u32; 3],
-        shared_bytes: u32,
-        s: RawStream,
-        params: &mut [*mut c_void],
-    ) -> Result<()>;
+    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>> {
+        Ok(GpuExecutor::new(D::open(ordinal)?)?)
+    }
 }
 
 #[cfg(test)]

@@ -8,66 +8,14 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+use super::device::{GpuExecutor, StreamShared};
 use super::event::GpuEvent;
-use super::executor::GpuExecutor;
 use super::kernel::GpuKernel;
+use super::status::launch_failed;
 use super::{Driver, RawStream};
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
-use crate::platform::work_queue::Submitter;
-use crate::types::HostRegion;
-use crate::types::{ArgView, PackedArg};
-use crate::types::{DeviceAddress, LaunchDims};
-
-/// The part of a stream that queued operations and the executor share.
-pub(crate) struct StreamShared<D: Driver> {
-    drv: Arc<D>,
-    /// Queued work keeps the executor (and so its modules and parked allocations) alive.
-    _exec: Arc<GpuExecutor<D>>,
-    pub(crate) raw: RawStream,
-    error: Arc<Mutex<Option<Error>>>,
-    submitter: Submitter,
-}
-
-impl<D: Driver> StreamShared<D> {
-    /// Waits for the worker and the driver stream; the first failure.
-    pub(crate) fn finish(&self) -> Result<()> {
-        let _ = self.submitter.work().wait_idle(); // its failure is in the error slot
-        if let Err(e) = self.drv.stream_synchronize(self.raw) {
-            self.error.lock().get_or_insert(e);
-        }
-        self.error.lock().clone().map_or(Ok(()), Err)
-    }
-
-    /// Records `event` in stream order (after everything submitted so far); its generation.
-    pub(crate) fn record(self: &Arc<Self>, event: Arc<GpuEvent<D>>) -> Result<u64> {
-        let generation = event.begin_record();
-        if !self.submitter.is_deferred() {
-            event.record(generation, self.raw)?;
-            return Ok(generation);
-        }
-        let (me, skipped, skip_me) = (self.clone(), event.clone(), self.clone());
-        self.submitter.submit(
-            Box::new(move || event.record(generation, me.raw)),
-            Some(Box::new(move |e: &Error| {
-                skipped.skip(generation, skip_me.raw, e)
-            })),
-            false,
-        )?;
-        Ok(generation)
-    }
-
-    fn submit(&self, run: impl FnOnce() -> Result<()> + Send + 'static) -> Result<()> {
-        self.submitter.submit(Box::new(run), None, false)
-    }
-}
-
-impl<D: Driver> Drop for StreamShared<D> {
-    fn drop(&mut self) {
-        // SAFETY: the last reference; the driver releases the stream once its work is done.
-        unsafe { self.drv.stream_destroy(self.raw) };
-    }
-}
+use crate::types::{ArgView, DeviceAddress, HostRegion, LaunchDims, PackedArg};
 
 /// A streamexec stream on a CUDA-like driver.
 pub(crate) struct GpuStream<D: Driver> {
@@ -76,17 +24,9 @@ pub(crate) struct GpuStream<D: Driver> {
 
 impl<D: Driver> GpuStream<D> {
     pub(crate) fn new(exec: Arc<GpuExecutor<D>>) -> Result<Self> {
-        let drv = exec.driver().clone();
-        let raw = drv.stream_create()?;
-        let error = Arc::new(Mutex::new(None));
-        let shared = Arc::new(StreamShared {
-            drv,
-            _exec: exec.clone(),
-            raw,
-            error: error.clone(),
-            submitter: Submitter::new(error, "streamexec-gpu-stream", D::PLATFORM),
-        });
-        Ok(GpuStream { shared })
+        Ok(GpuStream {
+            shared: Arc::new(StreamShared::new(exec)?),
+        })
     }
 
     pub(crate) fn shared(&self) -> &Arc<StreamShared<D>> {
@@ -304,11 +244,7 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
                 sh.drv
                     .launch(k.function(), grid, block, shared_bytes, sh.raw, &mut params)
             }
-            .map_err(|e| Error::LaunchConfig {
-                platform: D::PLATFORM.into(),
-                kernel: k.name().into(),
-                detail: e.to_string(),
-            })
+            .map_err(|e| launch_failed::<D>(k.name(), e))
         })
     }
 

@@ -7,8 +7,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use hip_runtime_sys::{hipDeviceProp_t, hipEvent_t, hipStream_t};
 
+use super::BINDINGS_MAJOR;
 use super::ffi::{self, HipStatus};
-use super::{BINDINGS_MAJOR, PLATFORM, check, hip_error};
+use super::status::{PLATFORM, check, hip_error};
 use crate::error::{Error, Result};
 use crate::platform::gpu::{
     Driver, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream,
@@ -133,6 +134,14 @@ pub(crate) fn describe(ordinal: usize) -> Result<DeviceDescription> {
 // and are destroyed only through the matching calls.
 unsafe impl Driver for HipDriver {
     const PLATFORM: &'static str = PLATFORM;
+
+    fn open(ordinal: usize) -> Result<Self> {
+        HipDriver::new(ordinal)
+    }
+
+    fn describe_device(ordinal: usize) -> Result<DeviceDescription> {
+        describe(ordinal)
+    }
 
     fn describe(&self) -> Result<DeviceDescription> {
         describe(self.ordinal)

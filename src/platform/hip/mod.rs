@@ -1,65 +1,40 @@
-//! The HIP platform (feature `hip`), on hip-runtime-sys (links libamdhip64).
+//! The HIP platform (feature `hip`), on hip-runtime-sys (links libamdhip64): a thin driver
+//! folder under the shared CUDA-like backend (`platform/gpu/`, whose notes cover streams,
+//! events, memory and kernels). This folder holds `open`, the HIP calls (`driver.rs`: HSACO
+//! loading, the device description from `hipDeviceProp_t`), their declarations (`ffi.rs`) and
+//! the status mapping (`status.rs`).
 //!
-//! Streams, events, memory and kernels are the shared CUDA-like backend in `platform/gpu/`;
-//! this folder holds the HIP calls (`driver.rs`, through the integer-status declarations of
-//! `ffi.rs`), HSACO loading and the device description from `hipDeviceProp_t`.
+//! # Integer statuses
+//!
+//! hip-runtime-sys declares its entry points returning `hipError_t`, a Rust enum: a status the
+//! installed runtime has and the bindings lack would be an invalid enum value, which is
+//! undefined behaviour. `ffi.rs` redeclares the entry points streamexec calls with an integer
+//! status (`HipStatus`) and uses the bindings only for handle types, constants and
+//! `hipDeviceProp_t`.
+//!
+//! # Device properties
+//!
+//! `hipDeviceProp_t` is read only when the runtime's major version is the one whose layout the
+//! bindings declare (`BINDINGS_MAJOR`, checked against the installed header by
+//! `tests/hip_platform.rs`), into a zeroed buffer larger than the struct; another major version
+//! is `Unsupported` rather than garbage. HIP has no BLAS here (`then_blas_*` is `Unsupported`)
+//! and, not loading PTX, no built-in Philox kernels.
 
 mod driver;
 mod ffi;
+mod status;
 
-use std::ffi::CStr;
 use std::sync::Arc;
 
-use super::gpu::GpuExecutor;
-use crate::error::{Error, Result};
-use crate::interface::{PlatformInterface, StreamExecutorInterface};
-use crate::types::DeviceDescription;
+use super::gpu::GpuPlatform;
+use crate::interface::PlatformInterface;
 use driver::HipDriver;
 use ffi::HipStatus;
-
-pub(crate) const PLATFORM: &str = "hip";
+use status::check;
 
 /// The HIP major version whose `hipDeviceProp_t` layout hip-runtime-sys 0.1 declares (checked
 /// against the installed header by `tests/hip_platform.rs`).
 const BINDINGS_MAJOR: i32 = 5;
-
-fn status_text(s: HipStatus) -> String {
-    let text = |p: *const std::ffi::c_char| {
-        // SAFETY: HIP returns static NUL-terminated strings (or NULL).
-        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-    };
-    // SAFETY: plain queries taking the status by value.
-    let (name, desc) = unsafe {
-        (
-            text(ffi::hipGetErrorName(s)),
-            text(ffi::hipGetErrorString(s)),
-        )
-    };
-    match (name, desc) {
-        (Some(n), Some(d)) if n != d => format!("{n}: {d}"),
-        (Some(n), _) => n,
-        _ => format!("HIP status {}", s.0),
-    }
-}
-
-/// A failed HIP call as a crate error.
-pub(crate) fn hip_error(call: &str, s: HipStatus) -> Error {
-    Error::Driver {
-        platform: PLATFORM.into(),
-        call: call.into(),
-        code: s.0 as i64,
-        detail: status_text(s),
-    }
-}
-
-/// `Ok` for `hipSuccess`, else the error of `call`.
-pub(crate) fn check(call: &str, s: HipStatus) -> Result<()> {
-    if s == HipStatus::SUCCESS {
-        Ok(())
-    } else {
-        Err(hip_error(call, s))
-    }
-}
 
 /// Opens the HIP runtime: `Err(reason)` when it has no device.
 pub(crate) fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> {
@@ -70,29 +45,5 @@ pub(crate) fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> 
         return Err("the HIP runtime reports no device (hipErrorNoDevice)".into());
     }
     check("hipGetDeviceCount", s).map_err(|e| e.to_string())?;
-    Ok(Arc::new(HipPlatform {
-        count: count as usize,
-    }))
-}
-
-struct HipPlatform {
-    count: usize,
-}
-
-impl PlatformInterface for HipPlatform {
-    fn name(&self) -> &'static str {
-        PLATFORM
-    }
-
-    fn device_count(&self) -> usize {
-        self.count
-    }
-
-    fn description(&self, ordinal: usize) -> Result<DeviceDescription> {
-        driver::describe(ordinal)
-    }
-
-    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>> {
-        Ok(GpuExecutor::new(HipDriver::new(ordinal)?)?)
-    }
+    Ok(GpuPlatform::<HipDriver>::with_devices(count as usize))
 }

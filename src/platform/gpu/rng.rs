@@ -1,34 +1,29 @@
-//! Canned operations on CUDA-like devices: Philox fills from the built-in kernels of
-//! kernels/canned.cu (PTX committed under kernels/ptx/), launched like any kernel on the
-//! user's stream, so they keep its order and error state; BLAS through the driver's vendor
-//! library (cuBLAS), called in stream order on the stream's driver handle.
+//! Philox fills on CUDA-like devices: the built-in `se_philox_*` kernels of
+//! kernels/canned.cu (PTX committed under kernels/ptx/, `Driver::CANNED_PTX`), launched like
+//! any kernel on the user's stream, so they keep its order and error state.
 
 use std::sync::Arc;
 
-use super::stream::GpuStream;
 use super::{Driver, GpuExecutor};
 use crate::error::{Error, Result};
-use crate::interface::blas::{GemmCall, GemvCall, Level1Call};
 use crate::interface::rng::PhiloxFill;
-use crate::interface::{BlasSupport, RngSupport};
-use crate::interface::{KernelInterface, StreamExecutorInterface, StreamInterface};
-use crate::types::LaunchDims;
-use crate::types::MultiKernelLoaderSpec;
-use crate::types::RandDistribution;
-use crate::types::{BlockDim, Packable, PackedArg, ThreadDim};
+use crate::interface::{KernelInterface, RngSupport, StreamExecutorInterface, StreamInterface};
+use crate::types::{
+    BlockDim, LaunchDims, MultiKernelLoaderSpec, Packable, PackedArg, RandDistribution, ThreadDim,
+};
 
 /// Threads per block of the fill kernels.
 const THREADS: u64 = 256;
 
 impl<D: Driver> GpuExecutor<D> {
     /// The built-in kernel `name` (loaded once; the module cache holds the PTX).
-    fn canned_kernel(&self, ptx: &str, name: &'static str) -> Result<Arc<dyn KernelInterface>> {
-        if let Some(k) = self.canned.lock().get(name) {
+    fn builtin_kernel(&self, ptx: &str, name: &'static str) -> Result<Arc<dyn KernelInterface>> {
+        if let Some(k) = self.builtins.lock().get(name) {
             return Ok(k.clone());
         }
         let spec = MultiKernelLoaderSpec::new(0).add_cuda_ptx_in_memory(ptx, name);
         let k = self.load_kernel(&spec)?;
-        self.canned.lock().insert(name, k.clone());
+        self.builtins.lock().insert(name, k.clone());
         Ok(k)
     }
 }
@@ -54,7 +49,7 @@ impl<D: Driver> RngSupport for GpuExecutor<D> {
             }
         };
         let op = "then_populate_rand";
-        let kernel = self.canned_kernel(ptx, name)?;
+        let kernel = self.builtin_kernel(ptx, name)?;
         let elem = f.dist.elem_size();
         let mut args = vec![
             PackedArg::backend_pointer(
@@ -93,36 +88,5 @@ impl<D: Driver> RngSupport for GpuExecutor<D> {
         // the destination is the validated operand of `fill` (this method's contract); the
         // grid fits the device (checked above).
         unsafe { stream.launch(&kernel, &dims, &args) }
-    }
-}
-
-/// The stream as this backend's, for calls that need its driver handle.
-fn gpu_stream<'s, D: Driver>(
-    stream: &'s dyn StreamInterface,
-    op: &str,
-) -> Result<&'s GpuStream<D>> {
-    stream
-        .native()
-        .and_then(|n| n.downcast_ref::<GpuStream<D>>())
-        .ok_or_else(|| Error::invalid(op, format!("the stream is not a {} stream", D::PLATFORM)))
-}
-
-impl<D: Driver> BlasSupport for GpuExecutor<D> {
-    unsafe fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()> {
-        let call = *call;
-        gpu_stream::<D>(stream, "then_blas_gemm")?
-            .submit_driver(move |drv, s| drv.blas()?.gemm(s, &call))
-    }
-
-    unsafe fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()> {
-        let call = *call;
-        gpu_stream::<D>(stream, "then_blas_gemv")?
-            .submit_driver(move |drv, s| drv.blas()?.gemv(s, &call))
-    }
-
-    unsafe fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()> {
-        let call = *call;
-        gpu_stream::<D>(stream, "then_blas_*")?
-            .submit_driver(move |drv, s| drv.blas()?.level1(s, &call))
     }
 }

@@ -1,0 +1,247 @@
+//! The driver surface the shared backend runs on: the [`Driver`] trait (one device of a
+//! CUDA-like driver: memory, streams, events, async copies, modules, launches, peers), the raw
+//! handle types it passes around, and [`GpuBlas`] (a vendor BLAS bound to one device).
+//! `cuda/driver.rs` and `hip/driver.rs` implement it; `mock.rs` simulates it for tests.
+
+use std::ffi::c_void;
+
+use crate::error::Result;
+use crate::types::DeviceDescription;
+use crate::types::MultiKernelLoaderSpec;
+
+/// A driver stream handle (`CUstream`, `hipStream_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawStream(pub usize);
+/// A driver event handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawEvent(pub usize);
+/// A loaded module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawModule(pub usize);
+/// A kernel function in a module.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawFunction(pub usize);
+
+/// A kernel image chosen from a spec, ready for the driver's module loader.
+pub(crate) struct ModuleImage {
+    /// The bytes the loader takes (PTX text is NUL-terminated).
+    pub bytes: Vec<u8>,
+    /// Entry point name.
+    pub kernel_name: String,
+    /// PTX text, when the image is PTX: its `.entry` parameter lists verify signatures.
+    pub ptx: Option<String>,
+    /// What was chosen, for messages (`PTX for sm_80`, `cubin`, ...).
+    pub what: String,
+}
+
+/// A vendor BLAS bound to one device (cuBLAS); each call runs on driver stream `s`.
+pub(crate) trait GpuBlas: Send + Sync {
+    /// GEMM / strided-batched GEMM.
+    fn gemm(&self, s: RawStream, c: &crate::interface::blas::GemmCall) -> Result<()>;
+    /// GEMV.
+    fn gemv(&self, s: RawStream, c: &crate::interface::blas::GemvCall) -> Result<()>;
+    /// Level 1.
+    fn level1(&self, s: RawStream, c: &crate::interface::blas::Level1Call) -> Result<()>;
+}
+
+/// Host function run by the driver in stream order (releases what async copies borrowed).
+pub(crate) type HostFn = Box<dyn FnOnce() + Send + 'static>;
+
+/// One device of a CUDA-like driver. Every method makes the device current on the calling
+/// thread itself, so callers on any thread (user, stream worker) need not.
+///
+/// # Safety
+/// Implementations must return handles and device pointers that stay valid until passed to
+/// the matching destroy/free call, and must report every driver failure as `Err`.
+pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
+    /// Platform name (`cuda`, `hip`).
+    const PLATFORM: &'static str;
+    /// PTX of kernels/canned.cu (Philox fills) where the driver loads PTX.
+    const CANNED_PTX: Option<&'static str> = None;
+    /// True when [`blas`](Self::blas) may succeed.
+    const HAS_BLAS: bool = false;
+
+    /// The device's vendor BLAS (created on first use); `Unsupported` where there is none.
+    fn blas(&self) -> Result<&dyn GpuBlas> {
+        Err(crate::Error::unsupported(
+            Self::PLATFORM,
+            "then_blas_*",
+            "this platform has no BLAS library",
+        ))
+    }
+
+    /// Opens device `ordinal` (already range-checked against the platform's device count).
+    fn open(ordinal: usize) -> Result<Self>;
+    /// The description of device `ordinal`, without opening it.
+    fn describe_device(ordinal: usize) -> Result<DeviceDescription>;
+    /// This device's description.
+    fn describe(&self) -> Result<DeviceDescription>;
+    /// Blocks until all work on the device (this context) is done.
+    fn synchronize_device(&self) -> Result<()>;
+    /// Free and total device memory.
+    fn mem_info(&self) -> Result<(u64, u64)>;
+    /// Device memory (`bytes` > 0).
+    fn mem_alloc(&self, bytes: u64) -> Result<u64>;
+    /// Frees device memory.
+    ///
+    /// # Safety
+    /// `ptr` came from `mem_alloc` and no queued work uses it.
+    unsafe fn mem_free(&self, ptr: u64) -> Result<()>;
+    /// Page-locked host memory; `mapped` also maps it into the device's address space.
+    fn host_alloc(&self, bytes: usize, mapped: bool) -> Result<*mut u8>;
+    /// Frees `host_alloc` memory.
+    ///
+    /// # Safety
+    /// `ptr` came from `host_alloc` and nothing uses it any more.
+    unsafe fn host_free(&self, ptr: *mut u8);
+    /// The device address of mapped host memory.
+    ///
+    /// # Safety
+    /// `ptr` came from `host_alloc(_, true)`.
+    unsafe fn host_device_pointer(&self, ptr: *mut u8) -> Result<u64>;
+
+    /// A new non-blocking stream.
+    fn stream_create(&self) -> Result<RawStream>;
+    /// Destroys a stream (after its work is done).
+    ///
+    /// # Safety
+    /// `s` is live and not used afterwards.
+    unsafe fn stream_destroy(&self, s: RawStream);
+    /// Blocks until `s` is idle; the first asynchronous error of its work.
+    fn stream_synchronize(&self, s: RawStream) -> Result<()>;
+    /// Runs `f` on a driver thread once earlier work on `s` is done.
+    fn launch_host_fn(&self, s: RawStream, f: HostFn) -> Result<()>;
+
+    /// Async host-to-device copy.
+    ///
+    /// # Safety
+    /// `src` stays readable for `bytes` until the copy is done; the device range is live.
+    unsafe fn memcpy_htod_async(
+        &self,
+        dst: u64,
+        src: *const u8,
+        bytes: usize,
+        s: RawStream,
+    ) -> Result<()>;
+    /// Async device-to-host copy.
+    ///
+    /// # Safety
+    /// `dst` stays writable and unaliased for `bytes` until the copy is done.
+    unsafe fn memcpy_dtoh_async(
+        &self,
+        dst: *mut u8,
+        src: u64,
+        bytes: usize,
+        s: RawStream,
+    ) -> Result<()>;
+    /// Async device-to-device copy.
+    ///
+    /// # Safety
+    /// Both ranges are live device memory.
+    unsafe fn memcpy_dtod_async(
+        &self,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+        s: RawStream,
+    ) -> Result<()>;
+    /// True when this device can map `peer`'s memory.
+    fn can_access_peer(&self, peer: &Self) -> Result<bool>;
+    /// Maps `peer`'s memory into this device (already enabled is success).
+    fn enable_peer_access(&self, peer: &Self) -> Result<()>;
+    /// Async copy from `src` on device `src_dev` to `dst` on this device.
+    ///
+    /// # Safety
+    /// Both ranges are live device memory of their devices.
+    unsafe fn memcpy_peer_async(
+        &self,
+        dst: u64,
+        src_dev: &Self,
+        src: u64,
+        bytes: usize,
+        s: RawStream,
+    ) -> Result<()>;
+    /// Async byte fill.
+    ///
+    /// # Safety
+    /// The range is live device memory.
+    unsafe fn memset_d8_async(&self, dst: u64, value: u8, bytes: usize, s: RawStream)
+    -> Result<()>;
+    /// Async 32-bit fill of `count` words.
+    ///
+    /// # Safety
+    /// The range is live, 4-byte aligned device memory.
+    unsafe fn memset_d32_async(
+        &self,
+        dst: u64,
+        value: u32,
+        count: usize,
+        s: RawStream,
+    ) -> Result<()>;
+    /// Synchronous host-to-device copy (does not wait for other streams).
+    ///
+    /// # Safety
+    /// The device range is live.
+    unsafe fn memcpy_htod(&self, dst: u64, src: &[u8]) -> Result<()>;
+    /// Synchronous device-to-host copy.
+    ///
+    /// # Safety
+    /// The device range is live.
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: u64) -> Result<()>;
+    /// Synchronous byte fill.
+    ///
+    /// # Safety
+    /// The device range is live.
+    unsafe fn memset_d8(&self, dst: u64, value: u8, bytes: usize) -> Result<()>;
+
+    /// A new event; `timing` enables elapsed-time queries.
+    fn event_create(&self, timing: bool) -> Result<RawEvent>;
+    /// Destroys an event.
+    ///
+    /// # Safety
+    /// `e` is live and not used afterwards.
+    unsafe fn event_destroy(&self, e: RawEvent);
+    /// Records `e` on `s`.
+    fn event_record(&self, e: RawEvent, s: RawStream) -> Result<()>;
+    /// `Ok(true)` when the work before the last record is done.
+    fn event_query(&self, e: RawEvent) -> Result<bool>;
+    /// Blocks until the last record completes.
+    fn event_synchronize(&self, e: RawEvent) -> Result<()>;
+    /// Milliseconds between two completed records.
+    fn event_elapsed_ms(&self, start: RawEvent, end: RawEvent) -> Result<f32>;
+    /// Later work on `s` waits for the last record of `e`.
+    fn stream_wait_event(&self, s: RawStream, e: RawEvent) -> Result<()>;
+
+    /// The image of `spec` this device loads best; `NoSuitableFormat` if none.
+    fn select_image(
+        &self,
+        spec: &MultiKernelLoaderSpec,
+        description: &DeviceDescription,
+    ) -> Result<ModuleImage>;
+    /// Loads a module; errors carry the JIT log.
+    fn module_load(&self, image: &ModuleImage) -> Result<RawModule>;
+    /// Unloads a module.
+    ///
+    /// # Safety
+    /// No queued launch uses its functions.
+    unsafe fn module_unload(&self, m: RawModule);
+    /// The kernel `name` of module `m`.
+    fn module_function(&self, m: RawModule, name: &str) -> Result<RawFunction>;
+    /// The device address and byte size of the global variable `name` in module `m`
+    /// (`cuModuleGetGlobal`, `hipModuleGetGlobal`); `Ok(None)` when the module has none.
+    fn module_global(&self, m: RawModule, name: &str) -> Result<Option<(u64, usize)>>;
+    /// Launches `f` on `s`.
+    ///
+    /// # Safety
+    /// `params` points to one pointer per kernel parameter, each to a value of that
+    /// parameter's size; device pointers among them are live until the launch is done.
+    unsafe fn launch(
+        &self,
+        f: RawFunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        s: RawStream,
+        params: &mut [*mut c_void],
+    ) -> Result<()>;
+}
