@@ -195,6 +195,17 @@ pub enum Error {
         /// The OS error.
         detail: String,
     },
+
+    /// Something streamexec itself should have made impossible happened: a bug in streamexec,
+    /// not in the calling program. Please report it with the message.
+    #[error(
+        "internal error: {detail} (this is a bug in streamexec, not in your program; please \
+         report it with this message)"
+    )]
+    Internal {
+        /// What was expected and what was found instead.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -222,6 +233,12 @@ impl Error {
             platform: platform.into(),
             operation: operation.into(),
             reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn internal(detail: impl Into<String>) -> Self {
+        Error::Internal {
+            detail: detail.into(),
         }
     }
 

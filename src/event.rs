@@ -36,8 +36,18 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
     }
-    /// Time from `start` to this event; both must be complete.
+    /// Time from `start` to this event; both must be complete, and of one platform.
     pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
+        if start.exec.platform_name() != self.exec.platform_name() {
+            return Err(Error::Event {
+                detail: format!(
+                    "the start event belongs to another platform ({}, this event to {}); time \
+                     events of one platform",
+                    start.exec.platform_name(),
+                    self.exec.platform_name()
+                ),
+            });
+        }
         self.inner.elapsed_since(start.inner.as_ref())
     }
 }

@@ -27,6 +27,7 @@ pub trait Waitable {
 
 impl Waitable for Event {
     fn enqueue_wait(&self, stream: &Stream) -> Result<()> {
+        stream.check_same_platform(self.executor(), "then_wait_for", "event")?;
         stream.iface.wait_event(&self.inner)
     }
 }
@@ -36,6 +37,7 @@ impl Waitable for Stream {
         if let Some(e) = self.first_error() {
             return Err(Error::dependency("then_wait_for(stream)", e));
         }
+        stream.check_same_platform(&self.exec, "then_wait_for(stream)", "stream")?;
         let event = self.exec.interface().create_event()?;
         self.iface.record_event(&event)?;
         stream.iface.wait_event(&event)
@@ -78,6 +80,29 @@ impl Stream {
     /// The first failure known so far (does not wait for queued work).
     pub fn status(&self) -> Result<()> {
         self.first_error().map_or(Ok(()), Err)
+    }
+
+    /// `InvalidArgument` unless `other` (the executor of an event or stream handed to
+    /// `operation`) is of this stream's platform: a backend only understands its own objects.
+    fn check_same_platform(
+        &self,
+        other: &StreamExecutor,
+        operation: &str,
+        what: &str,
+    ) -> Result<()> {
+        if other.platform_name() == self.exec.platform_name() {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            operation,
+            format!(
+                "the {what} belongs to another platform ({} device {}), not to this stream's {}; \
+                 synchronize across platforms on the host (block_host_until_done)",
+                other.platform_name(),
+                other.device_ordinal(),
+                self.exec.platform_name()
+            ),
+        ))
     }
 
     /// The backend stream, for canned operations (src/blas.rs, src/rng.rs).
@@ -429,7 +454,10 @@ impl Stream {
             self.error.get_or_insert(e);
             return self;
         }
-        self.enqueue(|s| s.iface.record_event(&event.inner))
+        self.enqueue(|s| {
+            s.check_same_platform(event.executor(), "then_record_event", "event")?;
+            s.iface.record_event(&event.inner)
+        })
     }
 
     /// Later work waits for `other` (an [`Event`], or everything enqueued so far on another

@@ -9,6 +9,7 @@
 
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+pub(crate) mod downcast;
 #[cfg(any(feature = "cuda", feature = "hip"))]
 mod gpu;
 #[cfg(feature = "hip")]

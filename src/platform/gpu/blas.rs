@@ -7,16 +7,19 @@ use super::{Driver, GpuExecutor};
 use crate::error::{Error, Result};
 use crate::interface::blas::{GemmCall, GemvCall, Level1Call};
 use crate::interface::{BlasSupport, StreamInterface};
+use crate::platform::downcast::downcast;
 
-/// The stream as this backend's, for calls that need its driver handle.
+/// The stream as this backend's, for calls that need its driver handle (the handle layer
+/// passes only streams of the executor whose `BlasSupport` this is).
 fn gpu_stream<'s, D: Driver>(
     stream: &'s dyn StreamInterface,
     op: &str,
 ) -> Result<&'s GpuStream<D>> {
-    stream
+    let what = format!("the stream of {op}");
+    let native = stream
         .native()
-        .and_then(|n| n.downcast_ref::<GpuStream<D>>())
-        .ok_or_else(|| Error::invalid(op, format!("the stream is not a {} stream", D::PLATFORM)))
+        .ok_or_else(|| Error::internal(format!("{what} has no native stream")))?;
+    downcast::<GpuStream<D>>(native, &what)
 }
 
 impl<D: Driver> BlasSupport for GpuExecutor<D> {

@@ -15,6 +15,7 @@ use parking_lot::{Condvar, Mutex};
 use super::{Driver, RawEvent, RawStream};
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, EventStatus};
+use crate::platform::downcast::downcast;
 
 #[derive(Default)]
 struct Generations {
@@ -150,10 +151,8 @@ impl<D: Driver> EventInterface for GpuEvent<D> {
     }
 
     fn elapsed_since(&self, start: &dyn EventInterface) -> Result<Duration> {
-        let start = start
-            .as_any()
-            .downcast_ref::<GpuEvent<D>>()
-            .ok_or_else(|| Error::invalid("Timer", "the events belong to different platforms"))?;
+        // Events of another platform are refused by `Event::elapsed_since`.
+        let start = downcast::<GpuEvent<D>>(start.as_any(), "the start event of elapsed_since")?;
         for (what, e) in [("start", start), ("stop", self)] {
             if e.status() != EventStatus::Complete {
                 return Err(Error::Event {

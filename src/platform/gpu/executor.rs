@@ -12,6 +12,7 @@ use super::kernel::GpuKernel;
 use super::stream::GpuStream;
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
+use crate::platform::downcast::downcast;
 use crate::types::{
     AlignedHostBuffer, DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage,
     MultiKernelLoaderSpec,
@@ -144,19 +145,14 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     }
 
     fn can_enable_peer_access(&self, other: &dyn StreamExecutorInterface) -> bool {
-        other
-            .as_any()
-            .downcast_ref::<GpuExecutor<D>>()
-            .is_some_and(|o| self.drv.can_access_peer(&o.drv).unwrap_or(false))
+        // The handle layer asks only about devices of this platform.
+        downcast::<GpuExecutor<D>>(other.as_any(), "the peer of can_enable_peer_access")
+            .is_ok_and(|o| self.drv.can_access_peer(&o.drv).unwrap_or(false))
     }
 
     fn enable_peer_access(&self, other: &dyn StreamExecutorInterface) -> Result<()> {
-        let o = other
-            .as_any()
-            .downcast_ref::<GpuExecutor<D>>()
-            .ok_or_else(|| {
-                Error::invalid("enable_peer_access_to", "not a device of this platform")
-            })?;
+        // The handle layer refused a peer of another platform.
+        let o = downcast::<GpuExecutor<D>>(other.as_any(), "the peer of enable_peer_access_to")?;
         if !self.drv.can_access_peer(&o.drv)? {
             return Err(Error::unsupported(
                 D::PLATFORM,

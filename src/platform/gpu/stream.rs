@@ -15,6 +15,7 @@ use super::status::launch_failed;
 use super::{Driver, RawStream};
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
+use crate::platform::downcast::{downcast, downcast_arc};
 use crate::types::{ArgView, DeviceAddress, HostRegion, LaunchDims, PackedArg};
 
 /// A streamexec stream on a CUDA-like driver.
@@ -42,22 +43,13 @@ impl<D: Driver> GpuStream<D> {
         self.shared.submit(move || f(&sh.drv, sh.raw))
     }
 
+    /// `event` as this platform's (the handle layer refused events of other platforms).
     fn event(&self, event: &Arc<dyn EventInterface>, what: &str) -> Result<Arc<GpuEvent<D>>> {
-        let any: &dyn Any = event.as_any();
-        let same_object = std::ptr::eq(
-            any as *const dyn Any as *const u8,
-            Arc::as_ptr(event) as *const u8,
-        );
-        if !same_object || any.downcast_ref::<GpuEvent<D>>().is_none() {
-            return Err(Error::invalid(
-                what,
-                format!("the event does not belong to the {} platform", D::PLATFORM),
-            ));
-        }
-        let raw = Arc::into_raw(event.clone());
-        // SAFETY: the checks above show the Arc's object is a `GpuEvent<D>` (its `as_any` is
-        // the object itself), so the pointer has that type and the reference count is kept.
-        Ok(unsafe { Arc::from_raw(raw as *const GpuEvent<D>) })
+        downcast_arc(
+            event,
+            event.as_any(),
+            &format!("the event passed to {what}"),
+        )
     }
 }
 
@@ -138,12 +130,9 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         dst: DeviceAddress,
         bytes: u64,
     ) -> Result<()> {
-        let Some(src_exec) = src_exec.as_any().downcast_ref::<GpuExecutor<D>>() else {
-            return Err(Error::invalid(
-                "then_memcpy_peer",
-                format!("the source is not memory of a {} device", D::PLATFORM),
-            ));
-        };
+        // The handle layer refused a source of another platform.
+        let src_exec =
+            downcast::<GpuExecutor<D>>(src_exec.as_any(), "the source executor of a peer copy")?;
         if bytes == 0 {
             return Ok(());
         }
@@ -187,12 +176,8 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         dims: &LaunchDims,
         args: &[PackedArg],
     ) -> Result<()> {
-        let Some(k) = kernel.as_any().downcast_ref::<GpuKernel<D>>() else {
-            return Err(Error::invalid(
-                "then_launch",
-                format!("the kernel was not loaded by the {} platform", D::PLATFORM),
-            ));
-        };
+        let k: Arc<GpuKernel<D>> =
+            downcast_arc(kernel, kernel.as_any(), "the kernel passed to then_launch")?;
         let shared_bytes =
             u32::try_from(dims.dynamic_shared_bytes).map_err(|_| Error::LaunchConfig {
                 platform: D::PLATFORM.into(),
@@ -224,12 +209,8 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         }
         let (t, b) = (dims.threads.0, dims.blocks.0);
         let (grid, block) = ([b.x, b.y, b.z], [t.x, t.y, t.z]);
-        let (sh, kernel) = (self.shared.clone(), kernel.clone());
+        let sh = self.shared.clone();
         self.shared.submit(move || {
-            let k = kernel
-                .as_any()
-                .downcast_ref::<GpuKernel<D>>()
-                .expect("checked above"); // ok: checked
             let mut storage = storage;
             let base = storage.as_mut_ptr();
             // SAFETY: every offset is inside `storage`, which outlives the launch call (the

@@ -11,6 +11,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, EventStatus};
+use crate::platform::downcast::downcast;
 
 #[derive(Default)]
 struct State {
@@ -91,12 +92,8 @@ impl EventInterface for HostEvent {
     }
 
     fn elapsed_since(&self, start: &dyn EventInterface) -> Result<Duration> {
-        let start = start
-            .as_any()
-            .downcast_ref::<HostEvent>()
-            .ok_or_else(|| Error::Event {
-                detail: "the start event belongs to another platform".into(),
-            })?;
+        // Events of another platform are refused by `Event::elapsed_since`.
+        let start = downcast::<HostEvent>(start.as_any(), "the start event of elapsed_since")?;
         let not_done = || Error::Event {
             detail: "both events must be recorded and complete; call synchronize() first".into(),
         };

@@ -77,6 +77,8 @@ impl StreamExecutorInterface for HostExecutor {
                  which the host platform's PTX engine runs",
             ));
         };
+        // Any type can be a spec's `InProcessKernel`, so this one is the user's to get wrong:
+        // not an internal error (platform::downcast) but `NoSuitableFormat`.
         let k = entry.as_any().downcast_ref::<HostKernel>().ok_or_else(|| {
             spec.no_suitable_format(
                 PLATFORM,

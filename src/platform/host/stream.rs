@@ -11,6 +11,7 @@ use super::status::{self, PLATFORM};
 use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
+use crate::platform::downcast::{downcast, downcast_arc};
 use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue};
 use crate::types::HostRegion;
 use crate::types::{ArgView, PackedArg};
@@ -35,21 +36,14 @@ impl HostStream {
         Ok(())
     }
 
-    fn host_event(event: &Arc<dyn EventInterface>) -> Result<Arc<dyn EventInterface>> {
-        if event.as_any().downcast_ref::<HostEvent>().is_none() {
-            return Err(Error::invalid(
-                "event",
-                "the event belongs to another platform",
-            ));
-        }
-        Ok(event.clone())
+    /// `event` as this platform's (the handle layer refused events of other platforms).
+    fn host_event(event: &Arc<dyn EventInterface>, operation: &str) -> Result<Arc<HostEvent>> {
+        downcast_arc(
+            event,
+            event.as_any(),
+            &format!("the event passed to {operation}"),
+        )
     }
-}
-
-fn as_host_event(e: &Arc<dyn EventInterface>) -> &HostEvent {
-    e.as_any()
-        .downcast_ref::<HostEvent>()
-        .expect("checked by host_event") // ok: checked at enqueue
 }
 
 impl Drop for HostStream {
@@ -131,19 +125,12 @@ impl StreamInterface for HostStream {
         dims: &LaunchDims,
         args: &[PackedArg],
     ) -> Result<()> {
+        // The host platform loads two kinds of kernel: PTX for the engine, else native.
         if let Some(pk) = kernel.as_any().downcast_ref::<super::ptx::PtxKernel>() {
             let run = super::ptx::prepare(&self.exec, pk, dims, args)?;
             return self.push(run, None);
         }
-        let hk = kernel
-            .as_any()
-            .downcast_ref::<HostKernel>()
-            .ok_or_else(|| {
-                Error::invalid(
-                    "then_launch",
-                    "the kernel was not loaded by the host platform",
-                )
-            })?;
+        let hk = downcast::<HostKernel>(kernel.as_any(), "the kernel passed to then_launch")?;
         let name = hk.name().to_string();
         let mut placed = Vec::with_capacity(args.len());
         let mut pins = Vec::new();
@@ -200,27 +187,26 @@ impl StreamInterface for HostStream {
     }
 
     fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = Self::host_event(event)?;
-        let generation = as_host_event(&ev).begin_record();
+        let ev = Self::host_event(event, "then_record_event")?;
+        let generation = ev.begin_record();
         let skip_ev = ev.clone();
         self.push(
             Box::new(move || {
-                as_host_event(&ev).complete(generation, Ok(()));
+                ev.complete(generation, Ok(()));
                 Ok(())
             }),
             Some(Box::new(move |e: &Error| {
-                as_host_event(&skip_ev).complete(generation, Err(e.clone()))
+                skip_ev.complete(generation, Err(e.clone()))
             })),
         )
     }
 
     fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = Self::host_event(event)?;
-        let target = as_host_event(&ev).wait_target();
+        let ev = Self::host_event(event, "then_wait_for")?;
+        let target = ev.wait_target();
         self.push(
             Box::new(move || {
-                as_host_event(&ev)
-                    .wait_for(target)
+                ev.wait_for(target)
                     .map_err(|e| Error::dependency("then_wait_for", e))
             }),
             None,

@@ -11,6 +11,7 @@ use parking_lot::{Condvar, Mutex};
 use super::status::{cl_error, command_failed};
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, EventStatus};
+use crate::platform::downcast::downcast;
 
 #[derive(Default)]
 enum State {
@@ -165,12 +166,8 @@ impl EventInterface for OpenClEvent {
     }
 
     fn elapsed_since(&self, start: &dyn EventInterface) -> Result<Duration> {
-        let start = start
-            .as_any()
-            .downcast_ref::<OpenClEvent>()
-            .ok_or_else(|| Error::Event {
-                detail: "the start event belongs to another platform".into(),
-            })?;
+        // Events of another platform are refused by `Event::elapsed_since`.
+        let start = downcast::<OpenClEvent>(start.as_any(), "the start event of elapsed_since")?;
         let (t1, t0) = (self.profile_end()?, start.profile_end()?);
         Ok(Duration::from_nanos(t1.saturating_sub(t0)))
     }

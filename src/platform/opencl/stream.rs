@@ -24,6 +24,7 @@ use super::queue::StreamShared;
 use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
+use crate::platform::downcast::{downcast, downcast_arc};
 use crate::types::{ArgView, DeviceAddress, HostRegion, LaunchDims, PackedArg};
 
 impl Drop for OpenClStream {
@@ -159,12 +160,8 @@ impl StreamInterface for OpenClStream {
         dims: &LaunchDims,
         args: &[PackedArg],
     ) -> Result<()> {
-        if kernel.as_any().downcast_ref::<OpenClKernel>().is_none() {
-            return Err(Error::invalid(
-                "then_launch",
-                "the kernel was not loaded by the OpenCL platform",
-            ));
-        }
+        let kernel: Arc<OpenClKernel> =
+            downcast_arc(kernel, kernel.as_any(), "the kernel passed to then_launch")?;
         // Resolve pointers now, so a bad pointer is an enqueue-time error.
         let mut resolved = Vec::with_capacity(args.len());
         for (i, a) in args.iter().enumerate() {
@@ -180,16 +177,10 @@ impl StreamInterface for OpenClStream {
                 _ => None,
             });
         }
-        let (kernel, args, dims) = (kernel.clone(), args.to_vec(), *dims);
+        let (args, dims) = (args.to_vec(), *dims);
         let shared = self.shared.clone();
         self.shared.submit(
-            Box::new(move || {
-                let k = kernel
-                    .as_any()
-                    .downcast_ref::<OpenClKernel>()
-                    .expect("checked above"); // ok: checked
-                enqueue_kernel(&shared, k, &dims, &args, resolved)
-            }),
+            Box::new(move || enqueue_kernel(&shared, &kernel, &dims, &args, resolved)),
             None,
             false,
         )
@@ -208,12 +199,7 @@ impl StreamInterface for OpenClStream {
     }
 
     fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = event
-            .as_any()
-            .downcast_ref::<OpenClEvent>()
-            .ok_or_else(|| {
-                Error::invalid("then_record_event", "the event belongs to another platform")
-            })?;
+        let ev = downcast::<OpenClEvent>(event.as_any(), "the event passed to then_record_event")?;
         if !self.shared.is_deferred() {
             ev.set_recorded(self.shared.marker()?);
             return Ok(());
@@ -241,12 +227,7 @@ impl StreamInterface for OpenClStream {
     }
 
     fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = event
-            .as_any()
-            .downcast_ref::<OpenClEvent>()
-            .ok_or_else(|| {
-                Error::invalid("then_wait_for", "the event belongs to another platform")
-            })?;
+        let ev = downcast::<OpenClEvent>(event.as_any(), "the event passed to then_wait_for")?;
         let shared = self.shared.clone();
         match ev.wait_target() {
             WaitTarget::Nothing => Ok(()),
