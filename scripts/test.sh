@@ -16,6 +16,7 @@ bash scripts/gen-ptx.sh --check
 export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl}"
 cargo test --all-targets
 cargo test --doc
+cargo test --features noop --test conformance  # + the noop template backend (unsupported.rs)
 # The HIP backend (opt-in feature): builds, links libamdhip64, and fails cleanly without a GPU.
 cargo test --features hip --test hip_platform --test examples
 

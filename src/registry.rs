@@ -65,6 +65,7 @@ const REGISTRY: &[Registration] = &[
     feature_backend!("opencl", "opencl", platform::opencl::open),
     feature_backend!("cuda", "cuda", platform::cuda::open),
     feature_backend!("hip", "hip", platform::hip::open),
+    feature_backend!("noop", "noop", platform::noop::open),
 ];
 
 /// What [`PlatformManager::platforms`] reports for one platform.

@@ -16,8 +16,22 @@ pub fn required_platforms() -> Vec<String> {
         .collect()
 }
 
-/// Device 0 of every available platform (the conformance suite runs on each).
+/// Template backends (cargo feature `noop`): available when compiled in, but they support no
+/// operation, so the suite's positive tests skip them; `tests/conformance/unsupported.rs` runs
+/// on them ([`executors_with_templates`]).
+pub const TEMPLATE_PLATFORMS: &[&str] = &["noop"];
+
+/// Device 0 of every available platform (the conformance suite runs on each), template
+/// backends excepted.
 pub fn executors() -> Vec<StreamExecutor> {
+    executors_with_templates()
+        .into_iter()
+        .filter(|e| !TEMPLATE_PLATFORMS.contains(&e.platform_name()))
+        .collect()
+}
+
+/// Device 0 of every available platform, template backends (`noop`) included.
+pub fn executors_with_templates() -> Vec<StreamExecutor> {
     let required = required_platforms();
     let mut out = Vec::new();
     for info in PlatformManager::platforms() {

@@ -243,3 +243,68 @@ fn kernel_loading_errors_name_the_problem() {
         );
     });
 }
+
+#[test]
+fn objects_of_another_platform_are_refused_before_the_backend() {
+    // Every pair of available platforms, the noop template included (it has streams and
+    // events): the handle layer refuses the other platform's event, stream or kernel with an
+    // error naming the operation, so a backend never sees an object it did not make.
+    let execs = crate::common::executors_with_templates();
+    let host = execs.iter().find(|e| e.platform_name() == "host").unwrap();
+    let kernel = host.get_untyped_kernel(&kernels::saxpy()).unwrap();
+    let xy = host.copy_to_device(&[1.0f32; 4]).unwrap();
+    let args = streamexec::ArgList::new()
+        .arg(4u32)
+        .arg(2.0f32)
+        .arg(xy.ptr())
+        .arg(xy.ptr());
+    for a in &execs {
+        for b in execs
+            .iter()
+            .filter(|b| b.platform_name() != a.platform_name())
+        {
+            let pair = format!("{} / {}", a.platform_name(), b.platform_name());
+            let (event, other) = (a.create_event().unwrap(), b.create_event().unwrap());
+            let invalid = |err: Error, operation: &str| {
+                assert!(
+                    matches!(&err, Error::InvalidArgument { operation: op, detail }
+                        if op == operation && detail.contains("another platform")),
+                    "{pair}: {err}"
+                );
+            };
+            let mut s = b.create_stream().unwrap();
+            s.then_wait_for(&event);
+            invalid(s.block_host_until_done().unwrap_err(), "then_wait_for");
+            let mut s = b.create_stream().unwrap();
+            s.then_record_event(&event);
+            invalid(s.block_host_until_done().unwrap_err(), "then_record_event");
+            assert_eq!(
+                event.status(),
+                streamexec::EventStatus::Unrecorded,
+                "{pair}"
+            );
+            let mut s = b.create_stream().unwrap();
+            let waited = a.create_stream().unwrap();
+            s.then_wait_for(&waited);
+            invalid(
+                s.block_host_until_done().unwrap_err(),
+                "then_wait_for(stream)",
+            );
+            let err = other.elapsed_since(&event).unwrap_err();
+            assert!(
+                matches!(&err, Error::Event { detail } if detail.contains("another platform")),
+                "{pair}: {err}"
+            );
+            if a.same_as(host) {
+                let mut s = b.create_stream().unwrap();
+                s.then_launch_untyped(4, 1, &kernel, &args);
+                let err = s.block_host_until_done().unwrap_err();
+                assert!(
+                    matches!(&err, Error::LaunchConfig { detail, .. }
+                        if detail.contains("load it on this executor")),
+                    "{pair}: {err}"
+                );
+            }
+        }
+    }
+}

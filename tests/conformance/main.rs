@@ -1,6 +1,8 @@
 //! The conformance suite: platform-independent behaviour, run on device 0 of every available
 //! platform. `STREAMEXEC_REQUIRE=opencl` (comma-separated names) turns a missing platform into a
-//! failure instead of a skip.
+//! failure instead of a skip. The template backend `noop` (`--features noop`) supports nothing:
+//! the positive tests skip it, and `unsupported.rs` checks it against what every platform must
+//! do for an operation it does not support.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -14,6 +16,7 @@ mod memory;
 mod rng;
 mod streams;
 mod unified;
+mod unsupported;
 
 use streamexec::StreamExecutor;
 
