@@ -2,7 +2,7 @@
 //! Random123 generator) and the maps from its words to the values a fill writes.
 //!
 //! This module *is* the specification every backend implements; the host backend calls it
-//! directly and the OpenCL kernel (src/platform/opencl/canned.cl) is a line-by-line copy, tested
+//! directly and the OpenCL kernel (src/platform/opencl/builtins.cl) is a line-by-line copy, tested
 //! bit for bit against it.
 //!
 //! **Seed.** `then_set_rng_seed(bytes)` needs at least 16 bytes. They are XOR-folded into 16
