@@ -20,7 +20,7 @@ use crate::types::{
 
 const SOURCE: &str = include_str!("builtins.cl");
 
-/// Work-group size of the element-wise kernels and fills (`WG` in builtins.cl).
+/// Work-group size of the element-wise kernels and fills.
 pub(super) const WG: u64 = 64;
 
 fn arity(name: &str) -> usize {
@@ -112,7 +112,7 @@ pub(super) fn ptr(o: &Operand, size: u64, op: &str) -> Result<[PackedArg; 2]> {
             DeviceAddress::new(o.addr.raw() - off),
             off + o.len * size,
             size as usize,
-            "built-in kernel operand",
+            "canned operand",
         ),
         (off / size).pack(),
     ])
