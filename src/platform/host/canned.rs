@@ -8,7 +8,6 @@
 //! copies, compute there with ordinary (vectorised) code, and copy results back. For GEMM the
 //! O(n²) copies are small next to the O(n³) product.
 
-use crate::device_bytes;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -16,6 +15,7 @@ use rayon::prelude::*;
 
 use super::HostExecutor;
 use super::memory::Pinned;
+use crate::device_bytes;
 use crate::error::Result;
 use crate::interface::StreamInterface;
 use crate::interface::blas::{BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand};

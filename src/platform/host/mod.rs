@@ -11,13 +11,13 @@ pub(crate) mod ptx;
 mod stream;
 mod sysinfo;
 
-use crate::device_bytes;
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 pub use kernel::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 
+use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::{
     EventInterface, KernelInterface, PlatformInterface, StreamExecutorInterface, StreamInterface,

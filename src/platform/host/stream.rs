@@ -1,12 +1,12 @@
 //! Host-platform streams: one worker thread per stream runs its operations in order.
 
-use crate::device_bytes;
 use std::sync::Arc;
 
 use super::HostExecutor;
 use super::block::{LaunchCtx, run_grid};
 use super::event::HostEvent;
 use super::kernel::HostKernel;
+use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
 use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue};

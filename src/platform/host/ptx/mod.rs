@@ -14,7 +14,6 @@ mod race;
 mod sched;
 mod warp;
 
-use crate::device_bytes;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,6 +21,7 @@ use parking_lot::Mutex;
 
 use super::HostExecutor;
 use super::memory::{AllocTable, Pinned};
+use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::platform::ptx_signature::{check_signature, kernel_load_error};
