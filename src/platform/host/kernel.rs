@@ -54,7 +54,7 @@ impl HostKernel {
     {
         let f = Arc::new(f);
         let bind = move |args: &[PackedArg]| -> Option<BoundKernel> {
-            let a = A::unpack(args)?;
+            let a = A::unpack(args, crate::types::Token::new())?;
             let f = f.clone();
             Some(Arc::new(move |ctx: &ThreadCtx<'_>| f(ctx, a)))
         };
