@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
 # A bounded cargo-fuzz run of the PTX front end (fuzz/fuzz_targets/ptx_parse.rs), seeded with
 # the committed kernel corpus. FUZZ_SECONDS (default 20) bounds the run; a crash fails it and
-# leaves the input under fuzz/artifacts/. Needs a nightly toolchain; installs cargo-fuzz.
+# leaves the input under fuzz/artifacts/. Installs a nightly toolchain and cargo-fuzz when
+# missing; fails when it cannot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! cargo +nightly --version >/dev/null 2>&1; then
-    echo "note: no nightly toolchain (rustup toolchain install nightly); skipping the fuzz run"
-    exit 0
-fi
+bash scripts/ensure-nightly.sh
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then runs every test: unit, integration (the conformance suite on
 # every available platform), compile-fail, doc tests, examples, the HIP build, the PTX currency
-# check, and Miri on the pure-Rust parts when a nightly toolchain with Miri is installed.
+# check, the PTX fuzz run and Miri on the pure-Rust parts (installing nightly, Miri and
+# cargo-fuzz when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,11 +45,14 @@ fi
 # The PTX parser under a coverage-guided fuzzer for a few seconds: malformed input is an Err.
 bash scripts/fuzz.sh
 
-if cargo +nightly miri --version >/dev/null 2>&1; then
-    # Weak-memory emulation is off: it cannot model the mixed-size atomics that device memory
-    # uses (see ARCHITECTURE.md); leaks are expected from the mem::forget soundness tests.
-    MIRIFLAGS="-Zmiri-disable-weak-memory-emulation -Zmiri-ignore-leaks" \
-        cargo +nightly miri test --lib
-else
-    echo "note: Miri not installed (rustup +nightly component add miri); skipping the Miri run"
+# Miri on the pure-Rust parts, on every checkout: the nightly toolchain and its Miri are installed
+# when missing, and a run that cannot start fails the script like a failing test.
+bash scripts/ensure-nightly.sh miri rust-src
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+    echo "error: Miri is not usable after installing it (cargo +nightly miri --version fails)" >&2
+    exit 1
 fi
+# Weak-memory emulation is off: it cannot model the mixed-size atomics that device memory
+# uses (see ARCHITECTURE.md); leaks are expected from the mem::forget soundness tests.
+MIRIFLAGS="-Zmiri-disable-weak-memory-emulation -Zmiri-ignore-leaks" \
+    cargo +nightly miri test --lib

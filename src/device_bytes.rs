@@ -7,9 +7,48 @@
 //! bytes goes through this module and is atomic; on x86-64 and AArch64 those are plain loads and
 //! stores. The bytes on the other side of a copy are ordinary memory the caller owns.
 
-use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicI32, AtomicI64, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering::Relaxed,
+};
 
 use bytemuck::Pod;
+
+/// A word type with a native atomic, for read-modify-write operations on device memory
+/// (kernel atomics, the PTX engine's `atom`/`red`, RPC mailboxes).
+pub trait DeviceWord: Copy {
+    /// The standard atomic of the same width.
+    type Atomic;
+    /// The word at `p`, as its atomic.
+    ///
+    /// # Safety
+    /// `p` must be aligned for `Self` and valid for `size_of::<Self>()` bytes of device memory
+    /// for `'a`, and every other access to those bytes must be atomic (this module).
+    unsafe fn atomic<'a>(p: *mut u8) -> &'a Self::Atomic;
+}
+
+macro_rules! device_word {
+    ($($t:ty => $a:ty),*) => {$(
+        impl DeviceWord for $t {
+            type Atomic = $a;
+            #[inline(always)]
+            unsafe fn atomic<'a>(p: *mut u8) -> &'a $a {
+                // SAFETY: the caller guarantees alignment, validity for 'a and atomic-only use.
+                unsafe { <$a>::from_ptr(p as *mut $t) }
+            }
+        }
+    )*};
+}
+device_word!(u32 => AtomicU32, i32 => AtomicI32, u64 => AtomicU64, i64 => AtomicI64);
+
+/// The device word at `p` as an atomic; see [`DeviceWord::atomic`].
+///
+/// # Safety
+/// As [`DeviceWord::atomic`].
+#[inline(always)]
+pub unsafe fn atomic<'a, W: DeviceWord>(p: *mut u8) -> &'a W::Atomic {
+    // SAFETY: forwarded contract.
+    unsafe { W::atomic(p) }
+}
 
 /// Copies `n` bytes with `rep movsb`: as fast as `memcpy` (ERMS), and, being inline assembly,
 /// opaque to the compiler, so a racing kernel access elsewhere is a hardware-level race on

@@ -132,7 +132,7 @@ pub(crate) struct ExecutorShared {
     /// Allocations made through this executor and not yet freed.
     live: Arc<LiveAllocations>,
     /// The device-initiated RPC server, started on first use (`StreamExecutor::rpc`).
-    rpc: std::sync::OnceLock<crate::rpc::ExecutorRpc>,
+    rpc: std::sync::OnceLock<crate::executor_rpc::ExecutorRpc>,
 }
 
 impl StreamExecutor {
@@ -230,7 +230,7 @@ impl StreamExecutor {
             live: self.inner.live.clone(),
         }
     }
-    pub(crate) fn rpc_cell(&self) -> &std::sync::OnceLock<crate::rpc::ExecutorRpc> {
+    pub(crate) fn rpc_cell(&self) -> &std::sync::OnceLock<crate::executor_rpc::ExecutorRpc> {
         &self.inner.rpc
     }
     /// True when both handles refer to the same executor.

@@ -11,7 +11,7 @@ use crate::executor::StreamExecutor;
 use crate::interface::KernelInterface;
 use crate::types::KernelArgs;
 
-/// A loaded kernel whose argument types are checked at run time ([`ArgList`]).
+/// A loaded kernel whose argument types are checked at run time ([`ArgList`](crate::ArgList)).
 #[derive(Clone)]
 pub struct Kernel {
     pub(crate) exec: StreamExecutor,

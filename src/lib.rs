@@ -44,6 +44,7 @@ mod registry;
 mod blas;
 mod event;
 mod executor;
+mod executor_rpc;
 mod kernel;
 mod memory;
 mod rng;
@@ -53,6 +54,7 @@ pub use blas::BlasScalar;
 pub use error::{Error, Result};
 pub use event::{Event, Timer};
 pub use executor::StreamExecutor;
+pub use executor_rpc::ExecutorRpc;
 pub use interface::EventStatus;
 pub use interface::blas::Transpose;
 pub use kernel::{Kernel, TypedKernel};
@@ -67,5 +69,6 @@ pub use types::{
     AlignedHostBuffer, ArgList, ArgView, BlockDim, DeviceAddress, DeviceDescription, DevicePtr,
     Dim3, HostBuffer, HostMemory, HostReadGuard, HostRegion, HostWriteGuard, InProcessKernel,
     KernelArgs, KernelFormat, KernelImage, KernelParam, KernelSource, LaunchDims, MemoryUsage,
-    MultiKernelLoaderSpec, PackedArg, ParamKind, RandDistribution, SharedMemory, ThreadDim,
+    MultiKernelLoaderSpec, PackedArg, ParamKind, RandDistribution, RpcBlockMemory, RpcCapability,
+    RpcLockPlacement, SharedMemory, ThreadDim,
 };

@@ -1,4 +1,6 @@
-//! Wrong kernel arguments are compile errors (trybuild; expected output in tests/ui/*.stderr).
+//! Compile errors the API promises (trybuild; expected output in tests/ui/*.stderr): wrong
+//! kernel arguments, host memory borrowed during a copy, and every way safe code used to forge a
+//! device address or pointer argument (tests/ui/forge_*.rs: the sealed backend contract).
 
 #[test]
 fn wrong_kernel_arguments_do_not_compile() {

@@ -33,7 +33,7 @@ pub use rng::RngSupport;
 use crate::error::Result;
 use crate::types::{
     DeviceAddress, DeviceDescription, HostBuffer, HostRegion, LaunchDims, MemoryUsage,
-    MultiKernelLoaderSpec, PackedArg, ParamKind,
+    MultiKernelLoaderSpec, PackedArg, ParamKind, RpcCapability,
 };
 
 /// A host function run in stream order; its `Err` fails the stream.
@@ -160,6 +160,13 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// Philox random fills on this device, if the platform has them; `None` makes
     /// `then_set_rng_seed` / `then_populate_rand_*` fail with `Unsupported`.
     fn rng(&self) -> Option<&dyn RngSupport> {
+        None
+    }
+
+    /// How device code on this executor reaches an RPC server (lane size, where the block and
+    /// the device side's port locks live), if the platform has device-initiated RPC; `None`
+    /// makes `StreamExecutor::rpc` fail with `Unsupported`.
+    fn rpc_capability(&self) -> Option<RpcCapability> {
         None
     }
 }

@@ -1,8 +1,7 @@
 //! Module-scope `.global` / `.const` data: layout, sizes and initializers.
 
 use super::ast::{self, Init, Space as AstSpace, VarType};
-use super::decode::{imm_bits, load_error, scalar_ty};
-use super::error::Result;
+use super::error::{Result, load_error};
 use super::ir::{ModuleData, Ty};
 
 fn ty_of(v: &ast::Variable) -> Option<u64> {
@@ -144,4 +143,40 @@ fn flatten<'a>(i: &'a Init, out: &mut Vec<&'a Init>) {
         Init::List(l) => l.iter().for_each(|x| flatten(x, out)),
         x => out.push(x),
     }
+}
+
+/// The IR type of a scalar (`None` for f16).
+pub(super) fn scalar_ty(s: ast::PtxScalar) -> Option<Ty> {
+    use ast::PtxScalar::*;
+    Some(match s {
+        Bits(1) | Unsigned(1) => Ty::U8,
+        Bits(2) | Unsigned(2) => Ty::U16,
+        Bits(4) | Unsigned(4) => Ty::U32,
+        Bits(8) | Unsigned(8) => Ty::U64,
+        Signed(1) => Ty::S8,
+        Signed(2) => Ty::S16,
+        Signed(4) => Ty::S32,
+        Signed(8) => Ty::S64,
+        Float(4) => Ty::F32,
+        Float(8) => Ty::F64,
+        _ => return None,
+    })
+}
+
+/// Bits of an immediate as an operand of type `ty`.
+pub(super) fn imm_bits(imm: ast::Imm, ty: Ty) -> Option<u64> {
+    use ast::Imm;
+    Some(match (imm, ty) {
+        (Imm::Int(v), Ty::F32) => (v as f32).to_bits() as u64,
+        (Imm::Int(v), Ty::F64) => (v as f64).to_bits(),
+        (Imm::Int(v), Ty::Pred) => (v != 0) as u64,
+        (Imm::Int(v), _) => v as u64,
+        (Imm::F32(b), Ty::F64) => (f32::from_bits(b) as f64).to_bits(),
+        (Imm::F32(b), _) => b as u64,
+        (Imm::F64(b), Ty::F32) => (f64::from_bits(b) as f32).to_bits() as u64,
+        (Imm::F64(b), _) => b,
+        (Imm::Float(v), Ty::F32) => (v as f32).to_bits() as u64,
+        (Imm::Float(v), Ty::F64) => v.to_bits(),
+        (Imm::Float(_), _) => return None,
+    })
 }

@@ -60,6 +60,15 @@ impl std::error::Error for PtxError {}
 /// Shorthand for the front end's results.
 pub(super) type Result<T> = std::result::Result<T, PtxError>;
 
+/// A layout or decoding error in `kernel` (`None`: module data), at `line` where there is one.
+pub(super) fn load_error(
+    kernel: Option<&str>,
+    line: Option<u32>,
+    detail: impl std::fmt::Display,
+) -> PtxError {
+    PtxError::new(line.map(|l| l as usize), kernel, detail)
+}
+
 #[cfg(test)]
 mod tests {
     use super::PtxError;

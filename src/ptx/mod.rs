@@ -9,6 +9,30 @@
 //!
 //! The module is a leaf: it depends on nothing else of the crate. The host engine's decoder
 //! (syntax tree → executable IR) lives here too but is the engine's business, not public.
+//!
+//! How a module becomes something the host engine runs, in load order:
+//!
+//! - **Parse** (`ptx::parse_module`) gives the syntax tree of `ast.rs`. It is purely syntactic:
+//!   an instruction is its opcode, its `.modifiers` as written and its operands, so one parser
+//!   serves every consumer and what an opcode means is decided (and refused) in one place, the
+//!   decoder. `.loc`/`.file`/`.pragma`/`.section` and performance directives are read and dropped.
+//! - **Lay out data** (`data.rs`): module `.global`/`.const` variables go into one image with their
+//!   initializers (address initializers become relocations); the host executor allocates it as
+//!   device memory, so kernels reach it like any allocation and generic pointers to it work.
+//! - **Decode** (`decode/`: `mod.rs` + `inst/arith/mem.rs`, `fns.rs`): every `.entry` becomes
+//!   a `Program`: the entry's instructions followed by those of every `.func` it reaches. Registers
+//!   are dense slots (a 64-bit slot per register per lane; names are scoped, so clang's
+//!   `{ .reg .b32 tmp; ... }` blocks work), labels are instruction indices, `.shared` variables get
+//!   static offsets (dynamic `.extern .shared` lives at shared-space offset `0x100_0000`), `.local`
+//!   variables and call parameters get per-thread offsets. Each opcode/type/modifier combination
+//!   becomes one `Op` holding a pointer to a monomorphized lane function of `alu.rs`
+//!   (`fadd::<f32, RZ, FTZ, SAT>`, `cvt_fi::<f64, i32, RMI, false>`, ...), so the interpreter never
+//!   looks at a string. Anything not understood is a `PtxError` (reported as `Error::KernelLoad`)
+//!   naming the line and the instruction's text; nothing is left to fail at run time. Decoding
+//!   happens once per module text per executor (`ModuleCache`).
+//! - **Calls** use fixed per-thread parameter slots: `call` copies the caller's `.param` arguments
+//!   into the callee's parameter slots and pushes the call site on the lane's stack; `ret` copies
+//!   return values back. Recursion is rejected at load (the call graph must be acyclic).
 
 pub(crate) mod alu;
 pub mod ast;

@@ -5,11 +5,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::layout::{Geometry, Layout};
+use super::layout::{Geometry, Layout, Packet};
 use super::mem::HostMem;
+use super::opcode;
 use super::port::{Port, Process};
-use super::server::Inner;
-use super::{error_reply, opcode};
+use super::server::{Inner, Server};
+use super::services::{EMISSARY_OPCODE, Service};
+use super::status::{error_reply, server_error};
 use crate::error::{Error, Result};
 
 /// An in-process client of one server. Cheap to clone; `Send + Sync`.
@@ -45,24 +47,17 @@ pub enum PrintfArg<'a> {
     Str(&'a str),
 }
 
-pub(crate) fn server_error(op: u32, status: u32) -> Error {
-    let what = match status {
-        super::RPC_UNHANDLED_OPCODE => "RPC_UNHANDLED_OPCODE (no handler is registered)",
-        super::RPC_ERROR => "RPC_ERROR (the handler failed; see the server's log)",
-        _ => "an error status",
-    };
-    Error::Rpc {
-        detail: format!("opcode {op:#010x}: the server replied {what}"),
+impl Server {
+    /// A client for in-process callers (host kernels, tests) that shares this block.
+    pub fn client(&self) -> Client {
+        self.inner.in_process.store(true, Ordering::Relaxed);
+        Client {
+            side: Side::Server(self.inner.clone()),
+        }
     }
 }
 
 impl Client {
-    pub(crate) fn new(inner: Arc<Inner>) -> Self {
-        Client {
-            side: Side::Server(inner),
-        }
-    }
-
     /// A client that plays the device: it finds the block through the bytes of a device-side
     /// `Client` struct (what [`Server::client_image`](super::Server::client_image) gives and
     /// the executor writes into `__llvm_rpc_client`), as code built against LLVM's GPU libc
@@ -169,7 +164,7 @@ impl Client {
     }
 
     /// Sends one packet and returns the reply packet (an error reply is an `Err`).
-    pub fn call_packet(&self, opcode: u32, request: super::Packet) -> Result<super::Packet> {
+    pub fn call_packet(&self, opcode: u32, request: Packet) -> Result<Packet> {
         let mut port = self.open(opcode)?;
         let mut reply = [0u64; 8];
         port.send_and_recv(|_, p| *p = request, |_, p| reply = *p)?;
@@ -279,7 +274,7 @@ impl Client {
     }
 
     /// Calls the typed user service `S` with `request`.
-    pub fn call_service<S: super::Service>(&self, request: &S::Request) -> Result<S::Response> {
+    pub fn call_service<S: Service>(&self, request: &S::Request) -> Result<S::Response> {
         let reply = self.call(S::OPCODE, bytemuck::bytes_of(request))?;
         bytemuck::try_pod_read_unaligned(&reply).map_err(|_| Error::Rpc {
             detail: format!(
@@ -294,7 +289,7 @@ impl Client {
     /// Calls the Emissary function (`service`, `index`) with a packed argument buffer; returns
     /// the result bytes.
     pub fn emissary(&self, service: u32, index: u32, packed_args: &[u8]) -> Result<Vec<u8>> {
-        let mut port = self.open(super::EMISSARY_OPCODE)?;
+        let mut port = self.open(EMISSARY_OPCODE)?;
         port.send(|_, p| {
             p[0] = u64::from(service);
             p[1] = u64::from(index);

@@ -58,8 +58,19 @@ impl Layout {
     }
 }
 
+/// The name of the global through which LLVM GPU libc device code finds its RPC client (the
+/// `Client` struct whose bytes [`Geometry::client_image`] gives).
+pub const CLIENT_SYMBOL: &str = "__llvm_rpc_client";
+
+/// Ports of an executor's server (each is one warp's worth of concurrent calls). A convention
+/// both sides share: the OpenCL loader compiles it into the client's geometry defines before any
+/// server exists.
+pub const EXECUTOR_PORTS: usize = 64;
+
 /// Byte size of one packet slot (`rpc::Buffer`).
 pub const PACKET_BYTES: usize = 64;
+/// One 64-byte packet slot, as eight little-endian words.
+pub type Packet = [u64; 8];
 /// Byte size of one port header (`mask: u64`, `opcode: u32`, padding).
 pub const HEADER_BYTES: usize = 16;
 
@@ -133,6 +144,13 @@ impl Geometry {
     /// Offset of the header of `port`.
     pub const fn header(&self, port: usize) -> usize {
         self.headers() + port * HEADER_BYTES
+    }
+
+    /// Bytes of a lock bitmap for this block's ports (one bit per port, in 32-bit words): what a
+    /// device client that keeps its port locks right after the protocol's bytes (the OpenCL
+    /// client) needs there.
+    pub const fn lock_bitmap_bytes(&self) -> usize {
+        self.port_count.div_ceil(32) * 4
     }
 
     /// The device-side `Client` struct for a block whose first byte the device sees at `base`:

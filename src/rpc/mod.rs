@@ -1,25 +1,25 @@
 //! Device-initiated RPC: kernels call the host through the LLVM GPU libc RPC protocol.
 //!
+//! This module is the protocol alone: it knows no platform, executor or stream, and depends
+//! only on the crate's error type and plain types. An executor's server (`StreamExecutor::rpc`,
+//! `ExecutorRpc`) is glue built on top of it, outside this module.
+//!
 //! - [`layout`]: where mailboxes, headers and packets sit for both layouts ([`Layout`]), and
-//!   the bytes of the device's `Client` struct (`__llvm_rpc_client`).
+//!   the bytes of the device's `Client` struct ([`CLIENT_SYMBOL`]).
 //! - [`Port`] / [`Process`]: the protocol state machine (send, recv, send_n,
 //!   recv_n, lane masks) over the shared block; all `unsafe` is in `mem.rs`.
 //! - [`Server`] / [`ServerThread`]: the standalone server; [`Client`]: the in-process client
 //!   host kernels and tests use; [`opcode`]: the libc and offload opcode numbers.
 //! - `services.rs`: the built-in services (write, printf, malloc, exit, files, host calls),
 //!   typed user services and the Emissary-style dispatcher.
-//!
+//! - `status.rs`: handler statuses and the error reply ([`error_reply`]).
 //! - `client.cl`: the OpenCL C client ([`OPENCL_CLIENT_SOURCE`]), prepended to a kernel's source
 //!   when its spec says [`with_rpc`](crate::MultiKernelLoaderSpec::with_rpc).
-//!
-//! Every executor owns a server (see `StreamExecutor::rpc`).
 
 #[cfg(target_endian = "big")]
 compile_error!("the RPC block is little-endian; big-endian hosts are not supported");
 
 mod client;
-mod executor;
-mod launches;
 pub mod layout;
 mod mem;
 mod opencl;
@@ -27,38 +27,24 @@ mod port;
 mod printf;
 mod server;
 mod services;
+mod status;
 
 #[cfg(test)]
 mod tests;
 
 pub use client::{Client, PrintfArg};
-pub use executor::{CLIENT_SYMBOL, EXECUTOR_PORTS, ExecutorRpc};
-pub use layout::{Geometry, Layout};
+pub use layout::{CLIENT_SYMBOL, EXECUTOR_PORTS, Geometry, Layout, Packet};
 pub use mem::{HostMem, LockWord, Mem};
 pub use opencl::OPENCL_CLIENT_SOURCE;
 #[cfg(feature = "opencl")]
 pub(crate) use opencl::opencl_prelude;
-pub use port::{MAX_STREAM_BYTES, Packet, Port, Process};
-pub use server::{Handler, Server, ServerThread};
+pub use port::{Handler, MAX_STREAM_BYTES, Port, Process};
+pub use server::{Server, ServerThread};
+pub(crate) use services::ExitObserver;
 pub use services::{
     EMISSARY_OPCODE, Emissary, HostFunction, KernelExit, Service, StdStream, check_user_opcode,
 };
-
-/// A handler's status: success.
-pub const RPC_SUCCESS: u32 = 0;
-/// A handler's status: the handler failed or panicked.
-pub const RPC_ERROR: u32 = 0x1000;
-/// A handler's status: nobody handles the opcode.
-pub const RPC_UNHANDLED_OPCODE: u32 = 0x1001;
-
-/// Word 7 of an error reply ("RPC_ERR!" little-endian); words 1..=6 are zero and word 0 holds
-/// the status. Our clients check for it; foreign clients see the status in `data[0]`.
-pub const ERROR_TAG: u64 = u64::from_le_bytes(*b"RPC_ERR!");
-
-/// The status of an error reply, or `None` for an ordinary packet.
-pub fn error_reply(p: &Packet) -> Option<u32> {
-    (p[7] == ERROR_TAG && p[1..7].iter().all(|&w| w == 0)).then_some(p[0] as u32)
-}
+pub use status::{ERROR_TAG, RPC_ERROR, RPC_SUCCESS, RPC_UNHANDLED_OPCODE, error_reply};
 
 /// Opcode numbers (rpc-protocol.md section 10).
 pub mod opcode {

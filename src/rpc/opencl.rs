@@ -3,26 +3,21 @@
 //!
 //! [`MultiKernelLoaderSpec::with_rpc`]: crate::MultiKernelLoaderSpec::with_rpc
 
-use super::executor::EXECUTOR_PORTS;
-use super::layout::{Geometry, Layout};
+use super::layout::{EXECUTOR_PORTS, Geometry, Layout};
 
 /// The OpenCL C client source (lane size 1, Current layout). See the comment at its top for
 /// the functions kernels call.
 pub const OPENCL_CLIENT_SOURCE: &str = include_str!("client.cl");
 
 /// The executor block's geometry as the OpenCL client sees it.
-pub(crate) fn executor_geometry() -> Geometry {
+fn executor_geometry() -> Geometry {
     Geometry::new(Layout::Current, EXECUTOR_PORTS, 1).expect("64 ports, lane size 1 is valid") // ok: constant
-}
-
-/// Bytes after the protocol's block that hold the device side's port lock bitmap.
-pub(crate) fn lock_bytes() -> usize {
-    EXECUTOR_PORTS.div_ceil(32) * 4
 }
 
 #[cfg_attr(not(feature = "opencl"), allow(dead_code))]
 /// What the OpenCL loader puts in front of a kernel's source: the geometry defines, the client,
-/// and a `#line 1` so compiler messages name the kernel's own lines.
+/// and a `#line 1` so compiler messages name the kernel's own lines. The client's lock bitmap
+/// (`SE_RPC_LOCKS`) sits right after the protocol's bytes, in the same allocation.
 pub(crate) fn opencl_prelude() -> String {
     let g = executor_geometry();
     format!(
@@ -57,6 +52,6 @@ mod tests {
             assert!(p.contains(&format!("#define {d}")), "{d}");
         }
         assert!(p.ends_with("\n#line 1\n"));
-        assert_eq!(lock_bytes(), 8);
+        assert_eq!(executor_geometry().lock_bitmap_bytes(), 8);
     }
 }

@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::layout::{Geometry, PACKET_BYTES};
+use super::layout::{Geometry, PACKET_BYTES, Packet};
 use super::mem::{HostMem, LockWord, Mem};
+use super::status::{ERROR_TAG, error_reply, server_error};
 use crate::error::{Error, Result};
 
-/// One 64-byte packet slot, as eight little-endian words.
-pub type Packet = [u64; 8];
+/// A handler for one opcode: drives the server side of the exchange on the open port.
+pub type Handler = Arc<dyn Fn(&mut Port<'_>) -> Result<()> + Send + Sync + 'static>;
 
 /// Words in a packet.
 const WORDS: usize = PACKET_BYTES / 8;
@@ -422,7 +423,7 @@ impl<'a, M: Mem> Port<'a, M> {
         let mut status = None;
         let client = !self.process.server;
         self.recv(|lane, p| {
-            if client && let Some(s) = super::error_reply(p) {
+            if client && let Some(s) = error_reply(p) {
                 status = Some(s);
                 return;
             }
@@ -438,7 +439,7 @@ impl<'a, M: Mem> Port<'a, M> {
             out[lane] = v;
         })?;
         if let Some(s) = status {
-            return Err(super::client::server_error(self.opcode, s));
+            return Err(server_error(self.opcode, s));
         }
         if let Some(size) = bad {
             return Err(Error::Rpc {
@@ -465,13 +466,13 @@ impl<'a, M: Mem> Port<'a, M> {
     }
 
     /// Overwrites every active lane's packet with an error reply (`status` in word 0,
-    /// [`ERROR_TAG`](super::ERROR_TAG) in word 7) and hands the port back, if this side owns it.
+    /// [`ERROR_TAG`] in word 7) and hands the port back, if this side owns it.
     pub(crate) fn reply_error(&mut self, status: u32) {
         if self.owns_buffer {
             let _ = self.send(|_, p| {
                 *p = [0; WORDS];
                 p[0] = u64::from(status);
-                p[7] = super::ERROR_TAG;
+                p[7] = ERROR_TAG;
             });
         }
     }

@@ -1,24 +1,28 @@
 //! The standalone RPC server: owns (or borrows) the shared block, dispatches opcodes to
-//! handlers, and can run on its own thread that parks while nothing is in flight.
+//! handlers, and can run on its own thread that parks while nothing is in flight. A new server
+//! installs the built-in services (`services.rs`); the in-process client (`client.rs`) is built
+//! from a server's client half, which this file keeps but does not drive.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
+use bytemuck::Pod;
 use parking_lot::{Mutex, RwLock};
 
-use super::client::Client;
 use super::layout::{Geometry, Layout};
 use super::mem::{HostMem, backoff};
-use super::port::{Port, Process, Wake};
-use super::{RPC_ERROR, RPC_UNHANDLED_OPCODE};
+use super::port::{Handler, Port, Process, Wake};
+use super::services::{
+    self, Allocator, Emissary, ExitObserver, HostFunction, KernelExit, Service, ServiceState,
+    check_user_opcode,
+};
+use super::status::{RPC_ERROR, RPC_UNHANDLED_OPCODE};
 use crate::error::{Error, Result, panic_message};
 use crate::types::AlignedHostBuffer;
-
-/// A handler for one opcode: drives the server side of the exchange on the open port.
-pub type Handler = Arc<dyn Fn(&mut Port<'_>) -> Result<()> + Send + Sync + 'static>;
 
 /// Who owns the block's memory (kept alive until the server's halves have dropped).
 pub(crate) enum Backing {
@@ -40,12 +44,12 @@ pub(crate) struct Inner {
     pub(crate) wake: Arc<Wake>,
     /// Set once an in-process client exists: the server half may then park while it waits
     /// for a client, which wakes it (a device could not).
-    in_process: Arc<AtomicBool>,
+    pub(crate) in_process: Arc<AtomicBool>,
     /// Kernels in flight that may call the server: while non-zero the thread polls.
     pub(crate) active: AtomicUsize,
     pub(crate) next_port: AtomicUsize,
     errors: Mutex<Vec<String>>,
-    pub(crate) services: super::services::ServiceState,
+    services: Arc<ServiceState>,
     _backing: Backing,
 }
 
@@ -146,7 +150,7 @@ impl Server {
         let in_process = Arc::new(AtomicBool::new(false));
         // SAFETY: caller's contract; both halves only use atomics on it.
         let (m1, m2) = unsafe { (HostMem::new(base, len), HostMem::new(base, len)) };
-        let inner = Inner {
+        let mut inner = Inner {
             server: Process::new(
                 m1,
                 geo,
@@ -172,15 +176,17 @@ impl Server {
             active: AtomicUsize::new(0),
             next_port: AtomicUsize::new(0),
             errors: Mutex::new(Vec::new()),
-            services: Default::default(),
+            services: Arc::default(),
             _backing: backing,
         };
-        let server = Server {
+        inner
+            .handlers
+            .get_mut()
+            .extend(services::builtins(&inner.services));
+        Ok(Server {
             inner: Arc::new(inner),
             owner: true,
-        };
-        super::services::install_builtins(&server);
-        Ok(server)
+        })
     }
 
     /// The block's geometry (layout, port count, lane size and offsets).
@@ -222,12 +228,6 @@ impl Server {
             .handlers
             .write()
             .insert(opcode, Arc::new(handler));
-    }
-
-    /// A client for in-process callers (host kernels, tests) that shares this block.
-    pub fn client(&self) -> Client {
-        self.inner.in_process.store(true, Ordering::Relaxed);
-        Client::new(self.inner.clone())
     }
 
     /// Serves every pending port once; returns how many it served. Handler errors and panics
@@ -283,9 +283,60 @@ impl Server {
         }
     }
 
-    /// A weak handle for handlers (they live in the server, so they must not keep it alive).
-    pub(crate) fn weak(&self) -> std::sync::Weak<Inner> {
-        Arc::downgrade(&self.inner)
+    /// Serves the typed service `S` under `S::OPCODE`. Refuses the reserved ranges.
+    pub fn register_service<S: Service>(&self, service: S) -> Result<()> {
+        check_user_opcode(S::OPCODE)?;
+        self.inner
+            .handlers
+            .write()
+            .insert(S::OPCODE, services::service_handler(service));
+        Ok(())
+    }
+
+    /// Exposes `f` to kernels as Emissary function (`service`, `index`): the device sends the
+    /// pair and a packed argument buffer, `f` gets the arguments unpacked, and its result goes
+    /// back as bytes.
+    pub fn expose<A: Emissary, R: Pod>(
+        &self,
+        service: u32,
+        index: u32,
+        f: impl Fn(A) -> R + Send + Sync + 'static,
+    ) {
+        self.inner.services.expose(service, index, f)
+    }
+
+    /// Lets kernels call `f` through `HOST_CALL` / `OFFLOAD_HOST_CALL`; returns the value they
+    /// pass as the function pointer. Pointers never registered get an error reply.
+    pub fn register_host_function(&self, f: HostFunction) -> u64 {
+        self.inner.services.register_host_function(f)
+    }
+
+    /// Sends kernel stdout (`None`: the process's stdout) to `w`.
+    pub fn set_stdout(&self, w: Option<Box<dyn Write + Send>>) {
+        self.inner.services.set_output(false, w)
+    }
+
+    /// Sends kernel stderr (`None`: the process's stderr) to `w`.
+    pub fn set_stderr(&self, w: Option<Box<dyn Write + Send>>) {
+        self.inner.services.set_output(true, w)
+    }
+
+    /// `exit` / `abort` calls recorded since the last call while no RPC launch of an executor
+    /// ran (those are charged to the launches instead: they fail their streams).
+    pub fn take_exits(&self) -> Vec<KernelExit> {
+        self.inner.services.take_exits()
+    }
+
+    /// Serves `MALLOC` / `FREE` with these callbacks (an executor's device memory) instead of
+    /// host memory.
+    pub(crate) fn set_allocator(&self, a: Allocator) {
+        self.inner.services.set_allocator(a)
+    }
+
+    /// Reports `exit` / `abort` calls to `observer` as they are served (an executor charges
+    /// them to its running launches); `None`: they go to [`take_exits`](Self::take_exits).
+    pub(crate) fn set_exit_observer(&self, observer: Option<Arc<dyn ExitObserver>>) {
+        self.inner.services.set_exit_observer(observer)
     }
 }
 

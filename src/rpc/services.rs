@@ -1,6 +1,8 @@
 //! Built-in services (rpc-protocol.md section 10.1), typed user services, and the Emissary-style
-//! dispatcher. Every built-in is a plain handler registered on a new server, so a user may
-//! replace one with `Server::register`.
+//! dispatcher: handlers over a [`ServiceState`], knowing nothing of the server they run in. A
+//! new server installs every built-in ([`builtins`]) as a plain handler, so a user may replace
+//! one with `Server::register`; the server's methods that configure them (`set_stdout`,
+//! `expose`, `register_service`, `take_exits`, ...) delegate to the state here.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -10,9 +12,8 @@ use bytemuck::Pod;
 use parking_lot::{Mutex, RwLock};
 
 use super::opcode as op;
-use super::port::Port;
+use super::port::{Handler, Port};
 use super::printf;
-use super::server::Server;
 use crate::error::{Error, Result};
 
 mod files;
@@ -31,24 +32,36 @@ pub enum KernelExit {
     Abort,
 }
 
+/// Told about `exit`/`abort` calls as the server serves them, so that a layer above the
+/// protocol can charge them to what it knows was running (an executor's RPC launches). Without
+/// one, every exit goes to `Server::take_exits`.
+pub(crate) trait ExitObserver: Send + Sync {
+    /// The handshake of an `exit` (`abort == false`) or `abort` is being served: the device
+    /// waits for it, so the caller is running now. A ticket when the observer takes the exit;
+    /// `None` leaves it to `Server::take_exits`.
+    fn exit_begun(&self, abort: bool) -> Option<u64>;
+    /// The status of the exit `ticket` arrived.
+    fn exit_done(&self, ticket: u64, exit: KernelExit);
+}
+
 /// Device memory handed out by `MALLOC`: (allocate, free) callbacks.
 pub(crate) type Allocator = (
     Box<dyn Fn(u64) -> Result<u64> + Send + Sync>,
     Box<dyn Fn(u64) + Send + Sync>,
 );
 
-/// Per-server state of the built-in services.
+/// Per-server state of the built-in services (shared by the server and its built-in handlers).
 #[derive(Default)]
 pub(crate) struct ServiceState {
-    pub(crate) stdout: Sink,
-    pub(crate) stderr: Sink,
-    pub(crate) exits: Mutex<Vec<KernelExit>>,
-    pub(crate) launches: super::launches::Launches,
-    pub(crate) allocator: RwLock<Option<Allocator>>,
+    stdout: Sink,
+    stderr: Sink,
+    exits: Mutex<Vec<KernelExit>>,
+    exit_observer: RwLock<Option<Arc<dyn ExitObserver>>>,
+    allocator: RwLock<Option<Allocator>>,
     host_blocks: Mutex<HashMap<u64, Box<[u64]>>>,
-    pub(crate) host_functions: RwLock<HashMap<u64, HostFunction>>,
-    pub(crate) emissary: RwLock<HashMap<(u32, u32), EmissaryFn>>,
-    pub(crate) files: files::Files,
+    host_functions: RwLock<HashMap<u64, HostFunction>>,
+    emissary: RwLock<HashMap<(u32, u32), EmissaryFn>>,
+    files: files::Files,
 }
 
 /// A host function kernels may call through `HOST_CALL`: it gets the argument blob.
@@ -136,36 +149,31 @@ fn lane_error(opcode: u32, what: String) -> Error {
     }
 }
 
-impl Server {
-    /// Serves the typed service `S` under `S::OPCODE`. Refuses the reserved ranges.
-    pub fn register_service<S: Service>(&self, service: S) -> Result<()> {
-        check_user_opcode(S::OPCODE)?;
-        self.register(S::OPCODE, move |port| {
-            let lanes = port.recv_n()?;
-            let mut replies = vec![Vec::new(); lanes.len()];
-            for lane in (0..lanes.len()).filter(|l| port.mask() >> l & 1 == 1) {
-                let req: S::Request =
-                    bytemuck::try_pod_read_unaligned(&lanes[lane]).map_err(|_| {
-                        lane_error(
-                            S::OPCODE,
-                            format!(
-                                "lane {lane} sent {} bytes; the request type has {}",
-                                lanes[lane].len(),
-                                std::mem::size_of::<S::Request>()
-                            ),
-                        )
-                    })?;
-                replies[lane] = bytemuck::bytes_of(&service.call(req)?).to_vec();
-            }
-            port.send_n(|l| &replies[l])
-        });
-        Ok(())
-    }
+/// The handler of the typed service `S` (its opcode is checked by the caller).
+pub(crate) fn service_handler<S: Service>(service: S) -> Handler {
+    handler(move |port| {
+        let lanes = port.recv_n()?;
+        let mut replies = vec![Vec::new(); lanes.len()];
+        for lane in (0..lanes.len()).filter(|l| port.mask() >> l & 1 == 1) {
+            let req: S::Request = bytemuck::try_pod_read_unaligned(&lanes[lane]).map_err(|_| {
+                lane_error(
+                    S::OPCODE,
+                    format!(
+                        "lane {lane} sent {} bytes; the request type has {}",
+                        lanes[lane].len(),
+                        std::mem::size_of::<S::Request>()
+                    ),
+                )
+            })?;
+            replies[lane] = bytemuck::bytes_of(&service.call(req)?).to_vec();
+        }
+        port.send_n(|l| &replies[l])
+    })
+}
 
-    /// Exposes `f` to kernels as Emissary function (`service`, `index`): the device sends the
-    /// pair and a packed argument buffer, `f` gets the arguments unpacked, and its result goes
-    /// back as bytes.
-    pub fn expose<A: Emissary, R: Pod>(
+impl ServiceState {
+    /// Exposes `f` as Emissary function (`service`, `index`).
+    pub(crate) fn expose<A: Emissary, R: Pod>(
         &self,
         service: u32,
         index: u32,
@@ -184,40 +192,37 @@ impl Server {
             })?;
             Ok(bytemuck::bytes_of(&f(args)).to_vec())
         };
-        self.inner
-            .services
-            .emissary
+        self.emissary
             .write()
             .insert((service, index), Arc::new(call));
     }
 
-    /// Lets kernels call `f` through `HOST_CALL` / `OFFLOAD_HOST_CALL`; returns the value they
-    /// pass as the function pointer. Pointers never registered get an error reply.
-    pub fn register_host_function(&self, f: HostFunction) -> u64 {
+    /// Lets kernels call `f` through `HOST_CALL`; the value they pass as its pointer.
+    pub(crate) fn register_host_function(&self, f: HostFunction) -> u64 {
         let key = f as usize as u64;
-        self.inner.services.host_functions.write().insert(key, f);
+        self.host_functions.write().insert(key, f);
         key
     }
 
-    /// Sends kernel stdout (`None`: the process's stdout) to `w`.
-    pub fn set_stdout(&self, w: Option<Box<dyn Write + Send>>) {
-        *self.inner.services.stdout.lock() = w;
+    /// Where kernel stdout (`stderr == false`) or stderr goes; `None`: the process's own.
+    pub(crate) fn set_output(&self, stderr: bool, w: Option<Box<dyn Write + Send>>) {
+        let sink = if stderr { &self.stderr } else { &self.stdout };
+        *sink.lock() = w;
     }
 
-    /// Sends kernel stderr (`None`: the process's stderr) to `w`.
-    pub fn set_stderr(&self, w: Option<Box<dyn Write + Send>>) {
-        *self.inner.services.stderr.lock() = w;
+    /// `exit` / `abort` calls no [`ExitObserver`] took, since the last call.
+    pub(crate) fn take_exits(&self) -> Vec<KernelExit> {
+        std::mem::take(&mut *self.exits.lock())
     }
 
-    /// `exit` / `abort` calls recorded since the last call while no RPC launch of an executor
-    /// ran (those are charged to the launches instead: they fail their streams).
-    pub fn take_exits(&self) -> Vec<KernelExit> {
-        std::mem::take(&mut *self.inner.services.exits.lock())
-    }
-
-    /// Serves `MALLOC` / `FREE` with these callbacks (the executor's device memory).
+    /// Serves `MALLOC` / `FREE` with these callbacks.
     pub(crate) fn set_allocator(&self, a: Allocator) {
-        *self.inner.services.allocator.write() = Some(a);
+        *self.allocator.write() = Some(a);
+    }
+
+    /// Reports `exit` / `abort` calls to `observer` (`None`: to `take_exits`).
+    pub(crate) fn set_exit_observer(&self, observer: Option<Arc<dyn ExitObserver>>) {
+        *self.exit_observer.write() = observer;
     }
 }
 
@@ -246,32 +251,37 @@ fn reply_words(port: &mut Port<'_>, words: &[u64]) -> Result<()> {
     })
 }
 
-/// Registers every built-in service on `server`.
-pub(crate) fn install_builtins(server: &Server) {
-    server.register(op::NOOP, |port| port.recv(|_, _| {}));
+/// `f` as a [`Handler`].
+pub(crate) fn handler(f: impl Fn(&mut Port<'_>) -> Result<()> + Send + Sync + 'static) -> Handler {
+    Arc::new(f)
+}
+
+/// Every built-in service, by opcode, serving from `state`.
+pub(crate) fn builtins(state: &Arc<ServiceState>) -> Vec<(u32, Handler)> {
+    let mut out = vec![(op::NOOP, handler(|port| port.recv(|_, _| {})))];
     for (code, exit) in [(op::EXIT, true), (op::ABORT, false)] {
-        let s = server.weak();
-        server.register(code, move |port| {
-            port.recv_and_send(|_, _| {})?;
-            // The caller waits for this handshake, so it is running now (see launches.rs).
-            let ticket = s
-                .upgrade()
-                .and_then(|s| s.services.launches.exit_begun(!exit));
-            let mut status = 0i32;
-            port.recv(|_, p| status = p[0] as u32 as i32)?;
-            let what = if exit {
-                KernelExit::Exit(status)
-            } else {
-                KernelExit::Abort
-            };
-            if let Some(s) = s.upgrade() {
-                match ticket {
-                    Some(t) => s.services.launches.exit_done(t, what),
-                    None => s.services.exits.lock().push(what),
+        let s = state.clone();
+        out.push((
+            code,
+            handler(move |port| {
+                port.recv_and_send(|_, _| {})?;
+                // The caller waits for this handshake, so it is running now (see ExitObserver).
+                let observer = s.exit_observer.read().clone();
+                let ticket = observer.as_ref().and_then(|o| o.exit_begun(!exit));
+                let mut status = 0i32;
+                port.recv(|_, p| status = p[0] as u32 as i32)?;
+                let what = if exit {
+                    KernelExit::Exit(status)
+                } else {
+                    KernelExit::Abort
+                };
+                match (observer, ticket) {
+                    (Some(o), Some(t)) => o.exit_done(t, what),
+                    _ => s.exits.lock().push(what),
                 }
-            }
-            Ok(())
-        });
+                Ok(())
+            }),
+        ));
     }
     for code in [
         op::WRITE_TO_STDOUT,
@@ -279,26 +289,28 @@ pub(crate) fn install_builtins(server: &Server) {
         op::WRITE_TO_STDOUT_NEWLINE,
         op::WRITE_TO_STREAM,
     ] {
-        let s = server.weak();
-        server.register(code, move |port| {
-            let s = s.upgrade().ok_or_else(gone)?;
-            let mut streams = vec![2u64; port.lane_size()];
-            if code == op::WRITE_TO_STREAM {
-                port.recv(|l, p| streams[l] = p[0])?;
-            } else if code == op::WRITE_TO_STDERR {
-                streams.fill(3);
-            }
-            let data = port.recv_n()?;
-            let mut counts = vec![0u64; data.len()];
-            for l in lanes_of(port) {
-                let mut bytes = data[l].clone();
-                if code == op::WRITE_TO_STDOUT_NEWLINE {
-                    bytes.push(b'\n');
+        let s = state.clone();
+        out.push((
+            code,
+            handler(move |port| {
+                let mut streams = vec![2u64; port.lane_size()];
+                if code == op::WRITE_TO_STREAM {
+                    port.recv(|l, p| streams[l] = p[0])?;
+                } else if code == op::WRITE_TO_STDERR {
+                    streams.fill(3);
                 }
-                counts[l] = s.services.files.write(&s.services, streams[l], &bytes);
-            }
-            reply_words(port, &counts)
-        });
+                let data = port.recv_n()?;
+                let mut counts = vec![0u64; data.len()];
+                for l in lanes_of(port) {
+                    let mut bytes = data[l].clone();
+                    if code == op::WRITE_TO_STDOUT_NEWLINE {
+                        bytes.push(b'\n');
+                    }
+                    counts[l] = s.files.write(&s, streams[l], &bytes);
+                }
+                reply_words(port, &counts)
+            }),
+        ));
     }
     for code in [
         op::PRINTF_TO_STDOUT,
@@ -308,86 +320,86 @@ pub(crate) fn install_builtins(server: &Server) {
         op::PRINTF_TO_STDERR_PACKED,
         op::PRINTF_TO_STREAM_PACKED,
     ] {
-        let s = server.weak();
-        server.register(code, move |port| {
-            let s = s.upgrade().ok_or_else(gone)?;
-            printf_service(&s.services, port, code)
-        });
+        let s = state.clone();
+        out.push((code, handler(move |port| printf_service(&s, port, code))));
     }
-    let s = server.weak();
-    server.register(op::MALLOC, move |port| {
-        let s = s.upgrade().ok_or_else(gone)?;
-        let mut sizes = vec![0u64; port.lane_size()];
-        port.recv(|l, p| sizes[l] = p[0])?;
-        let mut ptrs = vec![0u64; sizes.len()];
-        for l in lanes_of(port) {
-            ptrs[l] = s.services.malloc(sizes[l]).unwrap_or(0);
-        }
-        reply_words(port, &ptrs)
-    });
-    let s = server.weak();
-    server.register(op::FREE, move |port| {
-        let s = s.upgrade().ok_or_else(gone)?;
-        let mut ptrs = vec![0u64; port.lane_size()];
-        port.recv(|l, p| ptrs[l] = p[0])?;
-        for l in lanes_of(port) {
-            s.services.free(ptrs[l]);
-        }
-        Ok(())
-    });
-    for code in [op::HOST_CALL, op::OFFLOAD_HOST_CALL] {
-        let s = server.weak();
-        server.register(code, move |port| {
-            let s = s.upgrade().ok_or_else(gone)?;
-            let mut blobs = port.recv_n()?;
-            let mut fns = vec![0u64; blobs.len()];
-            port.recv(|l, p| fns[l] = p[0])?;
-            let mut results = vec![0u64; blobs.len()];
+    let s = state.clone();
+    out.push((
+        op::MALLOC,
+        handler(move |port| {
+            let mut sizes = vec![0u64; port.lane_size()];
+            port.recv(|l, p| sizes[l] = p[0])?;
+            let mut ptrs = vec![0u64; sizes.len()];
             for l in lanes_of(port) {
-                let f = s.services.host_functions.read().get(&fns[l]).copied();
+                ptrs[l] = s.malloc(sizes[l]).unwrap_or(0);
+            }
+            reply_words(port, &ptrs)
+        }),
+    ));
+    let s = state.clone();
+    out.push((
+        op::FREE,
+        handler(move |port| {
+            let mut ptrs = vec![0u64; port.lane_size()];
+            port.recv(|l, p| ptrs[l] = p[0])?;
+            for l in lanes_of(port) {
+                s.free(ptrs[l]);
+            }
+            Ok(())
+        }),
+    ));
+    for code in [op::HOST_CALL, op::OFFLOAD_HOST_CALL] {
+        let s = state.clone();
+        out.push((
+            code,
+            handler(move |port| {
+                let mut blobs = port.recv_n()?;
+                let mut fns = vec![0u64; blobs.len()];
+                port.recv(|l, p| fns[l] = p[0])?;
+                let mut results = vec![0u64; blobs.len()];
+                for l in lanes_of(port) {
+                    let f = s.host_functions.read().get(&fns[l]).copied();
+                    let f = f.ok_or_else(|| {
+                        lane_error(
+                            code,
+                            format!(
+                                "{:#x} is not a registered host function (Server::register_host_function)",
+                                fns[l]
+                            ),
+                        )
+                    })?;
+                    results[l] = f(blobs[l].as_mut_ptr().cast());
+                }
+                reply_words(port, &results)
+            }),
+        ));
+    }
+    let s = state.clone();
+    out.push((
+        EMISSARY_OPCODE,
+        handler(move |port| {
+            let mut ids = vec![(0u32, 0u32); port.lane_size()];
+            port.recv(|l, p| ids[l] = (p[0] as u32, p[1] as u32))?;
+            let args = port.recv_n()?;
+            let mut replies = vec![Vec::new(); args.len()];
+            for l in lanes_of(port) {
+                let f = s.emissary.read().get(&ids[l]).cloned();
                 let f = f.ok_or_else(|| {
                     lane_error(
-                        code,
+                        EMISSARY_OPCODE,
                         format!(
-                            "{:#x} is not a registered host function (Server::register_host_function)",
-                            fns[l]
+                            "no function exposed as service {} index {}",
+                            ids[l].0, ids[l].1
                         ),
                     )
                 })?;
-                results[l] = f(blobs[l].as_mut_ptr().cast());
+                replies[l] = f(&args[l])?;
             }
-            reply_words(port, &results)
-        });
-    }
-    let s = server.weak();
-    server.register(EMISSARY_OPCODE, move |port| {
-        let s = s.upgrade().ok_or_else(gone)?;
-        let mut ids = vec![(0u32, 0u32); port.lane_size()];
-        port.recv(|l, p| ids[l] = (p[0] as u32, p[1] as u32))?;
-        let args = port.recv_n()?;
-        let mut replies = vec![Vec::new(); args.len()];
-        for l in lanes_of(port) {
-            let f = s.services.emissary.read().get(&ids[l]).cloned();
-            let f = f.ok_or_else(|| {
-                lane_error(
-                    EMISSARY_OPCODE,
-                    format!(
-                        "no function exposed as service {} index {}",
-                        ids[l].0, ids[l].1
-                    ),
-                )
-            })?;
-            replies[l] = f(&args[l])?;
-        }
-        port.send_n(|l| &replies[l])
-    });
-    files::install(server);
-}
-
-fn gone() -> Error {
-    Error::Rpc {
-        detail: "the server is shutting down".into(),
-    }
+            port.send_n(|l| &replies[l])
+        }),
+    ));
+    files::handlers(state, &mut out);
+    out
 }
 
 impl ServiceState {

@@ -164,12 +164,26 @@ impl PackedArg {
 pub(crate) mod sealed {
     use super::PackedArg;
 
+    /// Only this crate can make one. Code outside cannot name the sealed traits, but it can
+    /// still call their methods through a `P: KernelParam` bound (supertrait methods are
+    /// reachable through bounds); `unpack` takes a token so that it cannot, because unpacking
+    /// could retype a pointer argument (a `DevicePtr<u8>` one byte in as a `DevicePtr<f32>`).
+    /// `pack` needs none: it yields what `ArgList::arg` does.
+    #[derive(Clone, Copy)]
+    pub struct Token(());
+
+    impl Token {
+        pub(crate) const fn new() -> Token {
+            Token(())
+        }
+    }
+
     /// Packing and unpacking, which only this crate does.
     pub trait Packable: Sized {
         /// Pack for a backend.
         fn pack(&self) -> PackedArg;
         /// Unpack what [`pack`](Packable::pack) produced; `None` if `arg` is of another kind.
-        fn unpack(arg: &PackedArg) -> Option<Self>;
+        fn unpack(arg: &PackedArg, token: Token) -> Option<Self>;
     }
 
     /// Packing a whole argument tuple.
@@ -177,10 +191,10 @@ pub(crate) mod sealed {
         /// Pack every parameter, in order.
         fn pack(&self) -> Vec<PackedArg>;
         /// Unpack; `None` when the count or a kind does not match.
-        fn unpack(args: &[PackedArg]) -> Option<Self>;
+        fn unpack(args: &[PackedArg], token: Token) -> Option<Self>;
     }
 }
-pub(crate) use sealed::{Packable, PackableArgs};
+pub(crate) use sealed::{Packable, PackableArgs, Token};
 
 /// A type that can be one kernel parameter: every [`Pod`] type (scalars, arrays, `#[repr(C)]`
 /// structs), [`DevicePtr<T>`] and [`SharedMemory<T>`]. Sealed: the crate packs arguments itself.
@@ -196,7 +210,7 @@ impl<T: Pod + Send + Sync> Packable for T {
             kind: <T as KernelParam>::kind(),
         })
     }
-    fn unpack(arg: &PackedArg) -> Option<Self> {
+    fn unpack(arg: &PackedArg, _: Token) -> Option<Self> {
         match &arg.0 {
             Packed::Scalar { bytes, .. } if bytes.len() == std::mem::size_of::<T>() => {
                 Some(bytemuck::pod_read_unaligned(bytes))
@@ -293,7 +307,7 @@ impl<T: Pod + Send + Sync> Packable for DevicePtr<T> {
             kind: <Self as KernelParam>::kind(),
         })
     }
-    fn unpack(arg: &PackedArg) -> Option<Self> {
+    fn unpack(arg: &PackedArg, _: Token) -> Option<Self> {
         match &arg.0 {
             Packed::Pointer {
                 addr, bytes, owner, ..
@@ -380,7 +394,7 @@ impl<T: Pod + Send + Sync> Packable for SharedMemory<T> {
             offset: self.offset,
         })
     }
-    fn unpack(arg: &PackedArg) -> Option<Self> {
+    fn unpack(arg: &PackedArg, _: Token) -> Option<Self> {
         match &arg.0 {
             Packed::SharedMemory { bytes, offset } => Some(SharedMemory {
                 len: (bytes / std::mem::size_of::<T>().max(1) as u64) as usize,
@@ -415,11 +429,11 @@ macro_rules! tuple_args {
                 vec![$(self.$i.pack()),*]
             }
             #[allow(unused_variables)]
-            fn unpack(args: &[PackedArg]) -> Option<Self> {
+            fn unpack(args: &[PackedArg], token: Token) -> Option<Self> {
                 if args.len() != $n {
                     return None;
                 }
-                Some(($(<$t as Packable>::unpack(&args[$i])?,)*))
+                Some(($(<$t as Packable>::unpack(&args[$i], token)?,)*))
             }
         }
         impl<$($t: KernelParam),*> KernelArgs for ($($t,)*) {
@@ -487,7 +501,7 @@ mod tests {
         let packed = args.pack();
         assert_eq!(packed.len(), A::ARITY);
         assert_eq!(A::signature().len(), 5);
-        let back = A::unpack(&packed).unwrap();
+        let back = A::unpack(&packed, Token::new()).unwrap();
         assert_eq!(back.0, 1.5);
         assert_eq!(
             (back.1.address(), back.1.len(), back.1.owner()),
@@ -496,12 +510,18 @@ mod tests {
         assert_eq!(back.2, u64::MAX);
         assert_eq!(back.3.len(), 64);
         assert_eq!(back.4, [1, 2, 3]);
-        assert!(<(u32, u32)>::unpack(&packed).is_none(), "arity mismatch");
         assert!(
-            <(DevicePtr<f32>,)>::unpack(&packed[..1]).is_none(),
+            <(u32, u32)>::unpack(&packed, Token::new()).is_none(),
+            "arity mismatch"
+        );
+        assert!(
+            <(DevicePtr<f32>,)>::unpack(&packed[..1], Token::new()).is_none(),
             "kind mismatch"
         );
-        assert!(<(u64,)>::unpack(&packed[..1]).is_none(), "size mismatch");
+        assert!(
+            <(u64,)>::unpack(&packed[..1], Token::new()).is_none(),
+            "size mismatch"
+        );
         assert_eq!(
             packed[1].view(),
             ArgView::Pointer {

@@ -111,7 +111,8 @@ impl<T: Pod> HostMemory<T> {
     }
 
     /// `len` zeroed elements in ordinary (pageable) memory. Prefer
-    /// [`StreamExecutor::allocate_host`] for page-locked memory on GPU platforms.
+    /// [`StreamExecutor::allocate_host`](crate::StreamExecutor::allocate_host) for page-locked
+    /// memory on GPU platforms.
     pub fn zeroed(len: usize) -> Result<Self> {
         let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
             Error::invalid(

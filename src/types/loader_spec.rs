@@ -280,7 +280,7 @@ impl MultiKernelLoaderSpec {
     /// ([`rpc::OPENCL_CLIENT_SOURCE`](crate::rpc::OPENCL_CLIENT_SOURCE): `se_rpc_puts`,
     /// `se_rpc_printf`, `se_rpc_open`/`send`/`recv`/`close`, ...) in front of the OpenCL C text.
     /// The kernel takes the block as a `__global void *rpc` parameter, passed
-    /// [`ExecutorRpc::block`](crate::rpc::ExecutorRpc::block), and is launched with
+    /// [`ExecutorRpc::block`](crate::ExecutorRpc::block), and is launched with
     /// `then_launch_with_rpc`.
     pub fn with_rpc(mut self) -> Self {
         self.rpc = true;

@@ -1,7 +1,8 @@
 //! The floor: plain types every layer above shares, depending on nothing of the crate but
 //! `error`. Launch geometry, kernel parameters and packed arguments, device addresses, host
-//! memory and the region-lending protocol, the loader spec, device descriptions, and the Philox
-//! generator. Nothing here knows a platform, an executor or a stream.
+//! memory and the region-lending protocol, the loader spec, device descriptions, the Philox
+//! generator, and what a backend reports about device RPC clients. Nothing here knows a
+//! platform, an executor or a stream.
 
 mod address;
 mod args;
@@ -10,12 +11,13 @@ mod geometry;
 mod host_memory;
 mod loader_spec;
 pub mod philox;
+mod rpc_caps;
 
 pub use address::{DeviceAddress, MemoryUsage};
-pub(crate) use args::Packable;
 pub use args::{
     ArgList, ArgView, DevicePtr, KernelArgs, KernelParam, PackedArg, ParamKind, SharedMemory,
 };
+pub(crate) use args::{Packable, Token};
 pub use description::DeviceDescription;
 pub use geometry::{BlockDim, Dim3, LaunchDims, ThreadDim};
 pub use host_memory::{
@@ -25,3 +27,4 @@ pub use loader_spec::{
     InProcessKernel, KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec,
 };
 pub use philox::RandDistribution;
+pub use rpc_caps::{RpcBlockMemory, RpcCapability, RpcLockPlacement};

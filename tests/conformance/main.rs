@@ -10,6 +10,7 @@ mod kernels;
 
 mod blas;
 mod errors;
+mod forged;
 mod launch;
 mod lifetime;
 mod memory;

@@ -239,4 +239,14 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    fn rpc_capability(&self) -> Option<crate::RpcCapability> {
+        // LLVM GPU libc device code: one warp (wavefront) is one client, it finds the block
+        // (mapped pinned memory) and keeps its locks through `__llvm_rpc_client`.
+        Some(crate::RpcCapability {
+            lane_size: self.description.warp_size as usize,
+            block: crate::RpcBlockMemory::Unified,
+            locks: crate::RpcLockPlacement::ClientSymbol,
+        })
+    }
 }

@@ -156,4 +156,14 @@ impl StreamExecutorInterface for HostExecutor {
     fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {
         Some(self)
     }
+
+    fn rpc_capability(&self) -> Option<crate::RpcCapability> {
+        // Host kernels are in-process clients, one per thread, calling through the server's
+        // own client half (plain memory; they wake the server).
+        Some(crate::RpcCapability {
+            lane_size: 1,
+            block: crate::RpcBlockMemory::InProcess,
+            locks: crate::RpcLockPlacement::InServer,
+        })
+    }
 }

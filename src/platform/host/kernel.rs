@@ -6,17 +6,17 @@
 //! accessed with relaxed atomics, so threads that race do not cause undefined behaviour; an
 //! out-of-bounds index ends the launch with an error naming the kernel, block and thread.
 
-use crate::device_bytes;
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use bytemuck::Pod;
 
 use corosensei::Yielder;
 
 use super::launch::{AtBarrier, BlockState, Resume, fault};
+use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::types::DevicePtr;
@@ -54,7 +54,7 @@ impl HostKernel {
     {
         let f = Arc::new(f);
         let bind = move |args: &[PackedArg]| -> Option<BoundKernel> {
-            let a = A::unpack(args)?;
+            let a = A::unpack(args, crate::types::Token::new())?;
             let f = f.clone();
             Some(Arc::new(move |ctx: &ThreadCtx<'_>| f(ctx, a)))
         };
@@ -441,11 +441,11 @@ mod sealed {
 const ORD: Ordering = Ordering::Relaxed;
 
 macro_rules! int_atomic {
-    ($t:ty, $a:ty) => {
+    ($t:ty) => {
         impl AtomicElement for $t {
             unsafe fn rmw(p: *mut u8, op: AtomicOp, v: $t) -> $t {
                 // SAFETY: valid and aligned per the contract.
-                let a = unsafe { <$a>::from_ptr(p as *mut $t) };
+                let a = unsafe { device_bytes::atomic::<$t>(p) };
                 match op {
                     AtomicOp::Add => a.fetch_add(v, ORD),
                     AtomicOp::Sub => a.fetch_sub(v, ORD),
@@ -459,7 +459,7 @@ macro_rules! int_atomic {
             }
             unsafe fn cas(p: *mut u8, current: $t, new: $t) -> $t {
                 // SAFETY: valid and aligned per the contract.
-                let a = unsafe { <$a>::from_ptr(p as *mut $t) };
+                let a = unsafe { device_bytes::atomic::<$t>(p) };
                 match a.compare_exchange(current, new, ORD, ORD) {
                     Ok(v) | Err(v) => v,
                 }
@@ -468,17 +468,17 @@ macro_rules! int_atomic {
     };
 }
 
-int_atomic!(u32, AtomicU32);
-int_atomic!(i32, AtomicI32);
-int_atomic!(u64, AtomicU64);
-int_atomic!(i64, AtomicI64);
+int_atomic!(u32);
+int_atomic!(i32);
+int_atomic!(u64);
+int_atomic!(i64);
 
 macro_rules! float_atomic {
-    ($t:ty, $bits:ty, $a:ty) => {
+    ($t:ty, $bits:ty) => {
         impl AtomicElement for $t {
             unsafe fn rmw(p: *mut u8, op: AtomicOp, v: $t) -> $t {
                 // SAFETY: valid and aligned per the contract.
-                let a = unsafe { <$a>::from_ptr(p as *mut $bits) };
+                let a = unsafe { device_bytes::atomic::<$bits>(p) };
                 let f = |old: $t| -> $t {
                     match op {
                         AtomicOp::Add => old + v,
@@ -496,7 +496,7 @@ macro_rules! float_atomic {
             }
             unsafe fn cas(p: *mut u8, current: $t, new: $t) -> $t {
                 // SAFETY: valid and aligned per the contract.
-                let a = unsafe { <$a>::from_ptr(p as *mut $bits) };
+                let a = unsafe { device_bytes::atomic::<$bits>(p) };
                 match a.compare_exchange(current.to_bits(), new.to_bits(), ORD, ORD) {
                     Ok(v) | Err(v) => <$t>::from_bits(v),
                 }
@@ -505,8 +505,8 @@ macro_rules! float_atomic {
     };
 }
 
-float_atomic!(f32, u32, AtomicU32);
-float_atomic!(f64, u64, AtomicU64);
+float_atomic!(f32, u32);
+float_atomic!(f64, u64);
 
 impl<T: AtomicElement> Global<'_, T> {
     fn atomic_at(&self, i: usize) -> *mut u8 {

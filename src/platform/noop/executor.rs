@@ -143,4 +143,11 @@ impl StreamExecutorInterface for NoopExecutor {
         // As `blas`: `Some(self)` once rng.rs works.
         None
     }
+
+    fn rpc_capability(&self) -> Option<crate::RpcCapability> {
+        // `None` (the default): `StreamExecutor::rpc` fails with `Unsupported`. A backend whose
+        // kernels can call the host says how its device clients work (lane size, where the
+        // RPC block lives, where the port locks are); see `types/rpc_caps.rs`.
+        None
+    }
 }

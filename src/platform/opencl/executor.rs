@@ -329,4 +329,14 @@ impl StreamExecutorInterface for OpenClExecutor {
     fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {
         Some(self)
     }
+
+    fn rpc_capability(&self) -> Option<crate::RpcCapability> {
+        // The OpenCL C client (`opencl_prelude`): each work-item is a lane-size-1 client over
+        // the executor's SVM block, with its port locks right after the protocol's bytes.
+        Some(crate::RpcCapability {
+            lane_size: 1,
+            block: crate::RpcBlockMemory::Unified,
+            locks: crate::RpcLockPlacement::AfterBlock,
+        })
+    }
 }

@@ -16,8 +16,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::ast::{self, Operand, Space as AstSpace, Statement, VarType};
-use super::data::var_size;
-use super::error::{PtxError, Result};
+use super::data::{imm_bits, scalar_ty, var_size};
+use super::error::{PtxError, Result, load_error};
 use super::ir::{
     Addr, CallSite, DecodedModule, Inst, LOCAL_WINDOW, ModuleData, Op, PARAM_WINDOW, ParamCopy,
     ParamSlot, Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
@@ -26,15 +26,6 @@ use super::ir::{
 /// Shared-space offset of dynamic (`.extern .shared`) shared memory; static shared memory
 /// starts at 0.
 pub const DYNAMIC_SHARED_BASE: u64 = 0x0100_0000;
-
-/// A layout or decoding error in `kernel` (`None`: module data), at `line` where there is one.
-pub(super) fn load_error(
-    kernel: Option<&str>,
-    line: Option<u32>,
-    detail: impl std::fmt::Display,
-) -> PtxError {
-    PtxError::new(line.map(|l| l as usize), kernel, detail)
-}
 
 /// What a name stands for.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -53,42 +44,6 @@ pub(super) enum Sym {
     Abs(u64),
     /// A function.
     Func,
-}
-
-/// The IR type of a scalar (`None` for f16).
-pub(super) fn scalar_ty(s: ast::PtxScalar) -> Option<Ty> {
-    use ast::PtxScalar::*;
-    Some(match s {
-        Bits(1) | Unsigned(1) => Ty::U8,
-        Bits(2) | Unsigned(2) => Ty::U16,
-        Bits(4) | Unsigned(4) => Ty::U32,
-        Bits(8) | Unsigned(8) => Ty::U64,
-        Signed(1) => Ty::S8,
-        Signed(2) => Ty::S16,
-        Signed(4) => Ty::S32,
-        Signed(8) => Ty::S64,
-        Float(4) => Ty::F32,
-        Float(8) => Ty::F64,
-        _ => return None,
-    })
-}
-
-/// Bits of an immediate as an operand of type `ty`.
-pub(super) fn imm_bits(imm: ast::Imm, ty: Ty) -> Option<u64> {
-    use ast::Imm;
-    Some(match (imm, ty) {
-        (Imm::Int(v), Ty::F32) => (v as f32).to_bits() as u64,
-        (Imm::Int(v), Ty::F64) => (v as f64).to_bits(),
-        (Imm::Int(v), Ty::Pred) => (v != 0) as u64,
-        (Imm::Int(v), _) => v as u64,
-        (Imm::F32(b), Ty::F64) => (f32::from_bits(b) as f64).to_bits(),
-        (Imm::F32(b), _) => b as u64,
-        (Imm::F64(b), Ty::F32) => (f64::from_bits(b) as f32).to_bits() as u64,
-        (Imm::F64(b), _) => b,
-        (Imm::Float(v), Ty::F32) => (v as f32).to_bits() as u64,
-        (Imm::Float(v), Ty::F64) => v.to_bits(),
-        (Imm::Float(_), _) => return None,
-    })
 }
 
 /// Decodes every `.entry` of `m`; module data lives at device address `data_base`.

@@ -5,13 +5,16 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{ServiceState, gone, lanes_of, reply_words, write_to};
+use super::{ServiceState, handler, lanes_of, reply_words, write_to};
+use crate::error::Result;
+use crate::rpc::layout::Packet;
 use crate::rpc::opcode as op;
-use crate::rpc::server::Server;
+use crate::rpc::port::{Handler, MAX_STREAM_BYTES, Port};
 
 /// The standard streams as a device encodes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,7 +171,7 @@ impl Files {
     }
 }
 
-fn words(port: &mut crate::rpc::Port<'_>) -> crate::Result<Vec<[u64; 8]>> {
+fn words(port: &mut Port<'_>) -> Result<Vec<Packet>> {
     let mut v = vec![[0u64; 8]; port.lane_size()];
     port.recv(|l, p| v[l] = *p)?;
     Ok(v)
@@ -178,18 +181,20 @@ fn cstr(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())]).into_owned()
 }
 
-/// Registers the file opcodes.
-pub(crate) fn install(server: &Server) {
-    let s = server.weak();
-    server.register(op::OPEN_FILE, move |port| {
-        let s = s.upgrade().ok_or_else(gone)?;
-        let paths = port.recv_n()?;
-        let files = &s.services.files;
-        port.recv_and_send(|l, p| {
-            let mode = bytemuck::cast_slice::<u64, u8>(&p[..]).to_vec();
-            p[0] = files.open(&paths[l], &mode);
-        })
-    });
+/// The file opcodes' handlers, serving from `state`, appended to `out`.
+pub(crate) fn handlers(state: &Arc<ServiceState>, out: &mut Vec<(u32, Handler)>) {
+    let s = state.clone();
+    out.push((
+        op::OPEN_FILE,
+        handler(move |port| {
+            let paths = port.recv_n()?;
+            let files = &s.files;
+            port.recv_and_send(|l, p| {
+                let mode = bytemuck::cast_slice::<u64, u8>(&p[..]).to_vec();
+                p[0] = files.open(&paths[l], &mode);
+            })
+        }),
+    ));
     // Packet-in, one-word-out operations on a stream in data[0] (UNGETC: data[1]).
     for code in [
         op::CLOSE_FILE,
@@ -201,102 +206,112 @@ pub(crate) fn install(server: &Server) {
         op::FFLUSH,
         op::UNGETC,
     ] {
-        let s = server.weak();
-        server.register(code, move |port| {
-            let s = s.upgrade().ok_or_else(gone)?;
-            let files = &s.services.files;
-            let req = words(port)?;
-            let mut out = vec![0u64; req.len()];
-            for l in lanes_of(port) {
-                let p = req[l];
-                let stream = if code == op::UNGETC { p[1] } else { p[0] };
-                out[l] = match code {
-                    op::CLOSE_FILE => files.table.lock().remove(&stream).map_or(EOF, |_| 0),
-                    op::FEOF => files.with(stream, 0, |f| f.eof as u64),
-                    op::FERROR => files.with(stream, 0, |f| f.error as u64),
-                    op::CLEARERR => files.with(stream, 0, |f| {
-                        f.eof = false;
-                        f.error = false;
-                        0
-                    }),
-                    op::FSEEK => files.with(stream, EOF, |f| {
-                        let pos = match p[2] {
-                            0 => SeekFrom::Start(p[1]),
-                            1 => SeekFrom::Current(p[1] as i64),
-                            _ => SeekFrom::End(p[1] as i64),
-                        };
-                        f.pushback.clear();
-                        f.eof = false;
-                        f.file.seek(pos).map_or(EOF, |_| 0)
-                    }),
-                    op::FTELL => files.with(stream, EOF, |f| {
-                        f.file
-                            .stream_position()
-                            .map_or(EOF, |x| x - f.pushback.len() as u64)
-                    }),
-                    op::FFLUSH => match stream & 3 {
-                        0 => files.with(stream, EOF, |f| f.file.flush().map_or(EOF, |_| 0)),
-                        _ => 0,
-                    },
-                    _ => files.with(stream, EOF, |f| {
-                        f.pushback.push(p[0] as u8);
-                        f.eof = false;
-                        p[0] & 0xFF
-                    }),
-                };
-            }
-            reply_words(port, &out)
-        });
+        let s = state.clone();
+        out.push((
+            code,
+            handler(move |port| {
+                let files = &s.files;
+                let req = words(port)?;
+                let mut out = vec![0u64; req.len()];
+                for l in lanes_of(port) {
+                    let p = req[l];
+                    let stream = if code == op::UNGETC { p[1] } else { p[0] };
+                    out[l] = match code {
+                        op::CLOSE_FILE => files.table.lock().remove(&stream).map_or(EOF, |_| 0),
+                        op::FEOF => files.with(stream, 0, |f| f.eof as u64),
+                        op::FERROR => files.with(stream, 0, |f| f.error as u64),
+                        op::CLEARERR => files.with(stream, 0, |f| {
+                            f.eof = false;
+                            f.error = false;
+                            0
+                        }),
+                        op::FSEEK => files.with(stream, EOF, |f| {
+                            let pos = match p[2] {
+                                0 => SeekFrom::Start(p[1]),
+                                1 => SeekFrom::Current(p[1] as i64),
+                                _ => SeekFrom::End(p[1] as i64),
+                            };
+                            f.pushback.clear();
+                            f.eof = false;
+                            f.file.seek(pos).map_or(EOF, |_| 0)
+                        }),
+                        op::FTELL => files.with(stream, EOF, |f| {
+                            f.file
+                                .stream_position()
+                                .map_or(EOF, |x| x - f.pushback.len() as u64)
+                        }),
+                        op::FFLUSH => match stream & 3 {
+                            0 => files.with(stream, EOF, |f| f.file.flush().map_or(EOF, |_| 0)),
+                            _ => 0,
+                        },
+                        _ => files.with(stream, EOF, |f| {
+                            f.pushback.push(p[0] as u8);
+                            f.eof = false;
+                            p[0] & 0xFF
+                        }),
+                    };
+                }
+                reply_words(port, &out)
+            }),
+        ));
     }
     for code in [op::READ_FROM_STREAM, op::READ_FGETS] {
-        let s = server.weak();
-        server.register(code, move |port| {
-            let s = s.upgrade().ok_or_else(gone)?;
-            let req = words(port)?;
-            let mut data = vec![Vec::new(); req.len()];
-            for l in lanes_of(port) {
-                let max = req[l][0].min(crate::rpc::MAX_STREAM_BYTES) as usize;
-                if code == op::READ_FGETS {
-                    let mut line = s
-                        .services
-                        .files
-                        .read(req[l][1], max.saturating_sub(1), true);
-                    if !line.is_empty() {
-                        line.push(0);
+        let s = state.clone();
+        out.push((
+            code,
+            handler(move |port| {
+                let req = words(port)?;
+                let mut data = vec![Vec::new(); req.len()];
+                for l in lanes_of(port) {
+                    let max = req[l][0].min(MAX_STREAM_BYTES) as usize;
+                    if code == op::READ_FGETS {
+                        let mut line = s.files.read(req[l][1], max.saturating_sub(1), true);
+                        if !line.is_empty() {
+                            line.push(0);
+                        }
+                        data[l] = line;
+                    } else {
+                        data[l] = s.files.read(req[l][1], max, false);
                     }
-                    data[l] = line;
-                } else {
-                    data[l] = s.services.files.read(req[l][1], max, false);
                 }
-            }
-            port.send_n(|l| &data[l])?;
-            if code == op::READ_FROM_STREAM {
-                let counts: Vec<u64> = data.iter().map(|d| d.len() as u64).collect();
-                reply_words(port, &counts)?;
-            }
-            Ok(())
-        });
+                port.send_n(|l| &data[l])?;
+                if code == op::READ_FROM_STREAM {
+                    let counts: Vec<u64> = data.iter().map(|d| d.len() as u64).collect();
+                    reply_words(port, &counts)?;
+                }
+                Ok(())
+            }),
+        ));
     }
-    server.register(op::REMOVE, |port| {
-        let paths = port.recv_n()?;
-        let out: Vec<u64> = paths
-            .iter()
-            .map(|p| std::fs::remove_file(cstr(p)).map_or(EOF, |_| 0))
-            .collect();
-        reply_words(port, &out)
-    });
-    server.register(op::RENAME, |port| {
-        let old = port.recv_n()?;
-        let new = port.recv_n()?;
-        let mut out = vec![0u64; old.len()];
-        for l in lanes_of(port) {
-            out[l] = std::fs::rename(cstr(&old[l]), cstr(&new[l])).map_or(EOF, |_| 0);
-        }
-        reply_words(port, &out)
-    });
-    server.register(op::SYSTEM, |port| {
-        let _ = port.recv_n()?;
-        // A kernel does not get a shell: system() returns -1.
-        reply_words(port, &vec![EOF; port.lane_size()])
-    });
+    out.push((
+        op::REMOVE,
+        handler(|port| {
+            let paths = port.recv_n()?;
+            let out: Vec<u64> = paths
+                .iter()
+                .map(|p| std::fs::remove_file(cstr(p)).map_or(EOF, |_| 0))
+                .collect();
+            reply_words(port, &out)
+        }),
+    ));
+    out.push((
+        op::RENAME,
+        handler(|port| {
+            let old = port.recv_n()?;
+            let new = port.recv_n()?;
+            let mut out = vec![0u64; old.len()];
+            for l in lanes_of(port) {
+                out[l] = std::fs::rename(cstr(&old[l]), cstr(&new[l])).map_or(EOF, |_| 0);
+            }
+            reply_words(port, &out)
+        }),
+    ));
+    out.push((
+        op::SYSTEM,
+        handler(|port| {
+            let _ = port.recv_n()?;
+            // A kernel does not get a shell: system() returns -1.
+            reply_words(port, &vec![EOF; port.lane_size()])
+        }),
+    ));
 }

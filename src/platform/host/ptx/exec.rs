@@ -3,7 +3,7 @@
 
 use super::mem::{self, BlockMem, Loc};
 use super::race::{Access, RaceBlock};
-use super::warp::{BlockShared, Env, Warp, lanes};
+use super::warp::{BlockShared, Env, Fault, Warp, lanes};
 use crate::ptx::ir::{
     Addr, BoolOp, LOCAL_WINDOW, Op, PARAM_WINDOW, SHARED_WINDOW, ShflMode, Space, Src,
     THREAD_PARAM_BASE, VoteMode, WARP,
@@ -12,14 +12,6 @@ use crate::ptx::ir::{
 /// Back-edges a group may take while other runnable lanes of its warp wait at higher PCs
 /// before those lanes get a turn.
 const SPIN_ROUNDS: u32 = 1 << 12;
-
-/// A lane's fault: the instruction index, the thread (linear index in the block), the cause.
-#[derive(Debug)]
-pub(super) struct Fault {
-    pub(super) pc: u32,
-    pub(super) lane: u32,
-    pub(super) msg: String,
-}
 
 /// Records a shared or global access for the race checker (when it is on).
 #[inline(always)]

@@ -6,10 +6,10 @@
 //! arguments or the executor's allocation table. Shared, local and parameter memory belong to
 //! one block, which one host thread runs, so they are plain byte arrays.
 
-use crate::device_bytes;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::Launch;
+use crate::device_bytes;
 use crate::ptx::DYNAMIC_SHARED_BASE;
 use crate::ptx::ir::{
     AtomOp, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, Space, THREAD_PARAM_BASE, Ty, WINDOW_BYTES,
@@ -352,7 +352,7 @@ pub(super) fn atomic(m: &mut BlockMem<'_>, loc: Loc, op: AtomOp, ty: Ty, b: u64,
             if bytes == 8 {
                 // SAFETY: `locate` checked bounds and 8-byte alignment of live pinned memory;
                 // every access to device memory is atomic.
-                let a = unsafe { AtomicU64::from_ptr(p as *mut u64) };
+                let a = unsafe { device_bytes::atomic::<u64>(p) };
                 let mut old = a.load(Ordering::Relaxed);
                 loop {
                     let new = apply(op, ty, old, b, c);
@@ -363,7 +363,7 @@ pub(super) fn atomic(m: &mut BlockMem<'_>, loc: Loc, op: AtomOp, ty: Ty, b: u64,
                 }
             } else {
                 // SAFETY: as above, 4-byte aligned.
-                let a = unsafe { AtomicU32::from_ptr(p as *mut u32) };
+                let a = unsafe { device_bytes::atomic::<u32>(p) };
                 let mut old = a.load(Ordering::Relaxed);
                 loop {
                     let new = apply(op, ty, old as u64, b, c) as u32;

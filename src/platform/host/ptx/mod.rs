@@ -7,6 +7,49 @@
 //! blocks in parallel on the executor's pool; inside a block, warps of 32 lanes run in
 //! lock-step (`warp.rs`, `exec.rs`), barriers park warps (`sched.rs`), every memory access is
 //! checked (`mem.rs`), and an opt-in checker reports data races (`race.rs`).
+//!
+//! The host platform runs the PTX of a spec's `add_cuda_ptx_*` image when the spec has no native
+//! `HostKernel` (a native kernel wins when both are there). How it executes:
+//!
+//! - **Grid**: blocks run in parallel on the executor's rayon pool (`sched::run_grid`); the first
+//!   failing block (lowest index) is the launch's error, as `Error::KernelFault { platform: "host" }`.
+//! - **Block**: one host thread runs all warps of a block. Each warp runs until none of its lanes
+//!   can (all exited or at a barrier); then the next warp runs. When no warp can run, barriers
+//!   whose thread count has arrived release (`bar.sync id[, count]`; default: the whole block); if
+//!   none can, the launch fails with "barrier divergence" naming a waiting thread, the barrier's
+//!   instruction and an exited thread (never a hang). Warps and their buffers are pooled per worker
+//!   thread (registers start with stale values, which PTX leaves undefined).
+//! - **Warp** (`warp.rs`, `exec.rs`): 32 lanes, one PC each. The scheduler runs the group of
+//!   runnable lanes with the lowest PC, one instruction for all of them (min-PC / sorted-stack
+//!   reconvergence: no post-dominator analysis; lanes that diverged merge when the running group
+//!   reaches their PC, which is the reconvergence point of the structured code compilers emit).
+//!   `shfl.sync`, `vote.sync` and `activemask` act on the running group, so they are right after
+//!   an if/else has reconverged. Fairness: a group that takes 4096 back-edges while other runnable
+//!   lanes of its warp wait at higher PCs (an intra-warp spin lock) is set aside for 1024
+//!   instructions, so the lock holder can finish.
+//! - **Memory** (`mem.rs`): generic addresses are device addresses (host pointers, below 2^47),
+//!   shared memory at `0xA000_0000_0000_0000 + offset`, local memory at `0xB000_...`; `cvta` adds
+//!   or removes the window. Every access is checked: alignment (to the access size), bounds
+//!   against the launch's pinned pointer arguments, then the executor's allocation table (pinned on
+//!   first use), the block's static/dynamic shared memory, the thread's local memory, the
+//!   parameter buffers. Device memory is touched only with relaxed atomics as everywhere on the
+//!   host platform; `atom`/`red` on device memory are host CAS loops (through `crate::device_bytes`),
+//!   covering add (int, f32, f64), min/max, exch, cas, inc/dec (PTX wrap), and/or/xor. Shared and
+//!   local memory are plain bytes (one host thread per block). A fault names block, thread,
+//!   kernel, PTX line and text, and the address.
+//! - **Race checker** (`race.rs`, `StreamExecutor::set_race_check(true)`): each global and shared
+//!   access is recorded per byte between barriers; a conflict (different threads, one a write, not
+//!   both atomic, not ordered) ends the launch with a detail starting "data race" naming both
+//!   threads, both instructions, read/write and the address. Ordering rule: the same thread, or two
+//!   lanes of one warp at *different* warp instructions (lock-step); lanes of a warp at the same
+//!   instruction are not ordered (two of them writing one byte race). Across blocks, any two
+//!   non-atomic global accesses to one byte, one a write, race (fences are not taken as ordering).
+//!   Off, it costs one branch per access.
+//! - **Not done / limits**: f16/bf16 and packed types, textures/surfaces, `cp.async`, `mma`,
+//!   `match`/`redux`, `bar.arrive`/`bar.red`, indirect calls and `vprintf`, recursion; `.approx`
+//!   transcendental functions use Rust's `f64` functions (more accurate than the GPU); directed
+//!   rounding of `fma` is exact only where the residue test decides it; 64 KiB local memory and
+//!   16384 registers per thread.
 
 mod exec;
 mod mem;
@@ -14,7 +57,6 @@ mod race;
 mod sched;
 mod warp;
 
-use crate::device_bytes;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,6 +64,7 @@ use parking_lot::Mutex;
 
 use super::HostExecutor;
 use super::memory::{AllocTable, Pinned};
+use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::platform::ptx_signature::{check_signature, kernel_load_error};

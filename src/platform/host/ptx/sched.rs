@@ -5,8 +5,8 @@
 use parking_lot::Mutex;
 
 use super::Launch;
-use super::exec::Fault;
 use super::race::{Access, Race, RaceBlock};
+use super::warp::Fault;
 use super::warp::{BlockShared, Env, Warp, lanes};
 use crate::ptx::ir::WARP;
 use crate::types::Dim3;

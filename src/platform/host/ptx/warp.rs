@@ -8,10 +8,17 @@
 //! is runnable.
 
 use super::Launch;
-use super::exec::Fault;
 use super::race::RaceBlock;
 use crate::ptx::ir::{Inst, Program, Src, Sreg, WARP};
 use crate::types::Dim3;
+
+/// A lane's fault: the instruction index, the thread (linear index in the block), the cause.
+#[derive(Debug)]
+pub(super) struct Fault {
+    pub(super) pc: u32,
+    pub(super) lane: u32,
+    pub(super) msg: String,
+}
 
 /// Iterates the set bits of a lane mask.
 #[inline(always)]
