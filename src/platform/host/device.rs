@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
 use super::memory::{self, AllocTable};
-use super::ptx;
+use super::ptx::ModuleCache;
 use super::status::{self, PLATFORM};
 use crate::error::Result;
 use crate::platform::work_queue::{StreamSet, WorkQueue};
@@ -23,7 +23,7 @@ pub(crate) struct HostExecutor {
     pub(super) me: Weak<HostExecutor>,
     pub(super) next_stream: AtomicU64,
     /// PTX modules loaded by this executor.
-    pub(super) ptx_modules: ptx::ModuleCache,
+    pub(super) ptx_modules: ModuleCache,
     /// `set_race_check`: PTX launches record accesses and report data races.
     pub(super) race_check: AtomicBool,
 }

@@ -53,6 +53,7 @@
 
 mod exec;
 mod mem;
+mod module;
 mod race;
 mod sched;
 mod warp;
@@ -69,11 +70,13 @@ use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::platform::ptx_signature::{check_signature, kernel_load_error};
 use crate::platform::work_queue::RunFn;
-use crate::ptx::ir::{DecodedModule, Program};
+use crate::ptx::ir::Program;
 use crate::ptx::{PtxEntry, parse_entries};
+use crate::types::LaunchDims;
 use crate::types::{ArgView, Dim3, PackedArg, ParamKind};
-use crate::types::{DeviceAddress, LaunchDims};
 use crate::types::{KernelImage, MultiKernelLoaderSpec};
+use module::LoadedModule;
+pub(crate) use module::ModuleCache;
 
 /// Warp instructions the host platform's PTX engine has executed in this process (one per
 /// instruction issued for a group of lanes), for throughput figures in benchmarks.
@@ -83,23 +86,6 @@ pub fn warp_instructions_executed() -> u64 {
 
 /// Added to by the engine once per finished block.
 static WARP_INSTRUCTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// A loaded module: decoded programs and the device memory of its module-scope data.
-pub(crate) struct LoadedModule {
-    text: Arc<str>,
-    decoded: DecodedModule,
-    entries: Vec<PtxEntry>,
-    data: Option<(DeviceAddress, Pinned)>,
-    table: Arc<AllocTable>,
-}
-
-impl Drop for LoadedModule {
-    fn drop(&mut self) {
-        if let Some((addr, _)) = &self.data {
-            self.table.free(*addr);
-        }
-    }
-}
 
 /// A kernel of a loaded PTX module.
 pub(crate) struct PtxKernel {
@@ -122,12 +108,6 @@ impl KernelInterface for PtxKernel {
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
-}
-
-/// Per-executor cache of loaded modules, by text.
-#[derive(Default)]
-pub(crate) struct ModuleCache {
-    modules: Mutex<Vec<Arc<LoadedModule>>>,
 }
 
 fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<LoadedModule>> {
