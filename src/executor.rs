@@ -5,7 +5,7 @@
 //! its memory is refused at launch on every platform, and it only hands backends ranges that
 //! lie inside memory it allocated.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
@@ -22,42 +22,38 @@ use crate::types::{
     DeviceAddress, DeviceDescription, HostMemory, KernelArgs, MemoryUsage, MultiKernelLoaderSpec,
 };
 
-/// The live allocations of one executor (base address → size), kept above the backend so that
-/// every platform refuses pointers to freed memory the same way.
+/// The live allocations of one executor, by allocation id, kept above the backend so that
+/// every platform refuses pointers to freed memory the same way. Ids are process-unique and
+/// never reused, so a pointer that outlived its memory is refused even when a new allocation
+/// took the same addresses.
 #[derive(Default)]
 pub(crate) struct LiveAllocations {
-    /// Base → (bytes, how many live allocations share that base: zero-sized ones may).
-    map: Mutex<BTreeMap<u64, (u64, u32)>>,
+    /// Allocation id → (base address, bytes).
+    map: Mutex<HashMap<u64, (u64, u64)>>,
 }
 
 impl LiveAllocations {
-    fn insert(&self, addr: DeviceAddress, bytes: u64) {
-        let mut map = self.map.lock();
-        let e = map.entry(addr.raw()).or_insert((0, 0));
-        e.0 = e.0.max(bytes);
-        e.1 += 1;
+    /// Registers an allocation; returns its id.
+    fn insert(&self, addr: DeviceAddress, bytes: u64) -> u64 {
+        static NEXT_ALLOCATION: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed);
+        self.map.lock().insert(id, (addr.raw(), bytes));
+        id
     }
 
-    fn remove(&self, addr: DeviceAddress) {
-        let mut map = self.map.lock();
-        if let Some(e) = map.get_mut(&addr.raw()) {
-            e.1 -= 1;
-            if e.1 == 0 {
-                map.remove(&addr.raw());
-            }
-        }
+    fn remove(&self, id: u64) {
+        self.map.lock().remove(&id);
     }
 
-    /// True when `[addr, addr + bytes)` lies inside one live allocation.
-    pub(crate) fn contains(&self, addr: DeviceAddress, bytes: u64) -> bool {
-        let map = self.map.lock();
-        map.range(..=addr.raw())
-            .next_back()
-            .is_some_and(|(&base, &(len, _))| {
-                addr.raw()
+    /// True when allocation `id` is live and `[addr, addr + bytes)` lies inside it.
+    pub(crate) fn contains(&self, id: u64, addr: DeviceAddress, bytes: u64) -> bool {
+        self.map.lock().get(&id).is_some_and(|&(base, len)| {
+            addr.raw() >= base
+                && addr
+                    .raw()
                     .checked_add(bytes)
                     .is_some_and(|end| end <= base.saturating_add(len))
-            })
+        })
     }
 }
 
@@ -72,11 +68,12 @@ pub(crate) struct InternalAllocator {
 
 impl InternalAllocator {
     fn own(&self, addr: DeviceAddress, bytes: u64) -> OwnedAllocation {
-        self.live.insert(addr, bytes);
+        let id = self.live.insert(addr, bytes);
         OwnedAllocation {
             iface: self.iface.clone(),
             live: self.live.clone(),
             addr,
+            id,
         }
     }
 
@@ -98,6 +95,7 @@ pub(crate) struct OwnedAllocation {
     iface: Arc<dyn StreamExecutorInterface>,
     live: Arc<LiveAllocations>,
     addr: DeviceAddress,
+    id: u64,
 }
 
 impl OwnedAllocation {
@@ -105,11 +103,16 @@ impl OwnedAllocation {
     pub(crate) fn address(&self) -> DeviceAddress {
         self.addr
     }
+
+    /// The allocation's id (what a `DevicePtr` into it carries).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
 }
 
 impl Drop for OwnedAllocation {
     fn drop(&mut self) {
-        self.live.remove(self.addr);
+        self.live.remove(self.id);
         // SAFETY: `addr` is the base of the allocation this value owns, and nothing uses it
         // after this drop (the owner drops its users first).
         unsafe { self.iface.deallocate(self.addr) };
@@ -188,18 +191,20 @@ impl StreamExecutor {
     /// executor: what a pointer argument must satisfy at launch.
     pub(crate) fn check_live(
         &self,
+        alloc: u64,
         addr: DeviceAddress,
         bytes: u64,
         operation: &str,
     ) -> Result<()> {
-        if self.inner.live.contains(addr, bytes) {
+        if self.inner.live.contains(alloc, addr, bytes) {
             return Ok(());
         }
         Err(Error::invalid(
             operation,
             format!(
                 "{bytes} bytes at {addr} are not inside one live allocation of this {} device {} \
-                 (executor #{}); was the DeviceMemory it came from dropped?",
+                 (executor #{}): the allocation the pointer was taken from has been freed; was \
+                 the DeviceMemory it came from dropped?",
                 self.platform_name(),
                 self.device_ordinal(),
                 self.id()
@@ -207,20 +212,20 @@ impl StreamExecutor {
         ))
     }
 
-    /// Frees memory this executor allocated (`DeviceMemory`'s drop).
-    pub(crate) fn release(&self, addr: DeviceAddress) {
-        self.inner.live.remove(addr);
+    /// Frees memory this executor allocated (`DeviceMemory`'s drop): allocation `alloc` at
+    /// `addr`.
+    pub(crate) fn release(&self, addr: DeviceAddress, alloc: u64) {
+        self.inner.live.remove(alloc);
         // SAFETY: `addr` is the base of an allocation made by `allocate_raw`, released once
         // by its only owner, which never uses it again; `DevicePtr`s that outlive it fail the
         // live check at launch.
         unsafe { self.inner.iface.deallocate(addr) };
     }
 
-    /// `bytes` of device memory, registered as live.
-    fn allocate_raw(&self, bytes: u64) -> Result<DeviceAddress> {
+    /// `bytes` of device memory, registered as live: its address and allocation id.
+    fn allocate_raw(&self, bytes: u64) -> Result<(DeviceAddress, u64)> {
         let addr = self.inner.iface.allocate(bytes)?;
-        self.inner.live.insert(addr, bytes);
-        Ok(addr)
+        Ok((addr, self.inner.live.insert(addr, bytes)))
     }
 
     /// An allocator for parts of the executor itself; see [`InternalAllocator`].
@@ -265,7 +270,7 @@ impl StreamExecutor {
             return Err(Error::invalid(
                 "enable_peer_access_to",
                 format!(
-                    "peer access needs two devices of one platform; got {} device {} and {}                      device {}",
+                    "peer access needs two devices of one platform; got {} device {} and {} device {}",
                     self.platform_name(),
                     self.device_ordinal(),
                     other.platform_name(),
@@ -316,8 +321,8 @@ impl StreamExecutor {
     /// `len` elements of device memory, contents unspecified.
     pub fn allocate_array<T: Pod>(&self, len: usize) -> Result<DeviceMemory<T>> {
         let bytes = self.bytes_for::<T>(len, "allocate_array")?;
-        let addr = self.allocate_raw(bytes)?;
-        Ok(DeviceMemory::from_raw(self.clone(), addr, len))
+        let (addr, alloc) = self.allocate_raw(bytes)?;
+        Ok(DeviceMemory::from_raw(self.clone(), addr, len, alloc))
     }
 
     /// `len` elements of device memory, zeroed.
@@ -337,8 +342,8 @@ impl StreamExecutor {
     pub fn allocate_unified<T: Pod>(&self, len: usize) -> Result<UnifiedMemory<T>> {
         let bytes = self.bytes_for::<T>(len, "allocate_unified")?;
         let (addr, host) = self.inner.iface.allocate_unified(bytes)?;
-        self.inner.live.insert(addr, bytes);
-        let mem = DeviceMemory::from_raw(self.clone(), addr, len);
+        let alloc = self.inner.live.insert(addr, bytes);
+        let mem = DeviceMemory::from_raw(self.clone(), addr, len, alloc);
         Ok(UnifiedMemory::from_raw(mem, host))
     }
 
@@ -521,5 +526,55 @@ impl std::fmt::Debug for StreamExecutor {
             self.platform_name(),
             self.device_ordinal()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::PlatformManager;
+    use crate::types::{ArgList, DevicePtr};
+    use crate::{HostKernel, ThreadCtx};
+
+    /// A pointer whose allocation was freed is refused even when a new allocation now covers
+    /// the same addresses (allocators reuse addresses; the allocation id tells them apart).
+    #[test]
+    #[cfg_attr(miri, ignore = "the host platform reads /proc, which Miri isolates")]
+    fn a_stale_pointer_is_refused_even_when_its_addresses_are_live_again() {
+        let exec = PlatformManager::platform_with_name("host")
+            .unwrap()
+            .executor_for_device(0)
+            .unwrap();
+        let spec = MultiKernelLoaderSpec::new(1).add_host_kernel(HostKernel::new(
+            "set",
+            |ctx: &ThreadCtx<'_>, (p,): (DevicePtr<u32>,)| ctx.global(p).set(0, 7),
+        ));
+        let kernel = exec.get_untyped_kernel(&spec).unwrap();
+        let old = exec.allocate_zeroed_array::<u32>(4).unwrap();
+        let old_id = old.ptr().allocation();
+        drop(old);
+        let new = exec.allocate_zeroed_array::<u32>(4).unwrap();
+        // The new allocation's addresses under the freed allocation's id: what a stale pointer
+        // looks like after the allocator handed its addresses out again.
+        let stale = DevicePtr::<u32>::from_parts(new.address(), 4, exec.id(), old_id);
+        let mut s = exec.create_stream().unwrap();
+        let err = s
+            .then_launch_untyped(1, 1, &kernel, &ArgList::new().arg(stale))
+            .block_host_until_done()
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidArgument { detail, .. } if detail.contains("has been freed")),
+            "{err}"
+        );
+        assert_eq!(
+            exec.copy_to_vec(&new).unwrap(),
+            [0; 4],
+            "the new owner's memory is untouched"
+        );
+        let mut s = exec.create_stream().unwrap();
+        s.then_launch_untyped(1, 1, &kernel, &ArgList::new().arg(new.ptr()))
+            .block_host_until_done()
+            .unwrap();
+        assert_eq!(exec.copy_to_vec(&new).unwrap(), [7, 0, 0, 0]);
     }
 }

@@ -47,15 +47,23 @@ pub struct DeviceMemory<T: Pod> {
     exec: StreamExecutor,
     addr: DeviceAddress,
     len: usize,
+    /// The executor's id for this allocation (pointers into it carry it).
+    alloc: u64,
     _elem: PhantomData<T>,
 }
 
 impl<T: Pod> DeviceMemory<T> {
-    pub(crate) fn from_raw(exec: StreamExecutor, addr: DeviceAddress, len: usize) -> Self {
+    pub(crate) fn from_raw(
+        exec: StreamExecutor,
+        addr: DeviceAddress,
+        len: usize,
+        alloc: u64,
+    ) -> Self {
         DeviceMemory {
             exec,
             addr,
             len,
+            alloc,
             _elem: PhantomData,
         }
     }
@@ -81,7 +89,7 @@ impl<T: Pod> DeviceMemory<T> {
     }
     /// The whole allocation as a kernel argument.
     pub fn ptr(&self) -> DevicePtr<T> {
-        DevicePtr::from_parts(self.addr, self.len, self.exec.id())
+        DevicePtr::from_parts(self.addr, self.len, self.exec.id(), self.alloc)
     }
     /// The whole allocation as a slice.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
@@ -89,6 +97,7 @@ impl<T: Pod> DeviceMemory<T> {
             addr: self.addr,
             len: self.len,
             owner: self.exec.id(),
+            alloc: self.alloc,
             _mem: PhantomData,
         }
     }
@@ -100,7 +109,7 @@ impl<T: Pod> DeviceMemory<T> {
 
 impl<T: Pod> Drop for DeviceMemory<T> {
     fn drop(&mut self) {
-        self.exec.release(self.addr);
+        self.exec.release(self.addr, self.alloc);
     }
 }
 
@@ -122,6 +131,7 @@ pub struct DeviceSlice<'a, T> {
     addr: DeviceAddress,
     len: usize,
     owner: u64,
+    alloc: u64,
     _mem: PhantomData<&'a T>,
 }
 
@@ -155,7 +165,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     }
     /// As a kernel argument.
     pub fn ptr(&self) -> DevicePtr<T> {
-        DevicePtr::from_parts(self.addr, self.len, self.owner)
+        DevicePtr::from_parts(self.addr, self.len, self.owner, self.alloc)
     }
     /// A sub-range; `OutOfBounds` if it does not fit.
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
@@ -164,6 +174,7 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
             addr: self.addr.offset(s as u64 * std::mem::size_of::<T>() as u64),
             len: e - s,
             owner: self.owner,
+            alloc: self.alloc,
             _mem: PhantomData,
         })
     }

@@ -28,6 +28,9 @@ struct Registration {
     name: &'static str,
     feature: Option<&'static str>,
     open: OpenFn,
+    /// Listed by `platforms()` and found by name. False only for a test-only template backend
+    /// built without its feature, which users should not see at all.
+    listed: bool,
 }
 
 /// A registry entry for a backend behind cargo feature `$feature`: its folder's `open` when the
@@ -51,6 +54,14 @@ macro_rules! feature_backend {
                 }
                 open
             },
+            listed: true,
+        }
+    };
+    // A test-only template backend: invisible unless its feature is on.
+    (template $name:literal, $feature:literal, $($open:ident)::+) => {
+        Registration {
+            listed: cfg!(feature = $feature),
+            ..feature_backend!($name, $feature, $($open)::+)
         }
     };
 }
@@ -61,12 +72,18 @@ const REGISTRY: &[Registration] = &[
         name: "host",
         feature: None,
         open: platform::host::open,
+        listed: true,
     },
     feature_backend!("opencl", "opencl", platform::opencl::open),
     feature_backend!("cuda", "cuda", platform::cuda::open),
     feature_backend!("hip", "hip", platform::hip::open),
-    feature_backend!("noop", "noop", platform::noop::open),
+    feature_backend!(template "noop", "noop", platform::noop::open),
 ];
+
+/// The registrations users can see.
+fn registry() -> impl Iterator<Item = &'static Registration> {
+    REGISTRY.iter().filter(|r| r.listed)
+}
 
 /// What [`PlatformManager::platforms`] reports for one platform.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,8 +198,7 @@ impl PlatformManager {
 
     /// Every platform streamexec knows, compiled in or not, with its availability.
     pub fn platforms() -> Vec<PlatformInfo> {
-        REGISTRY
-            .iter()
+        registry()
             .map(|reg| PlatformInfo {
                 name: reg.name,
                 feature: reg.feature,
@@ -197,16 +213,11 @@ impl PlatformManager {
     /// The platform called `name` (case-insensitive): `UnknownPlatform` if there is none,
     /// `PlatformUnavailable` with the reason if it cannot run here.
     pub fn platform_with_name(name: &str) -> Result<Platform> {
-        let reg = REGISTRY
-            .iter()
+        let reg = registry()
             .find(|r| r.name.eq_ignore_ascii_case(name))
             .ok_or_else(|| Error::UnknownPlatform {
                 name: name.to_string(),
-                known: REGISTRY
-                    .iter()
-                    .map(|r| r.name)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: registry().map(|r| r.name).collect::<Vec<_>>().join(", "),
             })?;
         open(reg).map_err(|reason| Error::PlatformUnavailable {
             platform: reg.name.into(),

@@ -242,10 +242,10 @@ impl Stream {
             match a.view() {
                 ArgView::Pointer { addr, bytes } => {
                     let what = format!("then_launch of `{}` (argument {i})", kernel.name());
-                    if let Some(owner) = a.owner() {
-                        self.exec.check_owner(owner, &what)?;
-                    }
-                    self.exec.check_live(addr, bytes, &what)?;
+                    // Every pointer a user can pass was packed from a `DevicePtr`.
+                    let (owner, alloc) = a.origin().unwrap_or_default();
+                    self.exec.check_owner(owner, &what)?;
+                    self.exec.check_live(alloc, addr, bytes, &what)?;
                 }
                 ArgView::SharedMemory { bytes, .. } => dynamic_shared_bytes += bytes,
                 ArgView::Scalar(_) => {}

@@ -64,7 +64,7 @@ impl ExecutorRpc {
             RpcBlockMemory::Unified => {
                 let bytes = geo.allocation_size() + locks;
                 let (owned, host) = alloc.allocate_unified(bytes as u64)?;
-                let device = owned.address();
+                let (device, id) = (owned.address(), owned.id());
                 // SAFETY: `allocate_unified` gives zeroed, host-coherent bytes for the block and
                 // the locks after it, 64-byte aligned, kept alive (and registered as live) by
                 // `owned`, which the server drops only after the halves that point into it.
@@ -78,7 +78,7 @@ impl ExecutorRpc {
                         Box::new(owned),
                     )?
                 };
-                let block = DevicePtr::from_parts(device, bytes, exec.id());
+                let block = DevicePtr::from_parts(device, bytes, exec.id(), id);
                 (server, Some(block))
             }
         };

@@ -3,8 +3,9 @@
 //! [`KernelArgs`], [`DevicePtr`], [`SharedMemory`], run-time [`ArgList`]s).
 //!
 //! Packing is sealed: only this crate turns a value into a [`PackedArg`], so a pointer argument
-//! always carries an address, length and owner that a `DeviceMemory` handed out. Whether that
-//! memory is still alive and belongs to the launching executor is checked at launch.
+//! always carries an address, length, owner and allocation that a `DeviceMemory` handed out.
+//! Whether that allocation is still alive and belongs to the launching executor is checked at
+//! launch.
 
 use std::marker::PhantomData;
 
@@ -67,6 +68,7 @@ enum Packed {
         addr: DeviceAddress,
         bytes: u64,
         owner: u64,
+        alloc: u64,
         kind: ParamKind,
     },
     SharedMemory {
@@ -121,10 +123,11 @@ impl PackedArg {
         }
     }
 
-    /// Id of the executor that owns a pointer argument's memory.
-    pub(crate) fn owner(&self) -> Option<u64> {
+    /// Where a pointer argument's memory comes from: the id of the executor that owns it and
+    /// the id of the allocation inside it.
+    pub(crate) fn origin(&self) -> Option<(u64, u64)> {
         match &self.0 {
-            Packed::Pointer { owner, .. } => Some(*owner),
+            Packed::Pointer { owner, alloc, .. } => Some((*owner, *alloc)),
             _ => None,
         }
     }
@@ -141,6 +144,7 @@ impl PackedArg {
             addr,
             bytes,
             owner: 0,
+            alloc: 0,
             kind: ParamKind::Pointer {
                 elem_size,
                 type_name,
@@ -239,6 +243,9 @@ pub struct DevicePtr<T> {
     addr: DeviceAddress,
     len: usize,
     owner: u64,
+    /// The allocation it points into (process-unique), so a pointer that outlived its memory is
+    /// refused even when a new allocation took the same addresses.
+    alloc: u64,
     _elem: PhantomData<fn() -> T>,
 }
 
@@ -262,11 +269,12 @@ impl<T> std::fmt::Debug for DevicePtr<T> {
 }
 
 impl<T> DevicePtr<T> {
-    pub(crate) fn from_parts(addr: DeviceAddress, len: usize, owner: u64) -> Self {
+    pub(crate) fn from_parts(addr: DeviceAddress, len: usize, owner: u64, alloc: u64) -> Self {
         DevicePtr {
             addr,
             len,
             owner,
+            alloc,
             _elem: PhantomData,
         }
     }
@@ -286,6 +294,11 @@ impl<T> DevicePtr<T> {
     pub fn owner(&self) -> u64 {
         self.owner
     }
+    /// Id of the allocation it points into.
+    #[cfg(test)]
+    pub(crate) fn allocation(&self) -> u64 {
+        self.alloc
+    }
     /// Pointer to element `n`, with `len - n` elements; `None` past the end.
     pub fn offset(&self, n: usize) -> Option<DevicePtr<T>> {
         (n <= self.len).then(|| {
@@ -293,6 +306,7 @@ impl<T> DevicePtr<T> {
                 self.addr.offset((n * std::mem::size_of::<T>()) as u64),
                 self.len - n,
                 self.owner,
+                self.alloc,
             )
         })
     }
@@ -304,19 +318,25 @@ impl<T: Pod + Send + Sync> Packable for DevicePtr<T> {
             addr: self.addr,
             bytes: self.len as u64 * std::mem::size_of::<T>() as u64,
             owner: self.owner,
+            alloc: self.alloc,
             kind: <Self as KernelParam>::kind(),
         })
     }
     fn unpack(arg: &PackedArg, _: Token) -> Option<Self> {
         match &arg.0 {
             Packed::Pointer {
-                addr, bytes, owner, ..
+                addr,
+                bytes,
+                owner,
+                alloc,
+                ..
             } => {
                 let size = std::mem::size_of::<T>().max(1) as u64;
                 Some(DevicePtr::from_parts(
                     *addr,
                     (bytes / size) as usize,
                     *owner,
+                    *alloc,
                 ))
             }
             _ => None,
@@ -496,7 +516,7 @@ mod tests {
     #[test]
     fn args_pack_and_unpack() {
         type A = (f32, DevicePtr<f32>, u64, SharedMemory<u32>, [u8; 3]);
-        let p = DevicePtr::<f32>::from_parts(DeviceAddress::new(0x1000), 10, 4);
+        let p = DevicePtr::<f32>::from_parts(DeviceAddress::new(0x1000), 10, 4, 9);
         let args: A = (1.5, p, u64::MAX, SharedMemory::new(64), [1, 2, 3]);
         let packed = args.pack();
         assert_eq!(packed.len(), A::ARITY);
@@ -529,7 +549,7 @@ mod tests {
                 bytes: 40
             }
         );
-        assert_eq!(packed[1].owner(), Some(4));
+        assert_eq!(packed[1].origin(), Some((4, 9)));
         assert_eq!(
             packed[3].placed_at(32).view(),
             ArgView::SharedMemory {
