@@ -92,7 +92,7 @@ fn scalar_matches(rust: &str, size: usize, cl: &str) -> bool {
 pub(crate) struct OpenClKernel {
     name: String,
     pub(crate) kernel: Mutex<Kernel>,
-    args: Option<Vec<ClArg>>,
+    args: Vec<ClArg>,
     _program: Arc<Program>,
 }
 
@@ -131,7 +131,8 @@ impl OpenClKernel {
                 ),
             });
         }
-        // Argument info exists when the program was built from source with -cl-kernel-arg-info.
+        // Argument info exists when the program was built from source with -cl-kernel-arg-info
+        // (which the loader passes); for binaries it is up to the driver.
         let args = (0..count as u32)
             .map(|i| {
                 let q = kernel.get_arg_address_qualifier(i).ok()?;
@@ -147,7 +148,19 @@ impl OpenClKernel {
                     _ => ClArg::Scalar { ty },
                 })
             })
-            .collect::<Option<Vec<_>>>();
+            .collect::<Option<Vec<_>>>()
+            // Without it nothing says which parameters are buffers: a scalar passed where the
+            // kernel takes one would reach clSetKernelArg as a garbage cl_mem handle, which the
+            // driver dereferences. Refuse, rather than trust the launch.
+            .ok_or_else(|| {
+                load_err(
+                    "the OpenCL program carries no kernel argument info, so the parameters' \
+                     kinds cannot be checked (a scalar passed for a buffer parameter would be \
+                     handed to the driver as a memory object); load the OpenCL C source, or \
+                     build the binary from source with -cl-kernel-arg-info"
+                        .into(),
+                )
+            })?;
         Ok(OpenClKernel {
             name: name.into(),
             kernel: Mutex::new(kernel),
@@ -167,9 +180,7 @@ impl KernelInterface for OpenClKernel {
             kernel: self.name.clone(),
             detail,
         };
-        let Some(args) = &self.args else {
-            return Ok(()); // a binary without argument info: only the arity was checked
-        };
+        let args = &self.args;
         if args.len() != expected.len() {
             return Err(mismatch(format!(
                 "the OpenCL kernel takes {} parameter(s), the launch passes {}",

@@ -45,7 +45,9 @@
 //!
 //! Programs are cached per executor by (format, bytes, options) and built with
 //! `-cl-kernel-arg-info`, so `get_kernel` checks the count, the pointer/local/scalar kind and
-//! the scalar type of every argument. A spec with RPC gets the OpenCL C RPC client prepended.
+//! the scalar type of every argument. A binary whose driver keeps no argument info is refused
+//! at load (`KernelLoad`): without it a scalar passed for a buffer parameter would reach the
+//! driver as a memory-object handle. A spec with RPC gets the OpenCL C RPC client prepended.
 //!
 //! # Unified memory (SVM) and the reaper
 //!
