@@ -29,8 +29,8 @@ use std::sync::OnceLock;
 
 /// `(layer, files, may import)`: files whose module path matches a pattern of `files` may import
 /// only modules matching a pattern of `may import` (`x` is the module `x`; `x::*` is `x` and all
-/// under it). The first matching row applies; files no row matches (the handle layer,
-/// `registry`, `executor_rpc::*`, `lib`) may import anything.
+/// under it). The first matching row applies; files no row matches (`registry`, `lib`) may
+/// import anything.
 type Layer = (&'static str, Patterns, Patterns);
 type Patterns = &'static [&'static str];
 
@@ -42,6 +42,9 @@ const LAYERS: &[Layer] = &[
     ("interface", &["interface::*"], &["error", "types::*", "interface::*"]),
     ("rpc",       &["rpc::*"],       &["error", "device_bytes", "types::*", "rpc::*"]),
     ("platform",  &["platform::*"],  &["error", "device_bytes", "types::*", "interface::*", "rpc::*", "ptx::*", "platform::*"]),
+    // The handles reach backends only through the plugin interface.
+    ("handles",   &["executor", "stream", "event", "kernel", "memory", "blas", "rng", "executor_rpc::*"],
+                  &["error", "device_bytes", "types::*", "interface::*", "rpc::*", "executor", "stream", "event", "kernel", "memory", "blas", "rng", "executor_rpc::*"]),
 ];
 
 /// Backends are the folders under `src/<BACKENDS>/`. Besides `LAYERS`, a file in backend `x` may
@@ -766,7 +769,7 @@ pub struct Dim(crate::Error); // fine
 //- src/ptx/mod.rs
 fn parse() -> crate::Error { todo!() } // no: the `ptx` layer is a leaf
 //- src/executor.rs
-use crate::platform::host::Host; // fine: no rule for the handle layer
+use crate::platform::host::Host; // no: handles reach backends only through the interface
 //- src/platform/mod.rs
 pub mod gpu; pub mod cuda; pub mod host; pub mod helper;
 //- src/platform/helper.rs
@@ -789,6 +792,7 @@ fn layer_table_self_test() {
     fs::remove_dir_all(root).unwrap();
     assert_eq!(v.join("\n"), "\
 src/error.rs:1: `crate::types::Dim` — floor-0 may not import types
+src/executor.rs:1: `crate::platform::host::Host` — handles may not import platform::host
 src/platform/host/mod.rs:1: `crate::platform::gpu::Driver` — platform backend `host` may not import backend `gpu`
 src/platform/host/mod.rs:2: `crate::executor::E` — platform may not import executor
 src/ptx/mod.rs:1: `crate::Error` — ptx may not import error");
