@@ -187,20 +187,24 @@ impl StreamExecutor {
         &self.inner.iface
     }
 
-    /// `InvalidArgument` unless `[addr, addr + bytes)` lies inside one live allocation of this
-    /// executor: what a pointer argument must satisfy at launch.
-    pub(crate) fn check_live(
+    /// What a pointer argument must satisfy at launch: its memory belongs to this executor
+    /// (`owner`), and `[addr, addr + bytes)` lies inside allocation `alloc`, which is still
+    /// live. `InvalidArgument` otherwise; `operation` is only built then, off the launch path.
+    pub(crate) fn check_pointer(
         &self,
-        alloc: u64,
+        (owner, alloc): (u64, u64),
         addr: DeviceAddress,
         bytes: u64,
-        operation: &str,
+        operation: impl FnOnce() -> String,
     ) -> Result<()> {
+        if owner != self.id() {
+            return Err(self.foreign_memory(owner, &operation()));
+        }
         if self.inner.live.contains(alloc, addr, bytes) {
             return Ok(());
         }
         Err(Error::invalid(
-            operation,
+            operation(),
             format!(
                 "{bytes} bytes at {addr} are not inside one live allocation of this {} device {} \
                  (executor #{}): the allocation the pointer was taken from has been freed; was \
@@ -286,18 +290,23 @@ impl StreamExecutor {
     /// `InvalidArgument` unless memory with `owner` id belongs to this executor.
     pub(crate) fn check_owner(&self, owner: u64, operation: &str) -> Result<()> {
         if owner != self.id() {
-            return Err(Error::invalid(
-                operation,
-                format!(
-                    "the memory belongs to executor #{owner}, not to this {} device {} (executor \
-                     #{}); copy it across with a host staging buffer or a peer copy",
-                    self.platform_name(),
-                    self.device_ordinal(),
-                    self.id()
-                ),
-            ));
+            return Err(self.foreign_memory(owner, operation));
         }
         Ok(())
+    }
+
+    /// `InvalidArgument` for memory of executor `owner` passed to `operation` of this one.
+    fn foreign_memory(&self, owner: u64, operation: &str) -> Error {
+        Error::invalid(
+            operation,
+            format!(
+                "the memory belongs to executor #{owner}, not to this {} device {} (executor \
+                 #{}); copy it across with a host staging buffer or a peer copy",
+                self.platform_name(),
+                self.device_ordinal(),
+                self.id()
+            ),
+        )
     }
 
     fn bytes_for<T>(&self, len: usize, operation: &str) -> Result<u64> {

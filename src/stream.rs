@@ -241,11 +241,11 @@ impl Stream {
         for (i, a) in args.iter().enumerate() {
             match a.view() {
                 ArgView::Pointer { addr, bytes } => {
-                    let what = format!("then_launch of `{}` (argument {i})", kernel.name());
                     // Every pointer a user can pass was packed from a `DevicePtr`.
-                    let (owner, alloc) = a.origin().unwrap_or_default();
-                    self.exec.check_owner(owner, &what)?;
-                    self.exec.check_live(alloc, addr, bytes, &what)?;
+                    self.exec
+                        .check_pointer(a.origin().unwrap_or_default(), addr, bytes, || {
+                            format!("then_launch of `{}` (argument {i})", kernel.name())
+                        })?;
                 }
                 ArgView::SharedMemory { bytes, .. } => dynamic_shared_bytes += bytes,
                 ArgView::Scalar(_) => {}

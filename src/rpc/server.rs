@@ -97,13 +97,7 @@ impl Server {
         memory: *mut u8,
         device_address: u64,
     ) -> Result<Server> {
-        let geo = Geometry::new(layout, port_count, lane_size)?;
-        if memory.is_null() || !(memory as usize).is_multiple_of(8) {
-            return Err(Error::invalid(
-                "rpc::Server::with_memory",
-                format!("the block at {memory:p} is null or not 8-byte aligned"),
-            ));
-        }
+        let geo = Self::checked_geometry("with_memory", layout, port_count, lane_size, memory)?;
         // SAFETY: the caller's contract.
         unsafe { Self::build(geo, memory, device_address, Backing::Caller) }
     }
@@ -122,16 +116,29 @@ impl Server {
         device_address: u64,
         owner: Box<dyn std::any::Any + Send + Sync>,
     ) -> Result<Server> {
-        let geo = Geometry::new(layout, port_count, lane_size)?;
-        if memory.is_null() || !(memory as usize).is_multiple_of(8) {
-            return Err(Error::invalid(
-                "rpc::Server::with_owner",
-                format!("the block at {memory:p} is null or not 8-byte aligned"),
-            ));
-        }
+        let geo = Self::checked_geometry("with_owner", layout, port_count, lane_size, memory)?;
         // SAFETY: the caller's contract; `owner` keeps the bytes alive until the halves that
         // point into them have dropped (field order of `Inner`).
         unsafe { Self::build(geo, memory, device_address, Backing::External(owner)) }
+    }
+
+    /// The geometry of a block at `memory` provided by the caller of `Server::{constructor}`;
+    /// an error if the geometry is invalid or `memory` is null or not 8-byte aligned.
+    fn checked_geometry(
+        constructor: &str,
+        layout: Layout,
+        port_count: usize,
+        lane_size: usize,
+        memory: *mut u8,
+    ) -> Result<Geometry> {
+        let geo = Geometry::new(layout, port_count, lane_size)?;
+        if memory.is_null() || !(memory as usize).is_multiple_of(8) {
+            return Err(Error::invalid(
+                format!("rpc::Server::{constructor}"),
+                format!("the block at {memory:p} is null or not 8-byte aligned"),
+            ));
+        }
+        Ok(geo)
     }
 
     /// # Safety
