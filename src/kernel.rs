@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use crate::executor::StreamExecutor;
 use crate::interface::KernelInterface;
+use crate::memory::DeviceSlice;
 use crate::types::KernelArgs;
 
 /// A loaded kernel whose argument types are checked at run time ([`ArgList`](crate::ArgList)).
@@ -28,6 +29,17 @@ impl Kernel {
     /// The executor it was loaded on.
     pub fn executor(&self) -> &StreamExecutor {
         &self.exec
+    }
+    /// The bytes of the module-scope variable `name` (a PTX `.global` or `.const`) of this
+    /// kernel's module, for copies to and from it (`cuModuleGetGlobal`); `None` when the module
+    /// has no such variable or the platform cannot tell (only the host platform's PTX engine
+    /// can today). The memory is not an allocation of the executor: a `DevicePtr` made from
+    /// this slice is refused at launch (kernels of the module reach the variable by name).
+    pub fn module_global(&self, name: &str) -> Option<DeviceSlice<'_, u8>> {
+        let (addr, bytes) = self.inner.module_global(name)?;
+        let len = usize::try_from(bytes).ok()?;
+        // Allocation id 0 is never live, so the slice cannot become a launch argument.
+        Some(DeviceSlice::from_raw(addr, len, self.exec.id(), 0))
     }
 }
 

@@ -143,6 +143,17 @@ impl<T> Clone for DeviceSlice<'_, T> {
 impl<T> Copy for DeviceSlice<'_, T> {}
 
 impl<'a, T: Pod> DeviceSlice<'a, T> {
+    /// A slice of memory the borrowed owner of `'a` keeps alive (a module's global).
+    pub(crate) fn from_raw(addr: DeviceAddress, len: usize, owner: u64, alloc: u64) -> Self {
+        DeviceSlice {
+            addr,
+            len,
+            owner,
+            alloc,
+            _mem: PhantomData,
+        }
+    }
+
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
@@ -173,6 +184,31 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
         Ok(DeviceSlice {
             addr: self.addr.offset(s as u64 * std::mem::size_of::<T>() as u64),
             len: e - s,
+            owner: self.owner,
+            alloc: self.alloc,
+            _mem: PhantomData,
+        })
+    }
+
+    /// The same bytes seen as elements of `U`: the byte length must be a whole number of `U`s
+    /// and the address aligned for `U` (as `bytemuck::try_cast_slice` asks of host slices).
+    pub fn cast<U: Pod>(&self) -> Result<DeviceSlice<'a, U>> {
+        let bytes = self.len * std::mem::size_of::<T>();
+        let (size, align) = (std::mem::size_of::<U>(), std::mem::align_of::<U>());
+        if size == 0 || bytes % size != 0 || self.addr.raw() % align as u64 != 0 {
+            return Err(Error::invalid(
+                "DeviceSlice::cast",
+                format!(
+                    "{bytes} bytes at {} are not a whole, aligned number of {} ({size} bytes, \
+                     alignment {align})",
+                    self.addr,
+                    std::any::type_name::<U>()
+                ),
+            ));
+        }
+        Ok(DeviceSlice {
+            addr: self.addr,
+            len: bytes / size,
             owner: self.owner,
             alloc: self.alloc,
             _mem: PhantomData,

@@ -298,4 +298,10 @@ pub trait KernelInterface: Send + Sync {
     fn rpc_client_symbol(&self) -> Option<(DeviceAddress, usize)> {
         None
     }
+    /// Device address and byte size of the module-scope variable `name` (`.global`/`.const`)
+    /// of the kernel's module, where the backend can tell (`cuModuleGetGlobal`). The memory
+    /// lives as long as this kernel object.
+    fn module_global(&self, _name: &str) -> Option<(DeviceAddress, u64)> {
+        None
+    }
 }

@@ -80,6 +80,7 @@ pub fn module_data(m: &ast::Module) -> Result<ModuleData> {
         }
         d.image.resize((off + size) as usize, 0);
         d.symbols.insert(v.name.clone(), off);
+        d.sizes.insert(v.name.clone(), size);
     }
     for v in &data_vars {
         let Some(init) = &v.init else { continue };

@@ -496,6 +496,8 @@ pub struct ModuleData {
     pub relocs: Vec<usize>,
     /// Symbol → offset in the image.
     pub symbols: HashMap<String, u64>,
+    /// Symbol → size in bytes.
+    pub sizes: HashMap<String, u64>,
 }
 
 /// A decoded module: one [`Program`] per `.entry`.

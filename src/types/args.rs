@@ -134,6 +134,7 @@ impl PackedArg {
 
     /// A pointer argument a backend builds for its own kernels (canned operations) from a
     /// range the caller validated.
+    #[cfg(any(feature = "cuda", feature = "hip"))]
     pub(crate) fn backend_pointer(
         addr: DeviceAddress,
         bytes: u64,
@@ -497,6 +498,21 @@ impl ArgList {
     /// Appends any kernel parameter (a `Pod` scalar, a `DevicePtr`, a `SharedMemory`).
     pub fn arg<P: KernelParam>(mut self, p: P) -> Self {
         self.args.push(p.pack());
+        self
+    }
+    /// Appends a by-value parameter given as raw bytes (host byte order) with its alignment:
+    /// what a runtime that forwards C launch buffers (`cuLaunchKernel`'s `kernelParams`) has.
+    /// The loader checks it by size and alignment only, like a struct; bytes are data, so this
+    /// cannot make a pointer the launch would trust.
+    pub fn arg_bytes(mut self, bytes: &[u8], align: usize) -> Self {
+        self.args.push(PackedArg(Packed::Scalar {
+            bytes: bytes.to_vec(),
+            kind: ParamKind::Scalar {
+                size: bytes.len(),
+                align: align.max(1),
+                type_name: "raw bytes",
+            },
+        }));
         self
     }
     /// The packed arguments.

@@ -14,10 +14,12 @@ pub mod philox;
 mod rpc_caps;
 
 pub use address::{DeviceAddress, MemoryUsage};
+#[cfg(any(feature = "cuda", feature = "hip"))]
+pub(crate) use args::Packable;
+pub(crate) use args::Token;
 pub use args::{
     ArgList, ArgView, DevicePtr, KernelArgs, KernelParam, PackedArg, ParamKind, SharedMemory,
 };
-pub(crate) use args::{Packable, Token};
 pub use description::DeviceDescription;
 pub use geometry::{BlockDim, Dim3, LaunchDims, ThreadDim};
 pub use host_memory::{

@@ -72,8 +72,8 @@ use crate::platform::ptx_signature::{check_signature, kernel_load_error};
 use crate::platform::work_queue::RunFn;
 use crate::ptx::ir::Program;
 use crate::ptx::{PtxEntry, parse_entries};
-use crate::types::LaunchDims;
 use crate::types::{ArgView, Dim3, PackedArg, ParamKind};
+use crate::types::{DeviceAddress, LaunchDims};
 use crate::types::{KernelImage, MultiKernelLoaderSpec};
 use module::LoadedModule;
 pub(crate) use module::ModuleCache;
@@ -107,6 +107,11 @@ impl KernelInterface for PtxKernel {
     }
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+    fn module_global(&self, name: &str) -> Option<(DeviceAddress, u64)> {
+        let (base, _) = self.module.data.as_ref()?;
+        let &(off, bytes) = self.module.symbols.get(name)?;
+        Some((base.offset(off), bytes))
     }
 }
 
@@ -147,6 +152,11 @@ fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<Load
         text: text.into(),
         decoded,
         entries: parse_entries(text).unwrap_or_default(),
+        symbols: data
+            .symbols
+            .iter()
+            .map(|(n, &off)| (n.clone(), (off, data.sizes.get(n).copied().unwrap_or(0))))
+            .collect(),
         data: placed,
         table: exec.table.clone(),
     });

@@ -16,6 +16,8 @@ pub(crate) struct LoadedModule {
     pub(super) decoded: DecodedModule,
     pub(super) entries: Vec<PtxEntry>,
     pub(super) data: Option<(DeviceAddress, Pinned)>,
+    /// Module-scope variables: name → (offset in `data`, bytes).
+    pub(super) symbols: std::collections::HashMap<String, (u64, u64)>,
     pub(super) table: Arc<AllocTable>,
 }
 

@@ -1,0 +1,486 @@
+//! Copies and memsets, synchronous and in stream order.
+//!
+//! Synchronous copies to or from host memory wait for the legacy stream (and so for every
+//! blocking stream's earlier work) and copy on the calling thread; device-to-device copies and
+//! memsets of device memory are enqueued on the legacy stream and return at once, as the
+//! driver API documents (memsets of pinned host memory finish before returning). Asynchronous
+//! copies touch the caller's host memory on the stream's worker when their turn comes, so that
+//! memory must stay valid until then (the driver API's rule).
+
+use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
+use std::sync::Arc;
+
+use cudarc::driver::sys::{CUcontext, CUdeviceptr, CUresult, CUstream};
+use streamexec::DeviceSlice;
+
+use crate::context::{Context, current};
+use crate::entry::{CuErr, CuResult, call, invalid, non_null};
+use crate::memory::{Region, lookup, resolve};
+use crate::state::driver;
+use crate::stream::{CuStream, SendPtr, resolve as resolve_stream};
+
+fn unknown(e: streamexec::Error) -> CuErr {
+    CuErr::new(CUresult::CUDA_ERROR_UNKNOWN, e.to_string())
+}
+
+/// Copies `n` bytes from host `src` into `dst` (inside `r`) now.
+///
+/// # Safety
+/// `src` is valid for reads of `n` bytes.
+unsafe fn h2d_now(r: &Region, dst: u64, src: *const c_void, n: usize) -> CuResult<()> {
+    // SAFETY: the caller's contract.
+    let src = unsafe { std::slice::from_raw_parts(src.cast::<u8>(), n) };
+    driver()?
+        .exec
+        .synchronous_memcpy_h2d(src, r.slice(dst, n as u64)?)
+        .map_err(unknown)
+}
+
+/// Copies `n` bytes of `src` (inside `r`) to host `dst` now.
+///
+/// # Safety
+/// `dst` is valid for writes of `n` bytes.
+unsafe fn d2h_now(r: &Region, src: u64, dst: *mut c_void, n: usize) -> CuResult<()> {
+    // SAFETY: the caller's contract.
+    let dst = unsafe { std::slice::from_raw_parts_mut(dst.cast::<u8>(), n) };
+    driver()?
+        .exec
+        .synchronous_memcpy_d2h(r.slice(src, n as u64)?, dst)
+        .map_err(unknown)
+}
+
+/// One side of a copy: a device range (in the address map) or host memory.
+enum Side {
+    Device(Arc<Region>),
+    Host,
+}
+
+fn side(addr: u64, n: usize, what: &str) -> CuResult<Side> {
+    match lookup(addr) {
+        Some(_) => Ok(Side::Device(resolve(addr, n as u64, what)?)),
+        None if addr == 0 => Err(invalid(format!("{what} is NULL"))),
+        None => Ok(Side::Host),
+    }
+}
+
+/// Enqueues a copy of `n` bytes from `src` to `dst` (each device or host, as the address map
+/// says) on `s`.
+fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> CuResult<()> {
+    let (d, r) = (side(dst, n, "dst")?, side(src, n, "src")?);
+    let exec = driver()?.exec.clone();
+    let (dp, sp) = (SendPtr(dst as *mut c_void), SendPtr(src as *mut c_void));
+    match (d, r) {
+        (Side::Device(dr), Side::Device(sr)) => {
+            let (a, b) = (sr.slice(src, n as u64)?, dr.slice(dst, n as u64)?);
+            s.enqueue(ctx, |se| {
+                se.then_memcpy_d2d(a, b);
+            })
+        }
+        (Side::Device(dr), Side::Host) => s.enqueue(ctx, move |se| {
+            se.then_host_callback_with_status(move || {
+                let sp = sp;
+                // SAFETY: the driver API's rule: `src` stays valid until the copy has run.
+                let src = unsafe { std::slice::from_raw_parts(sp.0.cast::<u8>(), n) };
+                let dst: DeviceSlice<'_, u8> = dr.slice(dst, n as u64).map_err(as_se)?;
+                exec.synchronous_memcpy_h2d(src, dst)
+            });
+        }),
+        (Side::Host, Side::Device(sr)) => s.enqueue(ctx, move |se| {
+            se.then_host_callback_with_status(move || {
+                let dp = dp;
+                // SAFETY: the driver API's rule: `dst` stays valid until the copy has run.
+                let dst = unsafe { std::slice::from_raw_parts_mut(dp.0.cast::<u8>(), n) };
+                exec.synchronous_memcpy_d2h(sr.slice(src, n as u64).map_err(as_se)?, dst)
+            });
+        }),
+        (Side::Host, Side::Host) => s.enqueue(ctx, move |se| {
+            se.then_host_callback(move || {
+                let (dp, sp) = (dp, sp);
+                // SAFETY: the driver API's rule: both stay valid until the copy has run.
+                unsafe { std::ptr::copy(sp.0.cast::<u8>(), dp.0.cast::<u8>(), n) };
+            });
+        }),
+    }
+}
+
+fn as_se(e: CuErr) -> streamexec::Error {
+    streamexec::Error::HostCallback { detail: e.detail }
+}
+
+/// A synchronous copy: host sides finish before return; device-to-device is only enqueued.
+fn sync_copy(dst: u64, src: u64, n: usize) -> CuResult<()> {
+    let ctx = current()?;
+    if n == 0 {
+        return Ok(());
+    }
+    match (side(dst, n, "dst")?, side(src, n, "src")?) {
+        (Side::Device(_), Side::Device(_)) => enqueue_copy(&ctx, &ctx.legacy, dst, src, n),
+        (Side::Device(dr), Side::Host) => {
+            ctx.legacy.synchronize(&ctx)?;
+            // SAFETY: the caller's contract: `src` is valid for `n` bytes.
+            unsafe { h2d_now(&dr, dst, src as *const c_void, n) }
+        }
+        (Side::Host, Side::Device(sr)) => {
+            ctx.legacy.synchronize(&ctx)?;
+            // SAFETY: the caller's contract: `dst` is valid for `n` bytes.
+            unsafe { d2h_now(&sr, src, dst as *mut c_void, n) }
+        }
+        (Side::Host, Side::Host) => {
+            ctx.legacy.synchronize(&ctx)?;
+            // SAFETY: the caller's contract: both are valid for `n` bytes.
+            unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, n) };
+            Ok(())
+        }
+    }
+}
+
+fn async_copy(dst: u64, src: u64, n: usize, stream: CUstream) -> CuResult<()> {
+    let (ctx, s) = resolve_stream(stream)?;
+    if n == 0 {
+        return Ok(());
+    }
+    enqueue_copy(&ctx, &s, dst, src, n)
+}
+
+/// A host pointer as an address, after a NULL check.
+fn host(p: *const c_void, what: &str) -> CuResult<u64> {
+    non_null(p, what)?;
+    Ok(p as u64)
+}
+
+/// A device address that must be in the map (not host memory).
+fn device(p: CUdeviceptr, n: usize, what: &str) -> CuResult<u64> {
+    if n > 0 {
+        resolve(p, n as u64, what)?;
+    }
+    Ok(p)
+}
+
+/// `cuMemcpyHtoD_v2`.
+///
+/// # Safety
+/// `srcHost` is valid for reads of `ByteCount` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyHtoD_v2(
+    dstDevice: CUdeviceptr,
+    srcHost: *const c_void,
+    ByteCount: usize,
+) -> CUresult {
+    call("cuMemcpyHtoD_v2", || {
+        sync_copy(
+            device(dstDevice, ByteCount, "dstDevice")?,
+            host(srcHost, "srcHost")?,
+            ByteCount,
+        )
+    })
+}
+
+/// `cuMemcpyDtoH_v2`.
+///
+/// # Safety
+/// `dstHost` is valid for writes of `ByteCount` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyDtoH_v2(
+    dstHost: *mut c_void,
+    srcDevice: CUdeviceptr,
+    ByteCount: usize,
+) -> CUresult {
+    call("cuMemcpyDtoH_v2", || {
+        sync_copy(
+            host(dstHost, "dstHost")?,
+            device(srcDevice, ByteCount, "srcDevice")?,
+            ByteCount,
+        )
+    })
+}
+
+/// `cuMemcpyDtoD_v2`: enqueued on the legacy stream.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemcpyDtoD_v2(
+    dstDevice: CUdeviceptr,
+    srcDevice: CUdeviceptr,
+    ByteCount: usize,
+) -> CUresult {
+    call("cuMemcpyDtoD_v2", || {
+        sync_copy(
+            device(dstDevice, ByteCount, "dstDevice")?,
+            device(srcDevice, ByteCount, "srcDevice")?,
+            ByteCount,
+        )
+    })
+}
+
+/// `cuMemcpy`: either side host or device, as unified addressing tells.
+///
+/// # Safety
+/// Host sides are valid for `ByteCount` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpy(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    ByteCount: usize,
+) -> CUresult {
+    call("cuMemcpy", || sync_copy(dst, src, ByteCount))
+}
+
+/// `cuMemcpyAsync`.
+///
+/// # Safety
+/// Host sides stay valid for `ByteCount` bytes until the copy has run.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyAsync(
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    ByteCount: usize,
+    hStream: CUstream,
+) -> CUresult {
+    call("cuMemcpyAsync", || async_copy(dst, src, ByteCount, hStream))
+}
+
+/// `cuMemcpyHtoDAsync_v2`.
+///
+/// # Safety
+/// `srcHost` stays valid for reads of `ByteCount` bytes until the copy has run.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+    dstDevice: CUdeviceptr,
+    srcHost: *const c_void,
+    ByteCount: usize,
+    hStream: CUstream,
+) -> CUresult {
+    call("cuMemcpyHtoDAsync_v2", || {
+        async_copy(
+            device(dstDevice, ByteCount, "dstDevice")?,
+            host(srcHost, "srcHost")?,
+            ByteCount,
+            hStream,
+        )
+    })
+}
+
+/// `cuMemcpyDtoHAsync_v2`.
+///
+/// # Safety
+/// `dstHost` stays valid for writes of `ByteCount` bytes until the copy has run.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+    dstHost: *mut c_void,
+    srcDevice: CUdeviceptr,
+    ByteCount: usize,
+    hStream: CUstream,
+) -> CUresult {
+    call("cuMemcpyDtoHAsync_v2", || {
+        async_copy(
+            host(dstHost, "dstHost")?,
+            device(srcDevice, ByteCount, "srcDevice")?,
+            ByteCount,
+            hStream,
+        )
+    })
+}
+
+/// `cuMemcpyDtoDAsync_v2`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemcpyDtoDAsync_v2(
+    dstDevice: CUdeviceptr,
+    srcDevice: CUdeviceptr,
+    ByteCount: usize,
+    hStream: CUstream,
+) -> CUresult {
+    call("cuMemcpyDtoDAsync_v2", || {
+        async_copy(
+            device(dstDevice, ByteCount, "dstDevice")?,
+            device(srcDevice, ByteCount, "srcDevice")?,
+            ByteCount,
+            hStream,
+        )
+    })
+}
+
+fn peer(
+    dst: u64,
+    dst_ctx: CUcontext,
+    src: u64,
+    src_ctx: CUcontext,
+    n: usize,
+    stream: Option<CUstream>,
+) -> CuResult<()> {
+    let drv = driver()?;
+    let (dc, sc) = (
+        drv.context(dst_ctx as usize)?,
+        drv.context(src_ctx as usize)?,
+    );
+    let (dr, sr) = (device(dst, n, "dstDevice")?, device(src, n, "srcDevice")?);
+    for (addr, c) in [(dr, &dc), (sr, &sc)] {
+        if n > 0 && lookup(addr).is_some_and(|r| r.device != c.device) {
+            return Err(invalid(format!(
+                "{addr:#x} is memory of another device than context {:#x}'s",
+                c.handle
+            )));
+        }
+    }
+    match stream {
+        None => sync_copy(dst, src, n),
+        Some(s) => async_copy(dst, src, n, s),
+    }
+}
+
+/// `cuMemcpyPeer`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemcpyPeer(
+    dstDevice: CUdeviceptr,
+    dstContext: CUcontext,
+    srcDevice: CUdeviceptr,
+    srcContext: CUcontext,
+    ByteCount: usize,
+) -> CUresult {
+    call("cuMemcpyPeer", || {
+        peer(
+            dstDevice, dstContext, srcDevice, srcContext, ByteCount, None,
+        )
+    })
+}
+
+/// `cuMemcpyPeerAsync`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemcpyPeerAsync(
+    dstDevice: CUdeviceptr,
+    dstContext: CUcontext,
+    srcDevice: CUdeviceptr,
+    srcContext: CUcontext,
+    ByteCount: usize,
+    hStream: CUstream,
+) -> CUresult {
+    call("cuMemcpyPeerAsync", || {
+        peer(
+            dstDevice,
+            dstContext,
+            srcDevice,
+            srcContext,
+            ByteCount,
+            Some(hStream),
+        )
+    })
+}
+
+/// A memset of `count` elements of `width` bytes (1, 2, 4) to `value` at `dst`, on `stream`
+/// (`None`: the synchronous form on the legacy stream).
+fn memset(
+    dst: CUdeviceptr,
+    value: u32,
+    width: u64,
+    count: usize,
+    stream: Option<CUstream>,
+) -> CuResult<()> {
+    let (ctx, s) = match stream {
+        Some(h) => resolve_stream(h)?,
+        None => {
+            let c = current()?;
+            let l = c.legacy.clone();
+            (c, l)
+        }
+    };
+    if count == 0 {
+        return Ok(());
+    }
+    if dst % width != 0 {
+        return Err(invalid(format!(
+            "dstDevice {dst:#x} is not aligned to the {width}-byte element"
+        )));
+    }
+    let bytes = (count as u64)
+        .checked_mul(width)
+        .ok_or_else(|| invalid("the element count overflows"))?;
+    let r = resolve(dst, bytes, "dstDevice")?;
+    let slice = r.slice(dst, bytes)?;
+    let exec = driver()?.exec.clone();
+    let region = r.clone();
+    s.enqueue(&ctx, move |se| match width {
+        1 => {
+            se.then_memset(slice, value as u8);
+        }
+        4 => {
+            se.then_memset32(slice, value);
+        }
+        _ => {
+            // 16-bit patterns: written from a pattern buffer in chunks, in stream order.
+            se.then_host_callback_with_status(move || {
+                const CHUNK: u64 = 1 << 16;
+                let pattern: Vec<u8> = (0..CHUNK / 2)
+                    .flat_map(|_| (value as u16).to_ne_bytes())
+                    .collect();
+                let mut at = 0;
+                while at < bytes {
+                    let n = (bytes - at).min(CHUNK);
+                    let dst = region.slice(dst + at, n).map_err(as_se)?;
+                    exec.synchronous_memcpy_h2d(&pattern[..n as usize], dst)?;
+                    at += n;
+                }
+                Ok(())
+            });
+        }
+    })?;
+    if stream.is_none() && r.is_host() {
+        s.synchronize(&ctx)?;
+    }
+    Ok(())
+}
+
+/// `cuMemsetD8_v2`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemsetD8_v2(dstDevice: CUdeviceptr, uc: c_uchar, N: usize) -> CUresult {
+    call("cuMemsetD8_v2", || memset(dstDevice, uc.into(), 1, N, None))
+}
+
+/// `cuMemsetD16_v2`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemsetD16_v2(dstDevice: CUdeviceptr, us: c_ushort, N: usize) -> CUresult {
+    call("cuMemsetD16_v2", || {
+        memset(dstDevice, us.into(), 2, N, None)
+    })
+}
+
+/// `cuMemsetD32_v2`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemsetD32_v2(dstDevice: CUdeviceptr, ui: c_uint, N: usize) -> CUresult {
+    call("cuMemsetD32_v2", || memset(dstDevice, ui, 4, N, None))
+}
+
+/// `cuMemsetD8Async`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemsetD8Async(
+    dstDevice: CUdeviceptr,
+    uc: c_uchar,
+    N: usize,
+    hStream: CUstream,
+) -> CUresult {
+    call("cuMemsetD8Async", || {
+        memset(dstDevice, uc.into(), 1, N, Some(hStream))
+    })
+}
+
+/// `cuMemsetD16Async`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemsetD16Async(
+    dstDevice: CUdeviceptr,
+    us: c_ushort,
+    N: usize,
+    hStream: CUstream,
+) -> CUresult {
+    call("cuMemsetD16Async", || {
+        memset(dstDevice, us.into(), 2, N, Some(hStream))
+    })
+}
+
+/// `cuMemsetD32Async`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemsetD32Async(
+    dstDevice: CUdeviceptr,
+    ui: c_uint,
+    N: usize,
+    hStream: CUstream,
+) -> CUresult {
+    call("cuMemsetD32Async", || {
+        memset(dstDevice, ui, 4, N, Some(hStream))
+    })
+}

@@ -1,0 +1,215 @@
+//! Device queries: count, name, memory, attributes, UUID, peer access.
+
+use std::ffi::{c_char, c_int};
+
+use cudarc::driver::sys::{CUdevice, CUresult, CUuuid};
+
+use crate::entry::{CuErr, CuResult, call, invalid, non_null, put};
+use crate::state::{Driver, driver};
+
+/// Bytes of shared memory per block (the host platform's limit, also the opt-in limit).
+pub(crate) const SHARED_PER_BLOCK: i32 = 48 * 1024;
+
+impl Driver {
+    /// `dev` as an ordinal, or `CUDA_ERROR_INVALID_DEVICE`.
+    pub(crate) fn device(&self, dev: CUdevice) -> CuResult<usize> {
+        usize::try_from(dev)
+            .ok()
+            .filter(|&d| d < self.device_count)
+            .ok_or_else(|| {
+                CuErr::new(
+                    CUresult::CUDA_ERROR_INVALID_DEVICE,
+                    format!(
+                        "device {dev} does not exist: there are {} (STREAMEXEC_CUDA_DEVICES)",
+                        self.device_count
+                    ),
+                )
+            })
+    }
+
+    /// Total memory each device reports: the machine's.
+    pub(crate) fn total_memory(&self) -> u64 {
+        self.exec.description().total_memory
+    }
+
+    fn attribute(&self, attr: u32) -> Option<i32> {
+        let d = self.exec.description();
+        let v = match attr {
+            1 => 1024,                                          // max threads per block
+            2 | 3 => 1024,                                      // max block dim x, y
+            4 => 64,                                            // max block dim z
+            5 => i32::MAX,                                      // max grid dim x
+            6 | 7 => 65535,                                     // max grid dim y, z
+            8 => SHARED_PER_BLOCK,                              // shared memory per block
+            9 => 64 * 1024,                                     // total constant memory
+            10 => 32,                                           // warp size
+            11 => i32::MAX,                                     // max pitch
+            12 | 82 => 65536,                                   // registers per block / SM
+            13 => d.clock_rate_khz.unwrap_or(1_000_000) as i32, // clock rate (kHz)
+            14 | 30 => 512,                                     // texture / surface alignment
+            15 | 31 | 40 => 1, // overlap, concurrent kernels, copy engines
+            16 => d.compute_units.max(1) as i32, // multiprocessors
+            18 | 19 | 41 => 1, // integrated, map host memory, unified addressing
+            33 => 0,           // PCI bus id (set per device by the caller)
+            36 => 1_000_000,   // memory clock (kHz)
+            37 => 64,          // memory bus width
+            38 => 4 * 1024 * 1024, // L2 cache
+            39 => 2048,        // threads per SM
+            75 => self.cc.0 as i32, // compute capability major
+            76 => self.cc.1 as i32, // compute capability minor
+            79 | 80 => 1,      // L1 caches
+            81 => 2 * SHARED_PER_BLOCK, // shared memory per SM
+            86 => 1,           // host-native atomics (mapped memory)
+            87 => 2,           // single/double perf ratio
+            97 => SHARED_PER_BLOCK, // shared per block, opt-in
+            99 => 1,           // host register (for copies)
+            106 => 32,         // blocks per SM
+            // Everything else (textures, surfaces, managed memory, memory pools, cooperative
+            // launch, stream memory operations, ...) is not offered: 0.
+            1..=150 => 0,
+            _ => return None,
+        };
+        Some(v)
+    }
+}
+
+/// `cuDeviceGet`.
+///
+/// # Safety
+/// `device` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CUresult {
+    call("cuDeviceGet", || {
+        let d = driver()?.device(ordinal)?;
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(device, d as CUdevice, "device") }
+    })
+}
+
+/// `cuDeviceGetCount`.
+///
+/// # Safety
+/// `count` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
+    call("cuDeviceGetCount", || {
+        let n = driver()?.device_count as c_int;
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(count, n, "count") }
+    })
+}
+
+/// `cuDeviceGetName`: at most `len` bytes, NUL-terminated.
+///
+/// # Safety
+/// `name` is null or valid for writes of `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) -> CUresult {
+    call("cuDeviceGetName", || {
+        let drv = driver()?;
+        let d = drv.device(dev)?;
+        non_null(name, "name")?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l > 0)
+            .ok_or_else(|| invalid(format!("len must be positive, got {len}")))?;
+        let text = format!(
+            "streamexec CPU device {d} (sm_{}{}, PTX engine on {})",
+            drv.cc.0,
+            drv.cc.1,
+            drv.exec.description().name
+        );
+        let n = text.len().min(len - 1);
+        // SAFETY: `name` has `len` > `n` bytes (the caller's contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), name.cast::<u8>(), n);
+            name.add(n).write(0);
+        }
+        Ok(())
+    })
+}
+
+/// `cuDeviceTotalMem_v2`.
+///
+/// # Safety
+/// `bytes` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -> CUresult {
+    call("cuDeviceTotalMem_v2", || {
+        let drv = driver()?;
+        drv.device(dev)?;
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(bytes, drv.total_memory() as usize, "bytes") }
+    })
+}
+
+/// `cuDeviceGetAttribute`: every attribute of CUDA 12 has a value; unknown numbers are
+/// `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+/// `pi` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    pi: *mut c_int,
+    attrib: u32,
+    dev: CUdevice,
+) -> CUresult {
+    call("cuDeviceGetAttribute", || {
+        let drv = driver()?;
+        let d = drv.device(dev)?;
+        let v = match attrib {
+            33 => d as i32,
+            a => drv
+                .attribute(a)
+                .ok_or_else(|| invalid(format!("{a} is not a CUdevice_attribute")))?,
+        };
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(pi, v, "pi") }
+    })
+}
+
+/// `cuDeviceGetUuid`: a fixed UUID per ordinal.
+///
+/// # Safety
+/// `uuid` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
+    call("cuDeviceGetUuid", || {
+        let d = driver()?.device(dev)?;
+        let mut bytes = *b"streamexec-cpu\0\0";
+        bytes[15] = d as u8;
+        let id = CUuuid {
+            bytes: bytes.map(|b| b as c_char),
+        };
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(uuid, id, "uuid") }
+    })
+}
+
+/// `cuDeviceGetUuid_v2`: as `cuDeviceGetUuid`.
+///
+/// # Safety
+/// `uuid` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
+    // SAFETY: same contract.
+    unsafe { cuDeviceGetUuid(uuid, dev) }
+}
+
+/// `cuDeviceCanAccessPeer`: every pair of distinct devices can (one address space).
+///
+/// # Safety
+/// `canAccessPeer` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceCanAccessPeer(
+    canAccessPeer: *mut c_int,
+    dev: CUdevice,
+    peerDev: CUdevice,
+) -> CUresult {
+    call("cuDeviceCanAccessPeer", || {
+        let drv = driver()?;
+        let (a, b) = (drv.device(dev)?, drv.device(peerDev)?);
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(canAccessPeer, c_int::from(a != b), "canAccessPeer") }
+    })
+}

@@ -1,0 +1,371 @@
+//! `cuLaunchKernel`: the geometry and shared memory are checked against the device's limits,
+//! the parameters are read with the sizes of the PTX entry's `.param` list (from
+//! `kernelParams`, one pointer per parameter, or from one `extra` buffer laid out with each
+//! parameter at its aligned offset), and the launch is enqueued on the stream.
+
+use std::ffi::{c_int, c_uint, c_void};
+
+use cudarc::driver::sys::{CUfunction, CUresult, CUstream};
+use streamexec::{ArgList, BlockDim, SharedMemory, ThreadDim};
+
+use crate::device::SHARED_PER_BLOCK;
+use crate::entry::{CuErr, CuResult, call, invalid, put};
+use crate::module::function;
+use crate::stream::resolve_in;
+
+/// `CU_LAUNCH_PARAM_END`, `CU_LAUNCH_PARAM_BUFFER_POINTER`, `CU_LAUNCH_PARAM_BUFFER_SIZE`.
+const PARAM_END: usize = 0;
+const PARAM_BUFFER_POINTER: usize = 1;
+const PARAM_BUFFER_SIZE: usize = 2;
+
+/// Offsets of each parameter in a packed buffer, and the buffer's size.
+fn layout(entry: &streamexec::ptx::PtxEntry) -> (Vec<(usize, usize, usize)>, usize) {
+    let mut at = 0usize;
+    let mut v = Vec::new();
+    for p in &entry.params {
+        let (size, align) = (p.size() as usize, (p.align as usize).max(1));
+        at = at.next_multiple_of(align);
+        v.push((at, size, align));
+        at += size;
+    }
+    (v, at)
+}
+
+/// The argument list from `kernelParams` or `extra`.
+///
+/// # Safety
+/// As `cuLaunchKernel`'s contract: each parameter pointer is valid for its parameter's size;
+/// `extra` is a `CU_LAUNCH_PARAM_END`-terminated list whose buffer holds the given size.
+unsafe fn arguments(
+    entry: &streamexec::ptx::PtxEntry,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult<ArgList> {
+    let (slots, total) = layout(entry);
+    let mut args = ArgList::new();
+    if !params.is_null() && !extra.is_null() {
+        return Err(invalid("pass kernelParams or extra, not both"));
+    }
+    if !params.is_null() {
+        for (i, &(_, size, align)) in slots.iter().enumerate() {
+            // SAFETY: the caller's contract: one pointer per parameter.
+            let p = unsafe { *params.add(i) };
+            if p.is_null() {
+                return Err(invalid(format!(
+                    "kernelParams[{i}] (parameter `{}`) is NULL",
+                    entry.params[i].name
+                )));
+            }
+            // SAFETY: the caller's contract: `p` is valid for the parameter's size.
+            let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size) };
+            args = args.arg_bytes(bytes, align);
+        }
+        return Ok(args);
+    }
+    if extra.is_null() {
+        if slots.is_empty() {
+            return Ok(args);
+        }
+        return Err(invalid(format!(
+            "kernel `{}` takes {} parameter(s), and both kernelParams and extra are NULL",
+            entry.name,
+            slots.len()
+        )));
+    }
+    let (mut buf, mut size) = (None, None);
+    for i in (0..).step_by(2) {
+        // SAFETY: the caller's contract: pairs up to CU_LAUNCH_PARAM_END.
+        let key = unsafe { *extra.add(i) } as usize;
+        match key {
+            PARAM_END => break,
+            PARAM_BUFFER_POINTER => {
+                // SAFETY: as above.
+                buf = Some(unsafe { *extra.add(i + 1) });
+            }
+            PARAM_BUFFER_SIZE => {
+                // SAFETY: as above; the value points to a size_t.
+                let p = unsafe { *extra.add(i + 1) }.cast::<usize>();
+                if p.is_null() {
+                    return Err(invalid("CU_LAUNCH_PARAM_BUFFER_SIZE points to NULL"));
+                }
+                // SAFETY: non-null, the caller's contract.
+                size = Some(unsafe { p.read_unaligned() });
+            }
+            other => return Err(invalid(format!("extra holds unknown key {other:#x}"))),
+        }
+        if i > 64 {
+            return Err(invalid("extra is not terminated by CU_LAUNCH_PARAM_END"));
+        }
+    }
+    let (Some(buf), Some(size)) = (buf, size) else {
+        return Err(invalid(
+            "extra needs CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE",
+        ));
+    };
+    if size != total {
+        return Err(invalid(format!(
+            "the parameter buffer has {size} bytes; kernel `{}` takes {total}",
+            entry.name
+        )));
+    }
+    if buf.is_null() && total > 0 {
+        return Err(invalid("CU_LAUNCH_PARAM_BUFFER_POINTER is NULL"));
+    }
+    for &(off, len, align) in &slots {
+        // SAFETY: the caller's contract: the buffer holds `size` == `total` bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>().add(off), len) };
+        args = args.arg_bytes(bytes, align);
+    }
+    Ok(args)
+}
+
+fn check_geometry(
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared: c_uint,
+    max_shared: i32,
+) -> CuResult<()> {
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(invalid(format!(
+            "a zero dimension: grid {grid:?}, block {block:?}"
+        )));
+    }
+    let limits = [1024, 1024, 64];
+    let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
+    if block.iter().zip(limits).any(|(&b, l)| b > l) || threads > 1024 {
+        return Err(invalid(format!(
+            "block {block:?} exceeds the device's limits (1024 × 1024 × 64, 1024 threads)"
+        )));
+    }
+    if grid[0] > i32::MAX as u32 || grid[1] > 65535 || grid[2] > 65535 {
+        return Err(invalid(format!(
+            "grid {grid:?} exceeds the device's limits (2147483647 × 65535 × 65535)"
+        )));
+    }
+    if shared as i64 > i64::from(max_shared.min(SHARED_PER_BLOCK)) {
+        return Err(invalid(format!(
+            "{shared} bytes of dynamic shared memory exceed the kernel's limit of {max_shared} \
+             (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)"
+        )));
+    }
+    Ok(())
+}
+
+/// `cuLaunchKernel`.
+///
+/// # Safety
+/// `kernelParams` holds one valid pointer per kernel parameter, or `extra` is a valid
+/// `CU_LAUNCH_PARAM_END`-terminated list; the memory they point to is read before return.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuLaunchKernel(
+    f: CUfunction,
+    gridDimX: c_uint,
+    gridDimY: c_uint,
+    gridDimZ: c_uint,
+    blockDimX: c_uint,
+    blockDimY: c_uint,
+    blockDimZ: c_uint,
+    sharedMemBytes: c_uint,
+    hStream: CUstream,
+    kernelParams: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    call("cuLaunchKernel", || {
+        let (ctx, func) = function(f)?;
+        let s = resolve_in(&ctx, hStream)?;
+        let (grid, block) = (
+            [gridDimX, gridDimY, gridDimZ],
+            [blockDimX, blockDimY, blockDimZ],
+        );
+        check_geometry(grid, block, sharedMemBytes, *func.max_dynamic_shared.lock())?;
+        // SAFETY: the caller's contract.
+        let mut args = unsafe { arguments(&func.entry, kernelParams, extra)? };
+        if sharedMemBytes > 0 {
+            args = args.arg(SharedMemory::<u8>::new(sharedMemBytes as usize));
+        }
+        let kernel = &func.kernel;
+        s.enqueue(&ctx, |se| {
+            se.then_launch_untyped(
+                ThreadDim::new(block[0], block[1], block[2]),
+                BlockDim::new(grid[0], grid[1], grid[2]),
+                kernel,
+                &args,
+            );
+        })
+        .map_err(|e| {
+            if e.code == CUresult::CUDA_ERROR_INVALID_VALUE {
+                CuErr::new(
+                    e.code,
+                    format!("launching `{}`: {}", func.entry.name, e.detail),
+                )
+            } else {
+                e
+            }
+        })
+    })
+}
+
+/// Blocks of `block_size` threads and `shared` dynamic bytes one multiprocessor holds (2048
+/// threads, 32 blocks and 96 KiB of shared memory per multiprocessor, as the attributes say).
+fn blocks_per_sm(block_size: c_int, shared: usize) -> CuResult<c_int> {
+    if !(1..=1024).contains(&block_size) {
+        return Err(invalid(format!(
+            "blockSize {block_size} is not in 1..=1024"
+        )));
+    }
+    let by_threads = 2048 / block_size;
+    let by_shared = if shared == 0 {
+        32
+    } else {
+        (2 * SHARED_PER_BLOCK as usize / shared) as c_int
+    };
+    Ok(by_threads.min(32).min(by_shared))
+}
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+///
+/// # Safety
+/// `numBlocks` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+    numBlocks: *mut c_int,
+    func: CUfunction,
+    blockSize: c_int,
+    dynamicSMemSize: usize,
+) -> CUresult {
+    call("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
+        function(func)?;
+        let n = blocks_per_sm(blockSize, dynamicSMemSize)?;
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(numBlocks, n, "numBlocks") }
+    })
+}
+
+/// `cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`: the flags change nothing here.
+///
+/// # Safety
+/// `numBlocks` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    numBlocks: *mut c_int,
+    func: CUfunction,
+    blockSize: c_int,
+    dynamicSMemSize: usize,
+    flags: c_uint,
+) -> CUresult {
+    if flags > 1 {
+        return call(
+            "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+            || {
+                Err(invalid(format!(
+                    "{flags:#x} is not a CUoccupancy_flags value"
+                )))
+            },
+        );
+    }
+    // SAFETY: same contract.
+    unsafe {
+        cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize)
+    }
+}
+
+/// `cuOccupancyMaxPotentialBlockSize`: the largest block (up to `blockSizeLimit`) with the
+/// highest occupancy; the per-size shared-memory callback is honoured.
+///
+/// # Safety
+/// The out pointers are null or valid for writes; the callback is null or callable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
+    minGridSize: *mut c_int,
+    blockSize: *mut c_int,
+    func: CUfunction,
+    blockSizeToDynamicSMemSize: cudarc::driver::sys::CUoccupancyB2DSize,
+    dynamicSMemSize: usize,
+    blockSizeLimit: c_int,
+) -> CUresult {
+    call("cuOccupancyMaxPotentialBlockSize", || {
+        function(func)?;
+        let limit = if blockSizeLimit <= 0 {
+            1024
+        } else {
+            blockSizeLimit.min(1024)
+        };
+        let mut best = (0, 32);
+        for size in (32..=limit).rev().step_by(32) {
+            let shared = match blockSizeToDynamicSMemSize {
+                // SAFETY: the caller's callback, called with a block size as CUDA does.
+                Some(f) => unsafe { f(size) },
+                None => dynamicSMemSize,
+            };
+            if shared > SHARED_PER_BLOCK as usize {
+                continue;
+            }
+            let threads = blocks_per_sm(size, shared)? * size;
+            if threads > best.0 {
+                best = (threads, size);
+            }
+        }
+        let sms = crate::state::driver()?
+            .exec
+            .description()
+            .compute_units
+            .max(1) as c_int;
+        let per_sm = blocks_per_sm(best.1, dynamicSMemSize.min(SHARED_PER_BLOCK as usize))?;
+        // SAFETY: the caller's out-pointers.
+        unsafe {
+            put(minGridSize, per_sm.max(1) * sms, "minGridSize")?;
+            put(blockSize, best.1, "blockSize")
+        }
+    })
+}
+
+/// `cuOccupancyMaxPotentialBlockSizeWithFlags`: the flags change nothing here.
+///
+/// # Safety
+/// As `cuOccupancyMaxPotentialBlockSize`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
+    minGridSize: *mut c_int,
+    blockSize: *mut c_int,
+    func: CUfunction,
+    blockSizeToDynamicSMemSize: cudarc::driver::sys::CUoccupancyB2DSize,
+    dynamicSMemSize: usize,
+    blockSizeLimit: c_int,
+    flags: c_uint,
+) -> CUresult {
+    let _ = flags;
+    // SAFETY: same contract.
+    unsafe {
+        cuOccupancyMaxPotentialBlockSize(
+            minGridSize,
+            blockSize,
+            func,
+            blockSizeToDynamicSMemSize,
+            dynamicSMemSize,
+            blockSizeLimit,
+        )
+    }
+}
+
+/// `cuOccupancyAvailableDynamicSMemPerBlock`.
+///
+/// # Safety
+/// `dynamicSmemSize` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
+    dynamicSmemSize: *mut usize,
+    func: CUfunction,
+    numBlocks: c_int,
+    blockSize: c_int,
+) -> CUresult {
+    call("cuOccupancyAvailableDynamicSMemPerBlock", || {
+        function(func)?;
+        blocks_per_sm(blockSize, 0)?;
+        if numBlocks <= 0 {
+            return Err(invalid(format!("numBlocks {numBlocks} must be positive")));
+        }
+        let per_block = (2 * SHARED_PER_BLOCK / numBlocks).min(SHARED_PER_BLOCK);
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(dynamicSmemSize, per_block as usize, "dynamicSmemSize") }
+    })
+}

@@ -1,0 +1,447 @@
+//! The process-wide address map (unified addressing: device and mapped host memory share one
+//! address space, as on 64-bit CUDA) and allocation.
+//!
+//! Every device range a call names must lie inside one live region of the map, else the call
+//! is `CUDA_ERROR_INVALID_VALUE`: device memory (`cuMemAlloc`), mapped pinned host memory
+//! (`cuMemHostAlloc`: its host pointer is its device pointer), or a module's global once
+//! `cuModuleGetGlobal` has named it. Memory registered with `cuMemHostRegister` is pinned for
+//! copies only: kernels on the CPU engine reach only memory the engine allocated, so
+//! `CU_MEMHOSTREGISTER_DEVICEMAP` is refused.
+
+use std::collections::BTreeMap;
+use std::ffi::{c_uint, c_void};
+use std::sync::Arc;
+
+use cudarc::driver::sys::{CUdeviceptr, CUresult};
+use parking_lot::RwLock;
+use streamexec::{DeviceMemory, DeviceSlice, Kernel, UnifiedMemory};
+
+use crate::context::current;
+use crate::entry::{CuErr, CuResult, call, invalid, non_null, put};
+use crate::state::driver;
+
+/// What backs a region.
+pub(crate) enum Backing {
+    Device(DeviceMemory<u8>),
+    Host {
+        mem: UnifiedMemory<u8>,
+        flags: c_uint,
+    },
+    /// A module-scope variable (found through one of the module's kernels).
+    Global {
+        kernel: Kernel,
+        name: String,
+        module: usize,
+    },
+}
+
+/// One live range of the address map.
+pub(crate) struct Region {
+    pub(crate) base: u64,
+    pub(crate) bytes: u64,
+    pub(crate) ctx: usize,
+    pub(crate) device: usize,
+    pub(crate) backing: Backing,
+}
+
+impl Region {
+    /// `[addr, addr + len)` of this region as a slice the host platform checks again.
+    pub(crate) fn slice(&self, addr: u64, len: u64) -> CuResult<DeviceSlice<'_, u8>> {
+        let off = (addr - self.base) as usize;
+        let range = off..off + len as usize;
+        let whole = match &self.backing {
+            Backing::Device(m) => m.as_slice(),
+            Backing::Host { mem, .. } => mem.as_device().as_slice(),
+            Backing::Global { kernel, name, .. } => {
+                kernel.module_global(name).ok_or_else(|| {
+                    CuErr::new(
+                        CUresult::CUDA_ERROR_UNKNOWN,
+                        format!("module global `{name}` vanished"),
+                    )
+                })?
+            }
+        };
+        whole
+            .slice(range)
+            .map_err(|e| CuErr::new(CUresult::CUDA_ERROR_UNKNOWN, e.to_string()))
+    }
+
+    /// True for mapped pinned host memory (the host may touch it directly).
+    pub(crate) fn is_host(&self) -> bool {
+        matches!(self.backing, Backing::Host { .. })
+    }
+}
+
+static REGIONS: RwLock<BTreeMap<u64, Arc<Region>>> = RwLock::new(BTreeMap::new());
+/// Host ranges registered with `cuMemHostRegister`: base → (bytes, flags).
+static REGISTERED: RwLock<BTreeMap<u64, (u64, c_uint)>> = RwLock::new(BTreeMap::new());
+
+/// The live region containing `addr`, if any.
+pub(crate) fn lookup(addr: u64) -> Option<Arc<Region>> {
+    let map = REGIONS.read();
+    let (_, r) = map.range(..=addr).next_back()?;
+    (addr < r.base + r.bytes.max(1)).then(|| r.clone())
+}
+
+/// The region holding all of `[addr, addr + len)` (`len` > 0), else `CUDA_ERROR_INVALID_VALUE`
+/// naming `what` and the range.
+pub(crate) fn resolve(addr: u64, len: u64, what: &str) -> CuResult<Arc<Region>> {
+    let outside = |why: String| {
+        invalid(format!(
+            "{what}: {len} bytes at {addr:#x} {why}; every device range must lie inside one live \
+             allocation"
+        ))
+    };
+    let r = lookup(addr).ok_or_else(|| outside("are not in any live allocation".into()))?;
+    let end = addr
+        .checked_add(len)
+        .ok_or_else(|| outside("wrap the address space".into()))?;
+    if end > r.base + r.bytes {
+        return Err(outside(format!(
+            "run past the end of the allocation at {:#x} ({} bytes)",
+            r.base, r.bytes
+        )));
+    }
+    Ok(r)
+}
+
+fn insert(r: Region) -> Arc<Region> {
+    let r = Arc::new(r);
+    REGIONS.write().insert(r.base, r.clone());
+    r
+}
+
+/// Registers module global `name` (at `addr`, `bytes` long) so copies can name it.
+pub(crate) fn add_global(
+    addr: u64,
+    bytes: u64,
+    ctx: usize,
+    device: usize,
+    kernel: Kernel,
+    name: &str,
+    module: usize,
+) {
+    if REGIONS.read().contains_key(&addr) {
+        return;
+    }
+    insert(Region {
+        base: addr,
+        bytes,
+        ctx,
+        device,
+        backing: Backing::Global {
+            kernel,
+            name: name.to_string(),
+            module,
+        },
+    });
+}
+
+/// Drops the map entries of module `module`'s globals.
+pub(crate) fn remove_module(module: usize) {
+    REGIONS
+        .write()
+        .retain(|_, r| !matches!(r.backing, Backing::Global { module: m, .. } if m == module));
+}
+
+/// Frees every region of context `ctx`.
+pub(crate) fn free_context(ctx: usize) {
+    REGIONS.write().retain(|_, r| r.ctx != ctx);
+}
+
+fn oom(bytes: u64, e: streamexec::Error) -> CuErr {
+    CuErr::new(
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+        format!("allocating {bytes} bytes: {e}"),
+    )
+}
+
+/// `cuMemAlloc_v2`.
+///
+/// # Safety
+/// `dptr` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
+    call("cuMemAlloc_v2", || {
+        let ctx = current()?;
+        non_null(dptr, "dptr")?;
+        if bytesize == 0 {
+            return Err(invalid("bytesize is 0"));
+        }
+        let mem = driver()?
+            .exec
+            .allocate_array::<u8>(bytesize)
+            .map_err(|e| oom(bytesize as u64, e))?;
+        let base = mem.address().raw();
+        insert(Region {
+            base,
+            bytes: bytesize as u64,
+            ctx: ctx.handle,
+            device: ctx.device,
+            backing: Backing::Device(mem),
+        });
+        // SAFETY: the caller's out-pointer (checked non-null above).
+        unsafe { put(dptr, base, "dptr") }
+    })
+}
+
+/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` returned. Work already enqueued that uses
+/// the memory still finishes safely (the host platform pins it).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
+    call("cuMemFree_v2", || {
+        current()?;
+        let mut map = REGIONS.write();
+        match map.get(&dptr) {
+            Some(r) if matches!(r.backing, Backing::Device(_)) => {
+                map.remove(&dptr);
+                Ok(())
+            }
+            _ => Err(invalid(format!(
+                "{dptr:#x} is not the start of a live cuMemAlloc allocation (freed twice, an \
+                 offset pointer, or host memory)"
+            ))),
+        }
+    })
+}
+
+/// `cuMemGetInfo_v2`: the machine's memory less what this device has allocated.
+///
+/// # Safety
+/// Each pointer is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
+    call("cuMemGetInfo_v2", || {
+        let ctx = current()?;
+        let all = driver()?.total_memory();
+        let used: u64 = REGIONS
+            .read()
+            .values()
+            .filter(|r| r.device == ctx.device && !matches!(r.backing, Backing::Global { .. }))
+            .map(|r| r.bytes)
+            .sum();
+        // SAFETY: the caller's out-pointers.
+        unsafe {
+            put(free, all.saturating_sub(used) as usize, "free")?;
+            put(total, all as usize, "total")
+        }
+    })
+}
+
+/// `cuMemGetAddressRange_v2`: the allocation containing `dptr`.
+///
+/// # Safety
+/// Each pointer is null (ignored) or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemGetAddressRange_v2(
+    pbase: *mut CUdeviceptr,
+    psize: *mut usize,
+    dptr: CUdeviceptr,
+) -> CUresult {
+    call("cuMemGetAddressRange_v2", || {
+        current()?;
+        let r = lookup(dptr)
+            .ok_or_else(|| invalid(format!("{dptr:#x} is not in any live allocation")))?;
+        // SAFETY: the caller's out-pointers, each written only when non-null.
+        unsafe {
+            if !pbase.is_null() {
+                pbase.write(r.base);
+            }
+            if !psize.is_null() {
+                psize.write(r.bytes as usize);
+            }
+        }
+        Ok(())
+    })
+}
+
+fn host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CuResult<()> {
+    let ctx = current()?;
+    non_null(pp, "pp")?;
+    if bytesize == 0 {
+        return Err(invalid("bytesize is 0"));
+    }
+    if flags & !0x7 != 0 {
+        return Err(invalid(format!(
+            "{flags:#x} is not a valid set of CU_MEMHOSTALLOC flags (PORTABLE, DEVICEMAP, \
+             WRITECOMBINED)"
+        )));
+    }
+    let mem = driver()?
+        .exec
+        .allocate_unified::<u8>(bytesize)
+        .map_err(|e| oom(bytesize as u64, e))?;
+    let host = mem.host_ptr();
+    let base = mem.ptr().address().raw();
+    debug_assert_eq!(base, host as u64, "host memory is its own device address");
+    insert(Region {
+        base,
+        bytes: bytesize as u64,
+        ctx: ctx.handle,
+        device: ctx.device,
+        backing: Backing::Host { mem, flags },
+    });
+    // SAFETY: the caller's out-pointer (checked non-null above).
+    unsafe { put(pp, host.cast::<c_void>(), "pp") }
+}
+
+/// `cuMemHostAlloc`: pinned host memory, always mapped (its address is also its device
+/// address).
+///
+/// # Safety
+/// `pp` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemHostAlloc(
+    pp: *mut *mut c_void,
+    bytesize: usize,
+    Flags: c_uint,
+) -> CUresult {
+    call("cuMemHostAlloc", || host_alloc(pp, bytesize, Flags))
+}
+
+/// `cuMemAllocHost_v2`: `cuMemHostAlloc` with no flags.
+///
+/// # Safety
+/// `pp` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAllocHost_v2(pp: *mut *mut c_void, bytesize: usize) -> CUresult {
+    call("cuMemAllocHost_v2", || host_alloc(pp, bytesize, 0))
+}
+
+/// `cuMemFreeHost`: `p` must be what `cuMemHostAlloc` returned.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
+    call("cuMemFreeHost", || {
+        current()?;
+        let mut map = REGIONS.write();
+        match map.get(&(p as u64)) {
+            Some(r) if r.is_host() => {
+                map.remove(&(p as u64));
+                Ok(())
+            }
+            _ => Err(invalid(format!(
+                "{p:p} is not the start of live cuMemHostAlloc memory"
+            ))),
+        }
+    })
+}
+
+/// `cuMemHostGetDevicePointer_v2`: the device address of mapped pinned memory (the same
+/// address).
+///
+/// # Safety
+/// `pdptr` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
+    pdptr: *mut CUdeviceptr,
+    p: *mut c_void,
+    Flags: c_uint,
+) -> CUresult {
+    call("cuMemHostGetDevicePointer_v2", || {
+        current()?;
+        if Flags != 0 {
+            return Err(invalid(format!("Flags must be 0, got {Flags}")));
+        }
+        match lookup(p as u64) {
+            Some(r) if r.is_host() => {}
+            _ if registered(p as u64, 1).is_some() => {
+                return Err(invalid(
+                    "memory registered with cuMemHostRegister is not mapped on the CPU driver \
+                     (kernels reach only memory it allocated); use cuMemHostAlloc",
+                ));
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "{p:p} is not in mapped pinned memory from cuMemHostAlloc"
+                )));
+            }
+        }
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(pdptr, p as u64, "pdptr") }
+    })
+}
+
+/// `cuMemHostGetFlags`.
+///
+/// # Safety
+/// `pFlags` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemHostGetFlags(pFlags: *mut c_uint, p: *mut c_void) -> CUresult {
+    call("cuMemHostGetFlags", || {
+        current()?;
+        let flags = match lookup(p as u64).as_deref() {
+            Some(Region {
+                backing: Backing::Host { flags, .. },
+                ..
+            }) => *flags,
+            _ => registered(p as u64, 1)
+                .map(|(_, f)| f)
+                .ok_or_else(|| invalid(format!("{p:p} is not pinned host memory")))?,
+        };
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(pFlags, flags, "pFlags") }
+    })
+}
+
+/// The registration holding `[addr, addr + len)`, if any: (base, flags).
+pub(crate) fn registered(addr: u64, len: u64) -> Option<(u64, c_uint)> {
+    let map = REGISTERED.read();
+    let (&base, &(bytes, flags)) = map.range(..=addr).next_back()?;
+    (addr + len <= base + bytes).then_some((base, flags))
+}
+
+/// `cuMemHostRegister_v2`: pins `[p, p + bytesize)` for copies. `CU_MEMHOSTREGISTER_DEVICEMAP`
+/// is refused (`CUDA_ERROR_NOT_SUPPORTED`): the CPU engine's kernels reach only memory it
+/// allocated.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, Flags: c_uint) -> CUresult {
+    call("cuMemHostRegister_v2", || {
+        current()?;
+        non_null(p, "p")?;
+        if bytesize == 0 || Flags & !0xf != 0 {
+            return Err(invalid(format!(
+                "bytesize {bytesize} and Flags {Flags:#x}: give a non-empty range and \
+                 CU_MEMHOSTREGISTER flags"
+            )));
+        }
+        if Flags & 0x2 != 0 {
+            return Err(CuErr::new(
+                CUresult::CUDA_ERROR_NOT_SUPPORTED,
+                "CU_MEMHOSTREGISTER_DEVICEMAP: kernels on the CPU driver reach only memory it \
+                 allocated; use cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)",
+            ));
+        }
+        let (start, end) = (p as u64, p as u64 + bytesize as u64);
+        let mut map = REGISTERED.write();
+        let overlaps = map
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&b, &(n, _))| b + n > start);
+        if overlaps || lookup(start).is_some() {
+            return Err(CuErr::new(
+                CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                format!("{bytesize} bytes at {p:p} overlap pinned memory"),
+            ));
+        }
+        map.insert(start, (bytesize as u64, Flags));
+        Ok(())
+    })
+}
+
+/// `cuMemHostUnregister`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
+    call("cuMemHostUnregister", || {
+        current()?;
+        REGISTERED
+            .write()
+            .remove(&(p as u64))
+            .map(|_| ())
+            .ok_or_else(|| {
+                CuErr::new(
+                    CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                    format!("{p:p} is not the start of a cuMemHostRegister range"),
+                )
+            })
+    })
+}

@@ -1,0 +1,486 @@
+//! Modules and functions: PTX text loaded through the host platform's PTX engine.
+//!
+//! Loading decodes every `.entry` of the module at once (as the JIT compiles the whole
+//! module), so an instruction the engine does not run is a load error naming its PTX line,
+//! written into the caller's `CU_JIT_ERROR_LOG_BUFFER`. Cubins and fatbins (ELF or fatbin
+//! magic) are `CUDA_ERROR_NO_BINARY_FOR_GPU`: there is no GPU code to run here.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::sync::Arc;
+
+use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUresult};
+use parking_lot::Mutex;
+use streamexec::ptx::{PtxEntry, parse_entries};
+use streamexec::{Kernel, MultiKernelLoaderSpec};
+
+use crate::context::{Context, current};
+use crate::device::SHARED_PER_BLOCK;
+use crate::entry::{CuErr, CuResult, bad_handle, call, invalid, non_null, put};
+use crate::state::{Driver, driver};
+
+/// A loaded module.
+pub(crate) struct Module {
+    pub(crate) handle: usize,
+    pub(crate) ctx: usize,
+    /// Kernels by entry name.
+    kernels: HashMap<String, (Kernel, PtxEntry)>,
+    /// Function handles handed out, by name (one handle per name, as CUDA does).
+    functions: Mutex<HashMap<String, usize>>,
+    /// The `.version` of the PTX (major * 10 + minor).
+    ptx_version: i32,
+}
+
+/// A kernel of a module.
+pub(crate) struct Function {
+    pub(crate) handle: usize,
+    pub(crate) ctx: usize,
+    pub(crate) module: usize,
+    pub(crate) kernel: Kernel,
+    pub(crate) entry: PtxEntry,
+    ptx_version: i32,
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
+    pub(crate) max_dynamic_shared: Mutex<i32>,
+}
+
+/// Removes `m`, its functions and its globals from the tables.
+pub(crate) fn unload(drv: &Driver, m: &Module) {
+    drv.modules.remove(m.handle);
+    for (_, h) in m.functions.lock().drain() {
+        drv.functions.remove(h);
+    }
+    crate::memory::remove_module(m.handle);
+}
+
+/// Writes `text` into the caller's JIT log buffer options (error or info), and the length
+/// written back into the size option, as the driver does.
+///
+/// # Safety
+/// `options`/`values` are null or hold `n` entries; buffers are valid for their given sizes.
+unsafe fn write_logs(n: c_uint, options: *mut CUjit_option, values: *mut *mut c_void, error: &str) {
+    if n == 0 || options.is_null() || values.is_null() {
+        return;
+    }
+    // SAFETY: `n` entries each (the caller's contract). Options are read as integers, so a
+    // value outside the enum is ignored rather than undefined.
+    let (opts, vals) = unsafe {
+        (
+            std::slice::from_raw_parts(options.cast::<u32>(), n as usize),
+            std::slice::from_raw_parts_mut(values, n as usize),
+        )
+    };
+    for (buf_opt, size_opt, text) in [(5u32, 6u32, error), (3, 4, "")] {
+        let (Some(b), Some(s)) = (
+            opts.iter().position(|&o| o == buf_opt),
+            opts.iter().position(|&o| o == size_opt),
+        ) else {
+            continue;
+        };
+        let (buf, size) = (vals[b].cast::<u8>(), vals[s] as usize);
+        if buf.is_null() || size == 0 {
+            continue;
+        }
+        let k = text.len().min(size - 1);
+        // SAFETY: the buffer has `size` > `k` bytes (the caller's contract).
+        unsafe {
+            std::ptr::copy_nonoverlapping(text.as_ptr(), buf, k);
+            buf.add(k).write(0);
+        }
+        vals[s] = (k + 1) as *mut c_void;
+    }
+}
+
+fn ptx_error(detail: String) -> CuErr {
+    CuErr::new(CUresult::CUDA_ERROR_INVALID_PTX, detail)
+}
+
+/// The `.target sm_NN` and `.version` of `text`.
+fn header(text: &str) -> (Option<(u32, u32)>, i32) {
+    let mut target = None;
+    let mut version = 0;
+    for line in text.lines().map(str::trim) {
+        if let Some(t) = line.strip_prefix(".target") {
+            let sm = t
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .find_map(|w| w.strip_prefix("sm_"));
+            if let Some(n) = sm.and_then(|s| {
+                s.trim_end_matches(|c: char| c.is_alphabetic())
+                    .parse::<u32>()
+                    .ok()
+            }) {
+                target = Some((n / 10, n % 10));
+            }
+        } else if let Some(v) = line.strip_prefix(".version") {
+            if let Some((a, b)) = v.trim().split_once('.') {
+                version = a.parse::<i32>().unwrap_or(0) * 10 + b.parse::<i32>().unwrap_or(0);
+            }
+        }
+        if line.starts_with(".entry") || line.starts_with(".visible") {
+            break;
+        }
+    }
+    (target, version)
+}
+
+/// Loads a module image (PTX text, NUL-terminated) into `ctx`.
+fn load(ctx: &Context, image: &[u8]) -> CuResult<Module> {
+    let drv = driver()?;
+    if image.starts_with(b"\x7fELF")
+        || image.starts_with(&0xBA55_ED50u32.to_le_bytes())
+        || image.starts_with(&0x4662_43B1u32.to_le_bytes())
+    {
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
+            "the image is a cubin or fatbin (GPU machine code); the CPU driver runs PTX only: \
+             load the PTX text (nvcc -ptx, clang --cuda-device-only -S)",
+        ));
+    }
+    let text = std::str::from_utf8(image).map_err(|_| {
+        CuErr::new(
+            CUresult::CUDA_ERROR_INVALID_IMAGE,
+            "the image is neither PTX text (UTF-8) nor a known binary format",
+        )
+    })?;
+    let (target, ptx_version) = header(text);
+    if let Some(t) = target
+        && t > drv.cc
+    {
+        return Err(ptx_error(format!(
+            "the PTX targets sm_{}{}, above this device's sm_{}{} (STREAMEXEC_CUDA_CC)",
+            t.0, t.1, drv.cc.0, drv.cc.1
+        )));
+    }
+    let entries = parse_entries(text).map_err(|e| ptx_error(e.to_string()))?;
+    let mut kernels = HashMap::new();
+    for e in entries {
+        let spec = MultiKernelLoaderSpec::new(e.params.len()).add_cuda_ptx_in_memory(text, &e.name);
+        let k = drv
+            .exec
+            .get_untyped_kernel(&spec)
+            .map_err(|err| ptx_error(err.to_string()))?;
+        kernels.insert(e.name.clone(), (k, e));
+    }
+    Ok(Module {
+        handle: drv.modules.reserve(),
+        ctx: ctx.handle,
+        kernels,
+        functions: Mutex::new(HashMap::new()),
+        ptx_version,
+    })
+}
+
+/// Reads a NUL-terminated image. A PTX image ends at its NUL; a binary is recognised by its
+/// first bytes.
+///
+/// # Safety
+/// `image` points to a NUL-terminated string or to a cubin/fatbin header.
+unsafe fn image_bytes<'a>(image: *const c_void) -> &'a [u8] {
+    // SAFETY: the caller's contract; binary images start with 4 non-NUL magic bytes, read
+    // before anything else.
+    let head = unsafe { std::slice::from_raw_parts(image.cast::<u8>(), 4) };
+    if head == b"\x7fELF"
+        || head == 0xBA55_ED50u32.to_le_bytes()
+        || head == 0x4662_43B1u32.to_le_bytes()
+    {
+        return head;
+    }
+    // SAFETY: the caller's contract: PTX text is NUL-terminated.
+    unsafe { CStr::from_ptr(image.cast::<c_char>()) }.to_bytes()
+}
+
+fn register(module: Module, out: *mut CUmodule) -> CuResult<()> {
+    let drv = driver()?;
+    let h = module.handle;
+    drv.modules.insert(h, Arc::new(module));
+    // SAFETY: the caller's out-pointer (checked non-null by the callers).
+    unsafe { put(out, h as CUmodule, "module") }
+}
+
+/// `cuModuleLoadDataEx`: PTX text; the JIT log options receive the engine's message.
+///
+/// # Safety
+/// `image` is NUL-terminated PTX (or a binary header); the option arrays hold `numOptions`
+/// entries.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadDataEx(
+    module: *mut CUmodule,
+    image: *const c_void,
+    numOptions: c_uint,
+    options: *mut CUjit_option,
+    optionValues: *mut *mut c_void,
+) -> CUresult {
+    call("cuModuleLoadDataEx", || {
+        let ctx = current()?;
+        non_null(module, "module")?;
+        non_null(image, "image")?;
+        // SAFETY: the caller's contract.
+        let bytes = unsafe { image_bytes(image) };
+        match load(&ctx, bytes) {
+            Ok(m) => {
+                // SAFETY: the caller's contract for the option arrays.
+                unsafe { write_logs(numOptions, options, optionValues, "") };
+                register(m, module)
+            }
+            Err(e) => {
+                // SAFETY: as above.
+                unsafe { write_logs(numOptions, options, optionValues, &e.detail) };
+                Err(e)
+            }
+        }
+    })
+}
+
+/// `cuModuleLoadData`.
+///
+/// # Safety
+/// `image` is NUL-terminated PTX (or a binary header).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void) -> CUresult {
+    // SAFETY: same contract, no options.
+    unsafe { cuModuleLoadDataEx(module, image, 0, std::ptr::null_mut(), std::ptr::null_mut()) }
+}
+
+/// `cuModuleLoad`: a PTX file.
+///
+/// # Safety
+/// `fname` is a NUL-terminated path.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleLoad(module: *mut CUmodule, fname: *const c_char) -> CUresult {
+    call("cuModuleLoad", || {
+        let ctx = current()?;
+        non_null(module, "module")?;
+        non_null(fname, "fname")?;
+        // SAFETY: the caller's contract.
+        let path = unsafe { CStr::from_ptr(fname) }
+            .to_string_lossy()
+            .into_owned();
+        let bytes = std::fs::read(&path)
+            .map_err(|e| CuErr::new(CUresult::CUDA_ERROR_FILE_NOT_FOUND, format!("{path}: {e}")))?;
+        register(load(&ctx, &bytes)?, module)
+    })
+}
+
+/// `cuModuleLoadFatBinary`: there is no GPU code to run here.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuModuleLoadFatBinary(
+    _module: *mut CUmodule,
+    _fatCubin: *const c_void,
+) -> CUresult {
+    call("cuModuleLoadFatBinary", || {
+        current()?;
+        Err(CuErr::new(
+            CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
+            "fatbins hold GPU machine code; the CPU driver runs PTX only",
+        ))
+    })
+}
+
+/// The module of handle `h` in the current context.
+fn module_of(h: CUmodule) -> CuResult<(Arc<Context>, Arc<Module>)> {
+    let ctx = current()?;
+    let m = driver()?
+        .modules
+        .get(h as usize)
+        .ok_or_else(|| bad_handle(format!("{:#x} is not a loaded module", h as usize)))?;
+    if m.ctx != ctx.handle {
+        return Err(bad_handle("the module was loaded in another context"));
+    }
+    Ok((ctx, m))
+}
+
+/// `cuModuleUnload`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
+    call("cuModuleUnload", || {
+        let (_, m) = module_of(hmod)?;
+        unload(driver()?, &m);
+        Ok(())
+    })
+}
+
+/// `cuModuleGetFunction`.
+///
+/// # Safety
+/// `name` is NUL-terminated; `hfunc` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetFunction(
+    hfunc: *mut CUfunction,
+    hmod: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    call("cuModuleGetFunction", || {
+        let (ctx, m) = module_of(hmod)?;
+        non_null(hfunc, "hfunc")?;
+        non_null(name, "name")?;
+        // SAFETY: the caller's contract.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        let Some((kernel, entry)) = m.kernels.get(&name) else {
+            let mut have: Vec<&str> = m.kernels.keys().map(String::as_str).collect();
+            have.sort_unstable();
+            return Err(CuErr::new(
+                CUresult::CUDA_ERROR_NOT_FOUND,
+                format!(
+                    "the module has no kernel `{name}` (it has: {})",
+                    have.join(", ")
+                ),
+            ));
+        };
+        let drv = driver()?;
+        let mut fns = m.functions.lock();
+        let h = match fns.get(&name) {
+            Some(&h) => h,
+            None => {
+                let h = drv.functions.reserve();
+                drv.functions.insert(
+                    h,
+                    Arc::new(Function {
+                        handle: h,
+                        ctx: ctx.handle,
+                        module: m.handle,
+                        kernel: kernel.clone(),
+                        entry: entry.clone(),
+                        ptx_version: m.ptx_version,
+                        max_dynamic_shared: Mutex::new(SHARED_PER_BLOCK),
+                    }),
+                );
+                fns.insert(name, h);
+                h
+            }
+        };
+        // SAFETY: the caller's out-pointer (checked non-null above).
+        unsafe { put(hfunc, h as CUfunction, "hfunc") }
+    })
+}
+
+/// `cuModuleGetGlobal_v2`: address and size of a `.global`/`.const` variable (either out
+/// pointer may be NULL). The range becomes valid for copies.
+///
+/// # Safety
+/// `name` is NUL-terminated; the out pointers are null or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+    dptr: *mut CUdeviceptr,
+    bytes: *mut usize,
+    hmod: CUmodule,
+    name: *const c_char,
+) -> CUresult {
+    call("cuModuleGetGlobal_v2", || {
+        let (ctx, m) = module_of(hmod)?;
+        non_null(name, "name")?;
+        // SAFETY: the caller's contract.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_string_lossy()
+            .into_owned();
+        let found = m.kernels.values().find_map(|(k, _)| {
+            let s = k.module_global(&name)?;
+            Some((k.clone(), s.address().raw(), s.size_bytes()))
+        });
+        let Some((kernel, addr, size)) = found else {
+            return Err(CuErr::new(
+                CUresult::CUDA_ERROR_NOT_FOUND,
+                format!("the module has no global variable `{name}`"),
+            ));
+        };
+        crate::memory::add_global(addr, size, ctx.handle, ctx.device, kernel, &name, m.handle);
+        // SAFETY: the caller's out-pointers, each written only when non-null.
+        unsafe {
+            if !dptr.is_null() {
+                dptr.write(addr);
+            }
+            if !bytes.is_null() {
+                bytes.write(size as usize);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The function of handle `h` in the current context.
+pub(crate) fn function(h: CUfunction) -> CuResult<(Arc<Context>, Arc<Function>)> {
+    let ctx = current()?;
+    let f = driver()?
+        .functions
+        .get(h as usize)
+        .ok_or_else(|| bad_handle(format!("{:#x} is not a live function", h as usize)))?;
+    if f.ctx != ctx.handle {
+        return Err(bad_handle("the function belongs to another context"));
+    }
+    Ok((ctx, f))
+}
+
+/// `cuFuncGetAttribute`.
+///
+/// # Safety
+/// `pi` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetAttribute(
+    pi: *mut c_int,
+    attrib: u32,
+    hfunc: CUfunction,
+) -> CUresult {
+    call("cuFuncGetAttribute", || {
+        let (_, f) = function(hfunc)?;
+        let cc = driver()?.cc;
+        let v = match attrib {
+            0 => 1024,                         // max threads per block
+            1..=3 => 0,                        // static shared, const, local bytes
+            4 => 32,                           // registers
+            5 => f.ptx_version,                // PTX version
+            6 => (cc.0 * 10 + cc.1) as i32,    // binary version
+            7 => 0,                            // cache mode CA
+            8 => *f.max_dynamic_shared.lock(), // max dynamic shared
+            9 => -1,                           // preferred carveout
+            10..=15 => 0,                      // cluster attributes
+            a => return Err(invalid(format!("{a} is not a CUfunction_attribute"))),
+        };
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(pi, v, "pi") }
+    })
+}
+
+/// `cuFuncSetAttribute`: the dynamic shared memory limit (up to the device's 48 KiB) and the
+/// carveout hint.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFuncSetAttribute(hfunc: CUfunction, attrib: u32, value: c_int) -> CUresult {
+    call("cuFuncSetAttribute", || {
+        let (_, f) = function(hfunc)?;
+        match attrib {
+            8 if (0..=SHARED_PER_BLOCK).contains(&value) => {
+                *f.max_dynamic_shared.lock() = value;
+                Ok(())
+            }
+            8 => Err(invalid(format!(
+                "{value} bytes of dynamic shared memory: this device has {SHARED_PER_BLOCK} per block"
+            ))),
+            9 if (-1..=100).contains(&value) => Ok(()),
+            a => Err(invalid(format!("attribute {a} = {value} cannot be set"))),
+        }
+    })
+}
+
+/// `cuFuncSetCacheConfig`: accepted (no cache split on the CPU).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuFuncSetCacheConfig(hfunc: CUfunction, config: u32) -> CUresult {
+    call("cuFuncSetCacheConfig", || {
+        function(hfunc)?;
+        if config > 3 {
+            return Err(invalid(format!("{config} is not a CUfunc_cache")));
+        }
+        Ok(())
+    })
+}
+
+/// `cuFuncGetModule`.
+///
+/// # Safety
+/// `hmod` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) -> CUresult {
+    call("cuFuncGetModule", || {
+        let (_, f) = function(hfunc)?;
+        // SAFETY: the caller's out-pointer.
+        unsafe { put(hmod, f.module as CUmodule, "hmod") }
+    })
+}
