@@ -152,22 +152,19 @@ impl Elem for f64 {
 }
 
 impl CudaBlas {
-    /// A handle for the current context; `Unsupported` when libcublas is missing.
-    pub(crate) fn new() -> Result<Self> {
+    /// A handle for the current context; `Ok(None)` when libcublas is not installed (the
+    /// backend then runs its built-in BLAS kernels), `Err` when it is but cannot start.
+    pub(crate) fn new() -> Result<Option<Self>> {
         // SAFETY: only tries to dlopen the library names cudarc would use.
         if !unsafe { cb::is_culib_present() } {
-            return Err(Error::unsupported(
-                PLATFORM,
-                "then_blas_*",
-                "cuBLAS (libcublas.so) was not found; install the CUDA toolkit's cuBLAS",
-            ));
+            return Ok(None);
         }
         let mut h = std::ptr::null_mut();
         // SAFETY: writes one handle; the caller made the device's context current.
         check("cublasCreate", unsafe { cb::cublasCreate_v2(&mut h) })?;
-        Ok(CudaBlas {
+        Ok(Some(CudaBlas {
             handle: Mutex::new(h as usize),
-        })
+        }))
     }
 
     /// Runs `f` with the handle bound to stream `s`, results through device pointers.

@@ -20,8 +20,9 @@ pub(crate) struct CudaDriver {
     dev: sys::CUdevice,
     ctx: sys::CUcontext,
     ordinal: usize,
-    /// cuBLAS, created on first use (or why it cannot be).
-    blas: std::sync::OnceLock<Result<super::blas::CudaBlas>>,
+    /// cuBLAS, created on first use: `None` when libcublas is not installed (BLAS then runs
+    /// the built-in kernels), or why it cannot be.
+    blas: std::sync::OnceLock<Result<Option<super::blas::CudaBlas>>>,
 }
 
 // SAFETY: CUDA contexts and devices are process-wide handles usable from any thread.
@@ -213,12 +214,12 @@ unsafe impl Driver for CudaDriver {
     const PLATFORM: &'static str = PLATFORM;
     const HAS_BLAS: bool = true;
 
-    fn blas(&self) -> Result<&dyn crate::platform::gpu::GpuBlas> {
+    fn blas(&self) -> Result<Option<&dyn crate::platform::gpu::GpuBlas>> {
         match self.blas.get_or_init(|| {
             self.bind()?;
             super::blas::CudaBlas::new()
         }) {
-            Ok(b) => Ok(b),
+            Ok(b) => Ok(b.as_ref().map(|b| b as &dyn crate::platform::gpu::GpuBlas)),
             Err(e) => Err(e.clone()),
         }
     }

@@ -1,8 +1,9 @@
 //! The CUDA platform, on cudarc's driver API with run-time loading of libcuda: a thin driver
 //! folder under the shared CUDA-like backend (`platform/gpu/`, whose notes cover streams,
 //! events, memory and kernels). This folder holds `open`, the driver calls (`driver.rs`: the
-//! kernel image choice, NVRTC, the device description from attributes), cuBLAS (`blas.rs`)
-//! and the `CUresult` mapping (`status.rs`).
+//! kernel image choice, NVRTC, the device description from attributes), cuBLAS (`blas.rs`;
+//! where libcublas is not installed, BLAS runs the shared backend's built-in PTX kernels, see
+//! `gpu/blas.rs`) and the `CUresult` mapping (`status.rs`).
 //!
 //! # No panics from cudarc
 //!

@@ -56,18 +56,17 @@ pub(crate) type HostFn = Box<dyn FnOnce() + Send + 'static>;
 pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
     /// Platform name (`cuda`, `hip`).
     const PLATFORM: &'static str;
-    /// PTX of kernels/canned.cu (Philox fills) where the driver loads PTX.
+    /// PTX of kernels/canned.cu (Philox fills, and BLAS where there is no vendor library)
+    /// where the driver loads PTX.
     const CANNED_PTX: Option<&'static str> = None;
-    /// True when [`blas`](Self::blas) may succeed.
+    /// True when the platform has a vendor BLAS that [`blas`](Self::blas) may return.
     const HAS_BLAS: bool = false;
 
-    /// The device's vendor BLAS (created on first use); `Unsupported` where there is none.
-    fn blas(&self) -> Result<&dyn GpuBlas> {
-        Err(crate::Error::unsupported(
-            Self::PLATFORM,
-            "then_blas_*",
-            "this platform has no BLAS library",
-        ))
+    /// The device's vendor BLAS (created on first use): `Ok(None)` where the library is not
+    /// installed or the platform has none (BLAS then runs the built-in kernels of
+    /// [`CANNED_PTX`](Self::CANNED_PTX), if any), `Err` where it is installed but fails.
+    fn blas(&self) -> Result<Option<&dyn GpuBlas>> {
+        Ok(None)
     }
 
     /// Opens device `ordinal` (already range-checked against the platform's device count).

@@ -229,7 +229,9 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     }
 
     fn blas(&self) -> Option<&dyn crate::interface::BlasSupport> {
-        D::HAS_BLAS.then_some(self as &dyn crate::interface::BlasSupport)
+        // The vendor library where it is installed, else the built-in kernels (blas.rs).
+        (D::HAS_BLAS || D::CANNED_PTX.is_some())
+            .then_some(self as &dyn crate::interface::BlasSupport)
     }
 
     fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {

@@ -173,6 +173,9 @@ fn ptx_globals(ptx: &str) -> Vec<(String, usize)> {
         .collect()
 }
 
+/// A recorded launch of a built-in BLAS kernel: name, grid, block.
+pub(crate) type CannedLaunch = (String, [u32; 3], [u32; 3]);
+
 /// The simulated driver.
 pub(crate) struct MockDriver {
     pub(crate) mem: Arc<MockMemory>,
@@ -187,6 +190,12 @@ pub(crate) struct MockDriver {
     /// pointer, as with CUDA UVA).
     mapped: bool,
     device_code: Mutex<HashMap<String, DeviceCode>>,
+    /// Whether a vendor BLAS library is "installed" (`blas()` is `Some`).
+    blas_library: bool,
+    /// Built-in BLAS kernels (`se_blas_*`) launched so far, in stream order: name, grid and
+    /// block. They are recorded, not simulated (their results are tested on the host's PTX
+    /// engine: canned_blas_tests.rs and tests/canned_ptx_blas.rs).
+    pub(crate) canned_blas: Arc<Mutex<Vec<CannedLaunch>>>,
 }
 
 impl MockDriver {
@@ -201,6 +210,16 @@ impl MockDriver {
             warp: 32,
             mapped: false,
             device_code: Mutex::default(),
+            blas_library: true,
+            canned_blas: Arc::default(),
+        }
+    }
+
+    /// A device whose driver has no BLAS library installed (BLAS runs built-in kernels).
+    pub(crate) fn without_blas_library() -> Self {
+        MockDriver {
+            blas_library: false,
+            ..MockDriver::new()
         }
     }
 
@@ -251,8 +270,8 @@ unsafe impl Driver for MockDriver {
     const PLATFORM: &'static str = "mock";
     const HAS_BLAS: bool = true;
 
-    fn blas(&self) -> Result<&dyn GpuBlas> {
-        Ok(self)
+    fn blas(&self) -> Result<Option<&dyn GpuBlas>> {
+        Ok(self.blas_library.then_some(self as &dyn GpuBlas))
     }
 
     const CANNED_PTX: Option<&'static str> =
@@ -596,6 +615,7 @@ unsafe impl Driver for MockDriver {
             .map(|(&p, &n)| unsafe { std::slice::from_raw_parts(p as *const u8, n) }.to_vec())
             .collect();
         let (mem, stream) = (self.mem.clone(), self.stream(s));
+        let canned_blas = self.canned_blas.clone();
         let u32_at = |a: &[u8]| u32::from_ne_bytes(a[..4].try_into().unwrap());
         let st = stream.clone();
         if let Some(code) = self.device_code.lock().get(&f.name).cloned() {
@@ -633,6 +653,9 @@ unsafe impl Driver for MockDriver {
                 });
             }
             "sleep_ms" => std::thread::sleep(Duration::from_millis(u32_at(&args[0]) as u64)),
+            name if name.starts_with("se_blas_") => {
+                canned_blas.lock().push((name.to_string(), grid, block));
+            }
             name if name.starts_with("se_philox_") => {
                 let threads = grid[0] as u64 * block[0] as u64;
                 philox_kernel(&mem, name, &args, threads)

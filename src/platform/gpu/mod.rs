@@ -15,9 +15,10 @@
 //! | `stream.rs` | `GpuStream<D>`: the `StreamInterface` impl: async copies that hold host memory until a driver host function releases it, launches |
 //! | `event.rs` | `GpuEvent<D>`: record generations |
 //! | `kernel.rs` | cached modules and kernels with their PTX entry (when the image was PTX) |
-//! | `blas.rs`, `rng.rs` | BLAS through the driver's vendor library (cuBLAS); Philox fills from built-in PTX kernels |
+//! | `blas.rs`, `rng.rs` | BLAS through the driver's vendor library (cuBLAS), or built-in PTX kernels where it is not installed; Philox fills from built-in PTX kernels |
 //! | `status.rs` | how driver failures get a better kind (allocation → `OutOfMemory`, launch → `LaunchConfig`) |
 //! | `mock.rs`, `tests.rs`, `rpc_tests.rs` | a simulated CUDA-like driver (a thread per engine queue, freed-memory detection) and the backend's tests over it, so fences, deferred streams and event generations are tested without a GPU |
+//! | `canned_blas_tests.rs` | the built-in BLAS launches run on the host platform's PTX engine against f64 loops; the fallback's choice and stream order over the mock |
 //!
 //! # One backend, two drivers
 //!
@@ -61,7 +62,14 @@
 //!
 //! `GpuExecutor` implements `BlasSupport` through the driver's `GpuBlas` (cuBLAS on CUDA, none on
 //! HIP); the calls go through the stream's submitter, so they keep stream order in deferred mode
-//! too. `RngSupport` launches the `se_philox_*` kernels of `kernels/canned.cu` (a port of
+//! too. Where the library is not installed (`Driver::blas` is `Ok(None)`: on CUDA,
+//! `cudarc::cublas::sys::is_culib_present()` found no libcublas), BLAS runs the `se_blas_*`
+//! kernels of `kernels/canned.cu` instead, launched on the user's stream like the Philox fills
+//! (16×16-tiled GEMM, GEMV, level 1, one-block reductions; semantics and precision of the host
+//! platform's, see the kernels' notes), so the executor reports BLAS wherever it has
+//! `CANNED_PTX`. The choice is made per call when it is enqueued (the library is probed once per
+//! device); a library that is installed but fails to start is an error, not a fallback, so a
+//! broken cuBLAS is not hidden behind slower kernels. `RngSupport` launches the `se_philox_*` kernels of `kernels/canned.cu` (a port of
 //! OpenCL's `builtins.cl`, built with `-ffp-contract=off` so every double operation is `.rn` and
 //! ptxas cannot fuse) on the user's stream, where the driver loads PTX. cuRAND's own Philox uses
 //! a different mapping and is not used.
@@ -123,6 +131,8 @@ impl<D: Driver> PlatformInterface for GpuPlatform<D> {
     }
 }
 
+#[cfg(test)]
+mod canned_blas_tests;
 #[cfg(test)]
 mod mock;
 #[cfg(test)]

@@ -17,7 +17,11 @@ const THREADS: u64 = 256;
 
 impl<D: Driver> GpuExecutor<D> {
     /// The built-in kernel `name` (loaded once; the module cache holds the PTX).
-    fn builtin_kernel(&self, ptx: &str, name: &'static str) -> Result<Arc<dyn KernelInterface>> {
+    pub(super) fn builtin_kernel(
+        &self,
+        ptx: &str,
+        name: &'static str,
+    ) -> Result<Arc<dyn KernelInterface>> {
         if let Some(k) = self.builtins.lock().get(name) {
             return Ok(k.clone());
         }

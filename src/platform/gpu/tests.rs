@@ -280,7 +280,9 @@ fn philox_fills_pass_the_ptx_kernels_parameters_in_order() {
 #[test]
 fn blas_calls_run_in_stream_order_through_the_drivers_library() {
     use crate::interface::blas::Transpose;
-    let (exec, mem) = executor();
+    let drv = MockDriver::new();
+    let (mem, canned) = (drv.mem.clone(), drv.canned_blas.clone());
+    let exec = StreamExecutor::new("mock", 0, GpuExecutor::new(drv).unwrap());
     let (m, n, k) = (7usize, 5usize, 3usize);
     let a: Vec<f32> = words(11, m * k)
         .iter()
@@ -349,4 +351,6 @@ fn blas_calls_run_in_stream_order_through_the_drivers_library() {
         .unwrap_err();
     assert!(matches!(err, Error::Unsupported { .. }), "{err}");
     assert!(mem.violations.lock().is_empty());
+    // With the library installed, the built-in kernels never run.
+    assert!(canned.lock().is_empty());
 }
