@@ -97,6 +97,19 @@ impl AllocTable {
         })
     }
 
+    /// The whole allocation holding `[addr, addr + bytes)`, pinned: what a kernel that
+    /// reached the allocation through a pointer it computed keeps using.
+    pub(crate) fn resolve_whole(&self, addr: DeviceAddress, bytes: u64) -> Option<Pinned> {
+        let inner = self.resolve(addr, bytes)?;
+        let base = HostBuffer::as_ptr(&inner._alloc.buf);
+        let len = inner._alloc.bytes;
+        Some(Pinned {
+            _alloc: inner._alloc,
+            ptr: base,
+            bytes: len,
+        })
+    }
+
     pub(crate) fn bytes_in_use(&self) -> u64 {
         self.map.read().values().map(|a| a.bytes).sum()
     }

@@ -369,7 +369,7 @@ impl Warp {
                         }
                     } else {
                         let addrs = self.addresses(addr, mask);
-                        let mut res = mem::Resolver::new();
+                        let mut res = std::mem::replace(&mut self.res, mem::Resolver::new());
                         let (wid, step, gpc) = (self.id, self.step, pc);
                         {
                             let (m, race) = block_mem(sh, &mut self.local, &mut self.tparam, env);
@@ -405,6 +405,7 @@ impl Warp {
                                 }
                             }
                         }
+                        self.res = res;
                     }
                 }
                 Op::St {
@@ -417,7 +418,7 @@ impl Warp {
                     let (size, n) = (ty.bytes() as usize, *n as usize);
                     let total = size * n;
                     let addrs = self.addresses(addr, mask);
-                    let mut res = mem::Resolver::new();
+                    let mut res = std::mem::replace(&mut self.res, mem::Resolver::new());
                     let (wid, step, gpc) = (self.id, self.step, pc);
                     let (mut m, race) = block_mem(sh, &mut self.local, &mut self.tparam, env);
                     for l in lanes(mask) {
@@ -448,6 +449,7 @@ impl Warp {
                             mem::store(&mut m, advance(loc, k * size), size, v);
                         }
                     }
+                    self.res = res;
                 }
                 Op::Atom {
                     space,
@@ -460,7 +462,7 @@ impl Warp {
                 } => {
                     let size = ty.bytes() as usize;
                     let addrs = self.addresses(addr, mask);
-                    let mut res = mem::Resolver::new();
+                    let mut res = std::mem::replace(&mut self.res, mem::Resolver::new());
                     let mut olds = [0u64; WARP];
                     let (wid, step, gpc) = (self.id, self.step, pc);
                     for l in lanes(mask) {
@@ -503,6 +505,7 @@ impl Warp {
                         })?;
                         olds[l] = mem::atomic(&mut m, loc, *op, *ty, bv, cv);
                     }
+                    self.res = res;
                     if let Some(d) = d {
                         for l in lanes(mask) {
                             self.set(*d, l, ty.extend(olds[l]));

@@ -61,23 +61,32 @@ impl Launch {
         // Pin the whole allocation, so later accesses to it hit the list above.
         let whole = self
             .table
-            .resolve(crate::types::DeviceAddress::new(addr), bytes)?;
+            .resolve_whole(crate::types::DeviceAddress::new(addr), bytes)?;
         let r = range(&whole);
         extra.push(whole);
         Some(r)
     }
 }
 
-/// Resolves the lanes of one instruction, remembering the last device range hit so that
-/// neighbouring lanes skip the search.
+/// Resolves a warp's accesses, remembering the last device range hit so that neighbouring
+/// lanes and later instructions skip the search (and the launch's shared pin list, which
+/// workers would contend on). A warp keeps it for one block of one launch, which pins every
+/// range it remembers.
 pub(super) struct Resolver {
-    last: Range,
+    /// The last few ranges hit (a kernel streams through a handful of arrays), replaced in
+    /// turn.
+    ranges: [Range; RESOLVER_WAYS],
+    next: usize,
 }
+
+/// Ranges a [`Resolver`] remembers.
+const RESOLVER_WAYS: usize = 4;
 
 impl Resolver {
     pub(super) fn new() -> Self {
         Resolver {
-            last: (1, 0, std::ptr::null_mut()),
+            ranges: [(1, 0, std::ptr::null_mut()); RESOLVER_WAYS],
+            next: 0,
         }
     }
 
@@ -96,12 +105,12 @@ impl Resolver {
     ) -> Result<Loc, String> {
         if addr & (bytes - 1) == 0 {
             match space {
-                Space::Global | Space::Generic
-                    if addr >= self.last.0 && addr.wrapping_add(bytes) <= self.last.1 =>
-                {
-                    return Ok(Loc::Global(
-                        self.last.2.wrapping_add((addr - self.last.0) as usize),
-                    ));
+                Space::Global | Space::Generic => {
+                    // `checked_add`: an address near 2^64 must not wrap into a range.
+                    let end = addr.checked_add(bytes).unwrap_or(u64::MAX);
+                    if let Some(r) = self.ranges.iter().find(|r| addr >= r.0 && end <= r.1) {
+                        return Ok(Loc::Global(r.2.wrapping_add((addr - r.0) as usize)));
+                    }
                 }
                 Space::Shared if addr.saturating_add(bytes) <= m.static_shared as u64 => {
                     return Ok(Loc::Shared(addr as usize));
@@ -113,7 +122,8 @@ impl Resolver {
         if let Loc::Global(_) = loc
             && let Some(r) = l.global(addr, bytes)
         {
-            self.last = r;
+            self.ranges[self.next] = r;
+            self.next = (self.next + 1) % RESOLVER_WAYS;
         }
         Ok(loc)
     }

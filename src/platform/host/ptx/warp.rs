@@ -83,6 +83,9 @@ pub(super) struct Warp {
     /// Lanes set aside so that others can run, and for how many more instructions.
     pub(super) deferred: u32,
     pub(super) defer_left: u32,
+    /// The device range this warp's last global access hit: kept across instructions (the
+    /// launch pins it until the grid ends; a reused warp starts with none).
+    pub(super) res: super::mem::Resolver,
 }
 
 impl Warp {
@@ -108,6 +111,7 @@ impl Warp {
             spins: 0,
             deferred: 0,
             defer_left: 0,
+            res: super::mem::Resolver::new(),
         }
     }
 
@@ -152,6 +156,7 @@ impl Warp {
             spins: 0,
             deferred: 0,
             defer_left: 0,
+            res: super::mem::Resolver::new(),
         }
     }
 
