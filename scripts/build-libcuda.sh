@@ -11,4 +11,7 @@ out="$target_dir/libcuda"
 mkdir -p "$out"
 cp -f "$target_dir/release/libcuda.so" "$out/libcuda.so"
 ln -sf libcuda.so "$out/libcuda.so.1"
+# `cargo test` puts target/debug (and deps/) first on the test's library path, so a debug build
+# of the library left there would shadow this one: remove it.
+rm -f "$target_dir/debug/libcuda.so" "$target_dir/debug/deps/libcuda.so"
 cd "$out" && pwd

@@ -13,11 +13,22 @@ export HIP_PATH="${HIP_PATH:-/usr}"
 # The committed PTX must be what kernels/*.cu compile to.
 bash scripts/gen-ptx.sh --check
 
+# The CPU libcuda (libcuda/: the CUDA driver API on the host platform's PTX engine), first on
+# the library path, so the CUDA backend, cudarc and the C client run in every test run.
+libcuda_dir="$(bash scripts/build-libcuda.sh)"
+export LD_LIBRARY_PATH="$libcuda_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
+
 # The conformance suite must run on these platforms: a missing one fails instead of skipping.
-export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl}"
+export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl,cuda}"
 cargo test --all-targets
+# Two CPU CUDA devices: the multi-device paths (peer access, peer copies) of the CUDA backend.
+STREAMEXEC_CUDA_DEVICES=2 cargo test --test conformance
 cargo test --doc
 cargo test --features noop --test conformance  # + the noop template backend (unsupported.rs)
+# The library's own unit tests; then its debug build goes (it would shadow the release one).
+cargo test -p streamexec-libcuda --lib
+bash scripts/build-libcuda.sh >/dev/null
 # The HIP backend (opt-in feature): builds, links libamdhip64, and fails cleanly without a GPU.
 cargo test --features hip --test hip_platform --test examples
 
