@@ -92,20 +92,42 @@ pub const POISON_U32: u32 = 0xDEAD_BEEF;
 /// Bytes of `POISON_U32` as f32 bits: a NaN.
 pub const POISON_F32_BITS: u32 = 0x7FBA_DBAD;
 
-/// The built example `name` (built on demand when a test runs alone).
+/// The example `name`, built now with this test binary's profile and features (`cargo build`
+/// is a no-op when it is current; building every time keeps a stale binary from running).
 pub fn example(name: &str) -> std::path::PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
     // Test binaries live in target/<profile>/deps; examples in target/<profile>/examples.
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().unwrap().parent().unwrap().join("examples");
     let path = dir.join(name);
-    if !path.exists() {
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|b| b == name) {
+        let features: Vec<&str> = [
+            ("opencl", cfg!(feature = "opencl")),
+            ("cuda", cfg!(feature = "cuda")),
+            ("hip", cfg!(feature = "hip")),
+            ("noop", cfg!(feature = "noop")),
+        ]
+        .into_iter()
+        .filter_map(|(f, on)| on.then_some(f))
+        .collect();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = std::process::Command::new(cargo);
-        cmd.args(["build", "--example", name]);
+        cmd.args([
+            "build",
+            "--quiet",
+            "--example",
+            name,
+            "--no-default-features",
+        ]);
+        if !features.is_empty() {
+            cmd.args(["--features", &features.join(",")]);
+        }
         if !cfg!(debug_assertions) {
             cmd.arg("--release");
         }
         assert!(cmd.status().unwrap().success(), "building example {name}");
+        built.push(name.to_string());
     }
     path
 }
