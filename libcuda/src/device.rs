@@ -66,8 +66,7 @@ impl Driver {
             106 => 32,         // blocks per SM
             // Everything else (textures, surfaces, managed memory, memory pools, cooperative
             // launch, stream memory operations, ...) is not offered: 0.
-            1..=150 => 0,
-            _ => return None,
+            _ => return (1..=150).contains(&attr).then_some(0),
         };
         Some(v)
     }
