@@ -158,7 +158,13 @@ fn load(ctx: &Context, image: &[u8]) -> CuResult<Module> {
         let k = drv
             .exec
             .get_untyped_kernel(&spec)
-            .map_err(|err| ptx_error(err.to_string()))?;
+            .map_err(|err| match err {
+                // The engine's own words (PTX line, instruction), without the host's name.
+                streamexec::Error::KernelLoad { kernel, detail, .. } => {
+                    ptx_error(format!("kernel `{kernel}`: {detail}"))
+                }
+                other => ptx_error(other.to_string()),
+            })?;
         kernels.insert(e.name.clone(), (k, e));
     }
     Ok(Module {
