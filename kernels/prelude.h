@@ -4,6 +4,7 @@
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
+#define __constant__ __attribute__((constant))
 #define __host__ __attribute__((host))
 #define __noinline__ __attribute__((noinline))
 #define __forceinline__ __attribute__((always_inline))

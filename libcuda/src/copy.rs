@@ -4,8 +4,12 @@
 //! blocking stream's earlier work) and copy on the calling thread; device-to-device copies and
 //! memsets of device memory are enqueued on the legacy stream and return at once, as the
 //! driver API documents (memsets of pinned host memory finish before returning). Asynchronous
-//! copies touch the caller's host memory on the stream's worker when their turn comes, so that
-//! memory must stay valid until then (the driver API's rule).
+//! copies touch page-locked host memory (`cuMemHostAlloc`, `cuMemHostRegister`) on the stream's
+//! worker when their turn comes, so that memory must stay valid until then (the driver API's
+//! rule). Pageable host memory is handled as NVIDIA's driver does, which callers rely on (cudarc's
+//! safe API hands it borrowed `Vec`s): an asynchronous copy from it is staged (copied before the
+//! call returns, so the caller may reuse or free it), one to it returns only once the copy is
+//! done, and host-to-host copies are fully synchronous.
 
 use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 use std::sync::Arc;
@@ -76,31 +80,63 @@ fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> Cu
                 se.then_memcpy_d2d(a, b);
             })
         }
+        (Side::Device(dr), Side::Host) if !page_locked(src, n) => {
+            // Pageable source: staged now, as NVIDIA's driver does, so the caller may reuse it
+            // as soon as the call returns.
+            // SAFETY: the caller's contract: `src` is valid for reads of `n` bytes now.
+            let staged = unsafe { std::slice::from_raw_parts(sp.0.cast::<u8>(), n) }.to_vec();
+            s.enqueue(ctx, move |se| {
+                se.then_host_callback_with_status(move || {
+                    let dst: DeviceSlice<'_, u8> = dr.slice(dst, n as u64).map_err(as_se)?;
+                    exec.synchronous_memcpy_h2d(&staged, dst)
+                });
+            })
+        }
         (Side::Device(dr), Side::Host) => s.enqueue(ctx, move |se| {
             se.then_host_callback_with_status(move || {
                 let sp = sp;
-                // SAFETY: the driver API's rule: `src` stays valid until the copy has run.
+                // SAFETY: the driver API's rule: page-locked `src` stays valid until the copy
+                // has run.
                 let src = unsafe { std::slice::from_raw_parts(sp.0.cast::<u8>(), n) };
                 let dst: DeviceSlice<'_, u8> = dr.slice(dst, n as u64).map_err(as_se)?;
                 exec.synchronous_memcpy_h2d(src, dst)
             });
         }),
-        (Side::Host, Side::Device(sr)) => s.enqueue(ctx, move |se| {
-            se.then_host_callback_with_status(move || {
-                let dp = dp;
-                // SAFETY: the driver API's rule: `dst` stays valid until the copy has run.
-                let dst = unsafe { std::slice::from_raw_parts_mut(dp.0.cast::<u8>(), n) };
-                exec.synchronous_memcpy_d2h(sr.slice(src, n as u64).map_err(as_se)?, dst)
-            });
-        }),
-        (Side::Host, Side::Host) => s.enqueue(ctx, move |se| {
-            se.then_host_callback(move || {
-                let (dp, sp) = (dp, sp);
-                // SAFETY: the driver API's rule: both stay valid until the copy has run.
-                unsafe { std::ptr::copy(sp.0.cast::<u8>(), dp.0.cast::<u8>(), n) };
-            });
-        }),
+        (Side::Host, Side::Device(sr)) => {
+            s.enqueue(ctx, move |se| {
+                se.then_host_callback_with_status(move || {
+                    let dp = dp;
+                    // SAFETY: the driver API's rule: page-locked `dst` stays valid until the
+                    // copy has run; a pageable one until it has (the wait below).
+                    let dst = unsafe { std::slice::from_raw_parts_mut(dp.0.cast::<u8>(), n) };
+                    exec.synchronous_memcpy_d2h(sr.slice(src, n as u64).map_err(as_se)?, dst)
+                });
+            })?;
+            if page_locked(dst, n) {
+                Ok(())
+            } else {
+                // Pageable destination: the call returns once the copy is done.
+                s.synchronize(ctx)
+            }
+        }
+        (Side::Host, Side::Host) => {
+            s.enqueue(ctx, move |se| {
+                se.then_host_callback(move || {
+                    let (dp, sp) = (dp, sp);
+                    // SAFETY: both stay valid until the copy has run (the wait below).
+                    unsafe { std::ptr::copy(sp.0.cast::<u8>(), dp.0.cast::<u8>(), n) };
+                });
+            })?;
+            // Host-to-host copies are fully synchronous.
+            s.synchronize(ctx)
+        }
     }
+}
+
+/// Whether host range `[addr, addr + n)` is page-locked (registered with `cuMemHostRegister`);
+/// memory from `cuMemHostAlloc` is in the address map and never reaches here.
+fn page_locked(addr: u64, n: usize) -> bool {
+    crate::memory::registered(addr, n as u64).is_some()
 }
 
 fn as_se(e: CuErr) -> streamexec::Error {
