@@ -195,7 +195,8 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     pub fn cast<U: Pod>(&self) -> Result<DeviceSlice<'a, U>> {
         let bytes = self.len * std::mem::size_of::<T>();
         let (size, align) = (std::mem::size_of::<U>(), std::mem::align_of::<U>());
-        if size == 0 || bytes % size != 0 || self.addr.raw() % align as u64 != 0 {
+        if size == 0 || !bytes.is_multiple_of(size) || !self.addr.raw().is_multiple_of(align as u64)
+        {
             return Err(Error::invalid(
                 "DeviceSlice::cast",
                 format!(

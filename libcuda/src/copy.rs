@@ -383,7 +383,7 @@ fn memset(
     if count == 0 {
         return Ok(());
     }
-    if dst % width != 0 {
+    if !dst.is_multiple_of(width) {
         return Err(invalid(format!(
             "dstDevice {dst:#x} is not aligned to the {width}-byte element"
         )));

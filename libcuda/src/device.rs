@@ -64,10 +64,10 @@ impl Driver {
             97 => SHARED_PER_BLOCK, // shared per block, opt-in
             99 => 1,           // host register (for copies)
             106 => 32,         // blocks per SM
+            0 | 151.. => return None,
             // Everything else (textures, surfaces, managed memory, memory pools, cooperative
             // launch, stream memory operations, ...) is not offered: 0.
-            1..=150 => 0,
-            _ => return None,
+            _ => 0,
         };
         Some(v)
     }

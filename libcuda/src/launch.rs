@@ -214,11 +214,9 @@ fn blocks_per_sm(block_size: c_int, shared: usize) -> CuResult<c_int> {
         )));
     }
     let by_threads = 2048 / block_size;
-    let by_shared = if shared == 0 {
-        32
-    } else {
-        (2 * SHARED_PER_BLOCK as usize / shared) as c_int
-    };
+    let by_shared = (2 * SHARED_PER_BLOCK as usize)
+        .checked_div(shared)
+        .map_or(32, |n| n as c_int);
     Ok(by_threads.min(32).min(by_shared))
 }
 

@@ -110,10 +110,10 @@ fn header(text: &str) -> (Option<(u32, u32)>, i32) {
             }) {
                 target = Some((n / 10, n % 10));
             }
-        } else if let Some(v) = line.strip_prefix(".version") {
-            if let Some((a, b)) = v.trim().split_once('.') {
-                version = a.parse::<i32>().unwrap_or(0) * 10 + b.parse::<i32>().unwrap_or(0);
-            }
+        } else if let Some(v) = line.strip_prefix(".version")
+            && let Some((a, b)) = v.trim().split_once('.')
+        {
+            version = a.parse::<i32>().unwrap_or(0) * 10 + b.parse::<i32>().unwrap_or(0);
         }
         if line.starts_with(".entry") || line.starts_with(".visible") {
             break;

@@ -106,8 +106,8 @@ impl Resolver {
         if addr & (bytes - 1) == 0 {
             match space {
                 Space::Global | Space::Generic => {
-                    // `checked_add`: an address near 2^64 must not wrap into a range.
-                    let end = addr.checked_add(bytes).unwrap_or(u64::MAX);
+                    // Saturating: an address near 2^64 must not wrap into a range.
+                    let end = addr.saturating_add(bytes);
                     if let Some(r) = self.ranges.iter().find(|r| addr >= r.0 && end <= r.1) {
                         return Ok(Loc::Global(r.2.wrapping_add((addr - r.0) as usize)));
                     }
