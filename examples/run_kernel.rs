@@ -16,6 +16,9 @@
 //! dynamic shared memory per block: a launch attribute for PTX (`.extern .shared`), and for
 //! OpenCL C a `__local` argument after the command-line ones (the kernel's last parameter).
 //! Any error is printed on stderr and the exit status is 1 (2 for a malformed command line).
+//! `--ptx` loads on the platforms that take PTX (host's PTX engine, cuda), `--cl` on opencl; a PTX
+//! module that defines `__llvm_rpc_client` is an RPC launch, its output through the executor's
+//! RPC server.
 
 use std::fmt::Display;
 use std::process::ExitCode;

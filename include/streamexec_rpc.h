@@ -79,7 +79,7 @@ static __device__ inline se_rpc_mask se_rpc_ballot(se_rpc_mask mask, int p) {
 static __device__ inline uint32_t se_rpc_bcast(se_rpc_mask mask, uint32_t v) {
   return (uint32_t)__nvvm_shfl_sync_idx_i32(mask, (int)v, (int)se_rpc_first(mask), 31);
 }
-static __device__ inline void se_rpc_sync(se_rpc_mask mask) { se_rpc_sync(mask); }
+static __device__ inline void se_rpc_sync(se_rpc_mask mask) { __nvvm_bar_warp_sync(mask); }
 static __device__ inline void se_rpc_fence_sys(void) { __nvvm_membar_sys(); }
 static __device__ inline void se_rpc_fence_dev(void) { __nvvm_membar_gl(); }
 static __device__ inline void se_rpc_sleep(void) { __nvvm_nanosleep(64); }

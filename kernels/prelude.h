@@ -20,6 +20,8 @@
 
 __SE_INL void __threadfence() { __nvvm_membar_gl(); }
 __SE_INL void __threadfence_block() { __nvvm_membar_cta(); }
+// bar.warp.sync: the lanes of `m` wait for each other here (reconvergence after divergence).
+__SE_INL void __syncwarp(unsigned m = __FULL_MASK) { __nvvm_bar_warp_sync(m); }
 
 // shfl.sync: the `c` operand is 0x1f (clamp at lane 31) for down/idx/bfly and 0 for up.
 __SE_INL int __shfl_down_sync(unsigned m, int v, unsigned d) { return __nvvm_shfl_sync_down_i32(m, v, d, 0x1f); }

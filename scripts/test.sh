@@ -43,6 +43,8 @@ if command -v clang++-19 >/dev/null 2>&1; then
             -Xclang -target-feature -Xclang +ptx70 -Iinclude $define -S \
             tests/c/rpc_header_check.cu -o "$out/nvptx.ptx"
         grep -q "__llvm_rpc_client\[$bytes\]" "$out/nvptx.ptx"
+        # se_rpc_sync is a warp barrier (it once called itself: recursion at -O0, nothing at -O3).
+        grep -q "bar.warp.sync" "$out/nvptx.ptx"
         clang++-19 -x hip --offload-arch=gfx90a -nogpulib -nogpuinc --cuda-device-only \
             -Iinclude $define -S tests/c/rpc_header_check_amdgpu.hip -o "$out/amdgpu.s"
         grep -Eq "\.size[[:space:]]+__llvm_rpc_client, $bytes\$" "$out/amdgpu.s"

@@ -208,6 +208,92 @@ fn rpc_hello_prints_through_the_server_on_opencl() {
     );
 }
 
+/// False (after a note) where platform `name` is missing and not required; a missing platform
+/// that `STREAMEXEC_REQUIRE` names fails the test.
+fn platform_available(name: &str, what: &str) -> bool {
+    let available = streamexec::PlatformManager::platforms()
+        .into_iter()
+        .any(|i| i.name == name && i.is_available());
+    let required = common::required_platforms().iter().any(|p| p == name);
+    assert!(
+        available || !required,
+        "STREAMEXEC_REQUIRE names `{name}` but it is unavailable"
+    );
+    if !available {
+        eprintln!("{what}: skipping, the {name} platform is unavailable");
+    }
+    available
+}
+
+/// What `rpc_hello --platform cuda` prints: lane 0's greeting, then one line per lane of the
+/// warp (`kernels/rpc_hello.cu`).
+fn cuda_hello_lines() -> String {
+    let mut want = String::from("Hello world!\nanswer=42 x=2.50\n");
+    for lane in 0..32 {
+        want += &format!(
+            "lane {lane:2} of the warp, one RPC port for all 32: {}, x*lane={:.2}\n",
+            if lane % 2 == 1 { "odd" } else { "even" },
+            2.5 * f64::from(lane)
+        );
+    }
+    want
+}
+
+/// CUDA C compiled by clang with `include/streamexec_rpc.h`, in both RPC layouts: the executor
+/// finds `__llvm_rpc_client`, starts its server in the layout the symbol's size names, and the
+/// device's 32 lanes print through it (on the CPU libcuda, `target/libcuda`).
+#[test]
+fn rpc_hello_prints_through_the_server_on_cuda_in_both_layouts() {
+    if !platform_available("cuda", "rpc_hello on cuda") {
+        return;
+    }
+    let want = cuda_hello_lines();
+    let lines: Vec<&str> = want.lines().collect();
+    assert_eq!(lines.len(), 34);
+    assert_eq!(
+        lines[2],
+        "lane  0 of the warp, one RPC port for all 32: even, x*lane=0.00"
+    );
+    assert_eq!(
+        lines[33],
+        "lane 31 of the warp, one RPC port for all 32: odd, x*lane=77.50"
+    );
+    for (flags, layout) in [
+        (&[][..], "Current"),
+        (&["--pre-doorbell"][..], "PreDoorbell"),
+    ] {
+        let out = Command::new(example("rpc_hello"))
+            .args(["--platform", "cuda"])
+            .args(flags)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{layout}: {err}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{layout}");
+        assert!(
+            err.contains(&format!("RPC server runs the {layout} layout, 32 lanes")),
+            "{layout}: {err}"
+        );
+    }
+}
+
+#[test]
+fn seed_example_prints_the_result_on_cuda() {
+    if !platform_available("cuda", "add_mystery_value on cuda") {
+        return;
+    }
+    let out = Command::new(example("add_mystery_value"))
+        .args(["--platform", "cuda"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "result = 165.5\n");
+}
+
 // ---- examples/run_kernel.rs ----
 
 /// Runs `run_kernel` with `args`: (exit code, stdout, stderr).
@@ -225,18 +311,7 @@ fn run_kernel<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, St
 
 /// False (after a note) where the opencl platform is missing and not required.
 fn opencl_available(what: &str) -> bool {
-    let available = streamexec::PlatformManager::platforms()
-        .into_iter()
-        .any(|i| i.name == "opencl" && i.is_available());
-    let required = common::required_platforms().iter().any(|p| p == "opencl");
-    assert!(
-        available || !required,
-        "STREAMEXEC_REQUIRE names `opencl` but it is unavailable"
-    );
-    if !available {
-        eprintln!("{what}: skipping, the opencl platform is unavailable");
-    }
-    available
+    platform_available("opencl", what)
 }
 
 /// x0 = seed, x(k+1) = (1103515245 x(k) + 12345) mod 2^31: x(1..=n).
@@ -663,4 +738,136 @@ fn run_kernel_ptx_on_host() {
         assert_eq!(code, Some(0), "{opt}: {err}");
         assert_eq!(out, "arg1: 64\n", "{opt}");
     }
+}
+
+// ---- run_kernel --ptx on the cuda platform (the CPU libcuda, `target/libcuda`) ----
+
+/// `run_kernel --platform cuda PTX-FILE KERNEL GRID BLOCK ARGS...`: (exit code, stdout, stderr).
+fn run_kernel_cuda(
+    file: &str,
+    kernel: &str,
+    grid: &str,
+    block: &str,
+    rest: &[&str],
+) -> (Option<i32>, String, String) {
+    let mut v = vec![
+        "--platform",
+        "cuda",
+        "--ptx",
+        file,
+        "--kernel",
+        kernel,
+        "--grid",
+        grid,
+        "--block",
+        block,
+    ];
+    v.extend_from_slice(rest);
+    run_kernel(&v)
+}
+
+/// `--ptx` on cuda with the committed corpus PTX at -O0 and -O3: vector adds, dynamic shared
+/// memory, shared atomics, a fault (the sticky launch error) and the race checker refused; a
+/// module with `__llvm_rpc_client` launched untyped is an RPC launch (both layouts).
+#[test]
+fn run_kernel_ptx_on_cuda() {
+    if !platform_available("cuda", "run_kernel on cuda") {
+        return;
+    }
+    for opt in ["O0", "O3"] {
+        let basic = format!("kernels/ptx/corpus_basic.{opt}.ptx");
+        let sync = format!("kernels/ptx/corpus_sync.{opt}.ptx");
+        let faults = format!("kernels/ptx/corpus_faults.{opt}.ptx");
+        let vadd = [
+            "out:buf:i32:7:iota",
+            "buf:i32:7:fill:-3",
+            "out:buf:i32:7:zero",
+            "i32:7",
+        ];
+        let (code, out, err) = run_kernel_cuda(&basic, "vadd_i32", "2", "4", &vadd);
+        assert_eq!(code, Some(0), "{opt}: {err}");
+        assert_eq!(
+            out, "arg0: 0 1 2 3 4 5 6\narg2: -3 -2 -1 0 1 2 3\n",
+            "{opt}"
+        );
+
+        let f64s = [
+            "buf:f64:3:lcg:42",
+            "buf:f64:3:iota",
+            "out:buf:f64:3:zero",
+            "i32:3",
+        ];
+        let (code, out, err) = run_kernel_cuda(&basic, "vadd_f64", "1", "8", &f64s);
+        assert_eq!(code, Some(0), "{opt}: {err}");
+        let xs: Vec<f64> = lcg(42, 3)
+            .iter()
+            .map(|&x| x as f64 / 2147483648.0)
+            .collect();
+        assert_eq!(
+            out,
+            format!("arg2: {} {} {}\n", xs[0], xs[1] + 1.0, xs[2] + 2.0),
+            "{opt}"
+        );
+
+        // 0+...+7 = 28, 8+...+15 = 92, 16+...+19 = 70.
+        let reduce = [
+            "--shared-bytes",
+            "32",
+            "buf:f32:20:iota",
+            "out:buf:f32:3:zero",
+            "i32:20",
+        ];
+        let (code, out, err) = run_kernel_cuda(&sync, "block_reduce_f32_dyn", "3", "8", &reduce);
+        assert_eq!(code, Some(0), "{opt}: {err}");
+        assert_eq!(out, "arg1: 28 92 70\n", "{opt}");
+
+        let sum = ["buf:i32:64:fill:1", "out:buf:i32:1:zero"];
+        let (code, out, err) = run_kernel_cuda(&faults, "atomic_shared_sum", "1", "64", &sum);
+        assert_eq!(code, Some(0), "{opt}: {err}");
+        assert_eq!(out, "arg1: 64\n", "{opt}");
+
+        // 4 threads store into 2 elements: the launch fails, as on a GPU, with the sticky error.
+        let (code, out, err) =
+            run_kernel_cuda(&faults, "oob_store", "1", "4", &["out:buf:i32:2:zero"]);
+        assert_eq!(code, Some(1), "{opt}: {out}{err}");
+        assert!(
+            out.is_empty() && err.contains("run_kernel: ") && err.contains("ILLEGAL_ADDRESS"),
+            "{opt}: {err}"
+        );
+
+        let racy = ["--race-check", "buf:i32:64:fill:1", "out:buf:i32:1:zero"];
+        let (code, _, err) = run_kernel_cuda(&faults, "racy_shared_sum", "1", "64", &racy);
+        assert_eq!(code, Some(1), "{opt}: {err}");
+        assert!(
+            err.contains("`set_race_check` is not supported"),
+            "{opt}: {err}"
+        );
+
+        // The RPC program of rpc_hello, launched untyped: one warp prints through the server.
+        for variant in ["", ".pre_doorbell"] {
+            let file = format!("kernels/ptx/rpc_hello{variant}.{opt}.ptx");
+            let (code, out, err) = run_kernel_cuda(&file, "hello", "1", "32", &["f32:2.5"]);
+            assert_eq!(code, Some(0), "{file}: {err}");
+            assert_eq!(out, cuda_hello_lines(), "{file}");
+        }
+    }
+    // OpenCL C is not a format the cuda platform loads.
+    let (code, _, err) = run_kernel(&[
+        "--platform",
+        "cuda",
+        "--cl",
+        VADD_CL,
+        "--kernel",
+        "vadd_i32",
+        "--grid",
+        "1",
+        "--block",
+        "1",
+        "i32:1",
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("cuda cannot load kernel `vadd_i32`") && err.contains("OpenCL C text"),
+        "{err}"
+    );
 }

@@ -697,6 +697,77 @@ SPIN:
     assert_eq!(exec.copy_to_vec(&buf).unwrap(), vec![0, 80]);
 }
 
+/// `bar.warp.sync` reconverges a warp: lane 0 spins long enough for the fairness rule to set
+/// it aside, and lanes 1..31, which skipped the loop, wait at the warp barrier instead of
+/// running ahead, so `activemask` after it is the whole warp (the live lanes of a partial warp).
+/// A warp barrier whose missing lane waits at `bar.sync` is a fault, not a hang.
+#[test]
+fn bar_warp_sync_reconverges_a_warp_split_by_a_spin_loop() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>, u32)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 pout, .param .u32 pn)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [pout];
+    ld.param.u32 %r5, [pn];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r6, %r1, 31;
+    setp.ne.u32 %p1, %r6, 0;
+    @%p1 bra AFTER;
+    mov.u32 %r2, 0;
+LOOP:
+    add.u32 %r2, %r2, 1;
+    setp.lt.u32 %p2, %r2, %r5;
+    @%p2 bra LOOP;
+AFTER:
+    bar.warp.sync -1;
+    activemask.b32 %r3;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}"#,
+        "k",
+    );
+    let out = exec.copy_to_device(&[POISON_U32; 40]).unwrap();
+    // 20000 rounds: far past the 4096 back-edges after which a spinning group is set aside.
+    launch(&exec, 40, 1, &k, (out.ptr(), 20_000)).unwrap();
+    let got = exec.copy_to_vec(&out).unwrap();
+    let want: Vec<u32> = (0..40)
+        .map(|t| if t < 32 { u32::MAX } else { 0xff })
+        .collect();
+    assert_eq!(got, want);
+
+    let stuck: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry stuck(.param .u64 p)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<3>;
+    mov.u32 %r1, %tid.x;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 bra BAR;
+    bar.warp.sync -1;
+    bra.uni END;
+BAR:
+    bar.sync 0;
+END:
+    ret;
+}"#,
+        "stuck",
+    );
+    let e = fault_text(launch(&exec, 32, 1, &stuck, (out.ptr(),)));
+    assert!(
+        e.contains("bar.warp.sync waits for thread 0") && e.contains("bar.warp.sync -1;"),
+        "{e}"
+    );
+}
+
 /// Bit-manipulation and tier-5 instructions wired through the decoder, against Rust on
 /// random inputs.
 #[test]

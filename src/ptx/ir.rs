@@ -409,7 +409,11 @@ pub enum Op {
     Exit,
     /// `bar.sync` / `barrier.sync` with a barrier id and an optional thread count.
     Bar { id: Src, count: Option<Src> },
-    /// `bar.warp.sync`, `membar`, `fence`: ordering points with nothing to do here.
+    /// `bar.warp.sync mask`: the executing lanes wait until every lane of `mask` that has not
+    /// exited reaches this instruction, then go on together (a warp that diverged around a
+    /// spin loop reconverges here).
+    WarpSync { mask: Src },
+    /// `membar`, `fence`: ordering points with nothing to do here.
     Nop,
     /// `shfl.sync`.
     Shfl {

@@ -330,7 +330,10 @@ impl ProgramBuilder<'_> {
                 if m.has("warp") {
                     m.has("sync");
                     self.done(i, m)?;
-                    Op::Nop
+                    want(1)?;
+                    Op::WarpSync {
+                        mask: self.src(i, &ops[0], Ty::U32)?,
+                    }
                 } else {
                     m.drop_ignorable();
                     if !m.has("sync") {

@@ -630,6 +630,40 @@ impl Warp {
                         }
                     }
                 }
+                Op::WarpSync { mask: members } => {
+                    if mask != 0 {
+                        let first = lanes(mask).next().unwrap_or(0);
+                        let wanted =
+                            self.val(env, *members, first) as u32 & self.live & !self.exited;
+                        // Lanes already waiting here (set aside earlier) join the group.
+                        let mut here = 0u32;
+                        for l in lanes(self.runnable() & !self.group) {
+                            if self.pc[l] == pc {
+                                here |= 1 << l;
+                            }
+                        }
+                        let missing = wanted & !(self.group | here);
+                        if missing != 0 {
+                            if let Some(l) = lanes(missing & self.at_bar).next() {
+                                let t = self.id * WARP as u32 + l as u32;
+                                return Err(self.fault(
+                                    first,
+                                    format!(
+                                        "bar.warp.sync waits for thread {t}, which waits at a \
+                                         block barrier (bar.sync): the warp cannot reconverge"
+                                    ),
+                                ));
+                            }
+                            // The missing lanes run first; the group comes back to this
+                            // instruction (set aside for a while, or when nothing else runs).
+                            self.defer_group();
+                            continue;
+                        }
+                        if here != 0 {
+                            self.join(here);
+                        }
+                    }
+                }
                 Op::Nop => std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst),
                 Op::Shfl {
                     mode,

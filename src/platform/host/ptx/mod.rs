@@ -26,7 +26,9 @@
 //!   `shfl.sync`, `vote.sync` and `activemask` act on the running group, so they are right after
 //!   an if/else has reconverged. Fairness: a group that takes 4096 back-edges while other runnable
 //!   lanes of its warp wait at higher PCs (an intra-warp spin lock) is set aside for 1024
-//!   instructions, so the lock holder can finish.
+//!   instructions, so the lock holder can finish. `bar.warp.sync mask` waits until every lane of
+//!   the mask that has not exited is at it (the group is set aside meanwhile), so lanes that ran
+//!   ahead of a spinning one meet it there; a missing lane waiting at `bar.sync` is a fault.
 //! - **Memory** (`mem.rs`): generic addresses are device addresses (host pointers, below 2^47),
 //!   shared memory at `0xA000_0000_0000_0000 + offset`, local memory at `0xB000_...`; `cvta` adds
 //!   or removes the window. Every access is checked: alignment (to the access size), bounds

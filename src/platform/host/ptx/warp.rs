@@ -205,6 +205,19 @@ impl Warp {
         self.reselect();
     }
 
+    /// Adds `lanes_here` (runnable lanes at the group's PC, perhaps set aside) to the group.
+    pub(super) fn join(&mut self, lanes_here: u32) {
+        self.group |= lanes_here;
+        self.deferred &= !lanes_here;
+        let rest = self.runnable() & !self.group;
+        let run = if rest & !self.deferred != 0 {
+            rest & !self.deferred
+        } else {
+            rest
+        };
+        self.others_min = lanes(run).map(|l| self.pc[l]).min().unwrap_or(u32::MAX);
+    }
+
     /// Moves the whole group to `pc`, merging with lanes waiting there.
     #[inline(always)]
     pub(super) fn goto(&mut self, pc: u32) {
