@@ -228,7 +228,8 @@ pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) ->
     })
 }
 
-/// `cuMemGetAddressRange_v2`: the allocation containing `dptr`.
+/// `cuMemGetAddressRange_v2`: the allocation containing `dptr`; `CUDA_ERROR_NOT_FOUND` when no
+/// live allocation contains it, as the driver returns.
 ///
 /// # Safety
 /// Each pointer is null (ignored) or valid for a write.
@@ -240,8 +241,12 @@ pub unsafe extern "C" fn cuMemGetAddressRange_v2(
 ) -> CUresult {
     call("cuMemGetAddressRange_v2", || {
         current()?;
-        let r = lookup(dptr)
-            .ok_or_else(|| invalid(format!("{dptr:#x} is not in any live allocation")))?;
+        let r = lookup(dptr).ok_or_else(|| {
+            CuErr::new(
+                CUresult::CUDA_ERROR_NOT_FOUND,
+                format!("{dptr:#x} is not in any live allocation"),
+            )
+        })?;
         // SAFETY: the caller's out-pointers, each written only when non-null.
         unsafe {
             if !pbase.is_null() {

@@ -29,6 +29,8 @@ pub(crate) struct Module {
     functions: Mutex<HashMap<String, usize>>,
     /// The `.version` of the PTX (major * 10 + minor).
     ptx_version: i32,
+    /// The PTX text and which live copy of it this module is (see [`LIVE_COPIES`]).
+    copy: (String, usize),
 }
 
 /// A kernel of a module.
@@ -43,9 +45,45 @@ pub(crate) struct Function {
     pub(crate) max_dynamic_shared: Mutex<i32>,
 }
 
+/// For each PTX text loaded as live modules: which copies are in use. The host platform's
+/// engine keeps one module (one set of `.global` variables) per distinct text, while every CUDA
+/// module load has its own globals: a second live load of the same text (another context or
+/// device, say) is given a distinct text (a comment after the PTX) so it gets its own globals.
+/// Copies are reused once unloaded, so the engine's cache stays as large as the most copies
+/// ever live at once.
+static LIVE_COPIES: Mutex<Option<HashMap<String, Vec<usize>>>> = Mutex::new(None);
+
+/// Claims the lowest free copy number of `text`.
+fn claim_copy(text: &str) -> usize {
+    let mut live = LIVE_COPIES.lock();
+    let used = live
+        .get_or_insert_with(HashMap::new)
+        .entry(text.to_string())
+        .or_default();
+    let n = (0..).find(|n| !used.contains(n)).unwrap_or(0); // ok: the range is unbounded
+    used.push(n);
+    n
+}
+
+/// Gives copy `n` of `text` back.
+fn release_copy(text: &str, n: usize) {
+    let mut live = LIVE_COPIES.lock();
+    if let Some(map) = live.as_mut()
+        && let Some(used) = map.get_mut(text)
+    {
+        used.retain(|&c| c != n);
+        if used.is_empty() {
+            map.remove(text);
+        }
+    }
+}
+
 /// Removes `m`, its functions and its globals from the tables.
 pub(crate) fn unload(drv: &Driver, m: &Module) {
-    drv.modules.remove(m.handle);
+    if drv.modules.remove(m.handle).is_none() {
+        return; // unloaded already (by another thread)
+    }
+    release_copy(&m.copy.0, m.copy.1);
     for (_, h) in m.functions.lock().drain() {
         drv.functions.remove(h);
     }
@@ -152,19 +190,25 @@ fn load(ctx: &Context, image: &[u8]) -> CuResult<Module> {
         )));
     }
     let entries = parse_entries(text).map_err(|e| ptx_error(e.to_string()))?;
+    let copy = claim_copy(text);
+    let source = match copy {
+        0 => text.to_string(),
+        n => format!("{text}\n// streamexec libcuda: live copy {n} of this module\n"),
+    };
     let mut kernels = HashMap::new();
     for e in entries {
-        let spec = MultiKernelLoaderSpec::new(e.params.len()).add_cuda_ptx_in_memory(text, &e.name);
-        let k = drv
-            .exec
-            .get_untyped_kernel(&spec)
-            .map_err(|err| match err {
+        let spec =
+            MultiKernelLoaderSpec::new(e.params.len()).add_cuda_ptx_in_memory(&source, &e.name);
+        let k = drv.exec.get_untyped_kernel(&spec).map_err(|err| {
+            release_copy(text, copy);
+            match err {
                 // The engine's own words (PTX line, instruction), without the host's name.
                 streamexec::Error::KernelLoad { kernel, detail, .. } => {
                     ptx_error(format!("kernel `{kernel}`: {detail}"))
                 }
                 other => ptx_error(other.to_string()),
-            })?;
+            }
+        })?;
         kernels.insert(e.name.clone(), (k, e));
     }
     Ok(Module {
@@ -173,6 +217,7 @@ fn load(ctx: &Context, image: &[u8]) -> CuResult<Module> {
         kernels,
         functions: Mutex::new(HashMap::new()),
         ptx_version,
+        copy: (text.to_string(), copy),
     })
 }
 
