@@ -171,7 +171,12 @@ impl Context {
             return first.clone();
         }
         let err = fault_code(e);
-        report_fault(&format!("context {:#x}: {e}", self.handle));
+        // The failure itself, not the waits it failed on the way (legacy-stream ordering).
+        let mut root = e;
+        while let streamexec::Error::DependencyFailed { source, .. } = root {
+            root = source;
+        }
+        report_fault(&format!("context {:#x}: {root}", self.handle));
         *sticky = Some(err.clone());
         err
     }
