@@ -3,9 +3,14 @@
 //! Synchronous copies to or from host memory wait for the legacy stream (and so for every
 //! blocking stream's earlier work) and copy on the calling thread; device-to-device copies and
 //! memsets of device memory are enqueued on the legacy stream and return at once, as the
-//! driver API documents (memsets of pinned host memory finish before returning). Asynchronous
-//! copies touch the caller's host memory on the stream's worker when their turn comes, so that
-//! memory must stay valid until then (the driver API's rule).
+//! driver API documents (memsets of pinned host memory finish before returning).
+//!
+//! Asynchronous copies with pinned host memory (`cuMemAllocHost`/`cuMemHostAlloc`/
+//! `cuMemHostRegister`) touch it on the stream's worker when their turn comes, so it must stay
+//! valid until then (the driver API's rule). With pageable host memory they behave as NVIDIA's
+//! driver does (its "API synchronization behavior"): a host-to-device copy stages the bytes
+//! before returning, so the caller may reuse them at once, and a copy into pageable host memory
+//! has completed when the call returns. cudarc's `clone_htod`/`clone_dtoh` rely on both.
 
 use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 use std::sync::Arc;
@@ -15,7 +20,7 @@ use streamexec::DeviceSlice;
 
 use crate::context::{Context, current};
 use crate::entry::{CuErr, CuResult, call, invalid, non_null};
-use crate::memory::{Region, lookup, resolve};
+use crate::memory::{Region, lookup, registered, resolve};
 use crate::state::driver;
 use crate::stream::{CuStream, SendPtr, resolve as resolve_stream};
 
@@ -63,8 +68,16 @@ fn side(addr: u64, n: usize, what: &str) -> CuResult<Side> {
     }
 }
 
+/// Whether host `[addr, addr + n)` is pageable: neither in the address map (pinned memory from
+/// `cuMemAllocHost`/`cuMemHostAlloc`; the callers checked that) nor registered with
+/// `cuMemHostRegister`.
+fn pageable(addr: u64, n: usize) -> bool {
+    registered(addr, n as u64).is_none()
+}
+
 /// Enqueues a copy of `n` bytes from `src` to `dst` (each device or host, as the address map
-/// says) on `s`.
+/// says) on `s`. Pageable host memory is read now (staged) as a source, and a copy into it
+/// has completed when this returns.
 fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> CuResult<()> {
     let (d, r) = (side(dst, n, "dst")?, side(src, n, "src")?);
     let exec = driver()?.exec.clone();
@@ -76,30 +89,55 @@ fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> Cu
                 se.then_memcpy_d2d(a, b);
             })
         }
+        (Side::Device(dr), Side::Host) if pageable(src, n) => {
+            // SAFETY: the caller's contract: `src` is valid for reads of `n` bytes now.
+            let staged = unsafe { std::slice::from_raw_parts(src as *const u8, n) }.to_vec();
+            s.enqueue(ctx, move |se| {
+                se.then_host_callback_with_status(move || {
+                    let dst: DeviceSlice<'_, u8> = dr.slice(dst, n as u64).map_err(as_se)?;
+                    exec.synchronous_memcpy_h2d(&staged, dst)
+                });
+            })
+        }
         (Side::Device(dr), Side::Host) => s.enqueue(ctx, move |se| {
             se.then_host_callback_with_status(move || {
                 let sp = sp;
-                // SAFETY: the driver API's rule: `src` stays valid until the copy has run.
+                // SAFETY: the driver API's rule: pinned `src` stays valid until the copy has
+                // run.
                 let src = unsafe { std::slice::from_raw_parts(sp.0.cast::<u8>(), n) };
                 let dst: DeviceSlice<'_, u8> = dr.slice(dst, n as u64).map_err(as_se)?;
                 exec.synchronous_memcpy_h2d(src, dst)
             });
         }),
-        (Side::Host, Side::Device(sr)) => s.enqueue(ctx, move |se| {
-            se.then_host_callback_with_status(move || {
-                let dp = dp;
-                // SAFETY: the driver API's rule: `dst` stays valid until the copy has run.
-                let dst = unsafe { std::slice::from_raw_parts_mut(dp.0.cast::<u8>(), n) };
-                exec.synchronous_memcpy_d2h(sr.slice(src, n as u64).map_err(as_se)?, dst)
-            });
-        }),
-        (Side::Host, Side::Host) => s.enqueue(ctx, move |se| {
-            se.then_host_callback(move || {
-                let (dp, sp) = (dp, sp);
-                // SAFETY: the driver API's rule: both stay valid until the copy has run.
-                unsafe { std::ptr::copy(sp.0.cast::<u8>(), dp.0.cast::<u8>(), n) };
-            });
-        }),
+        (Side::Host, Side::Device(sr)) => {
+            s.enqueue(ctx, move |se| {
+                se.then_host_callback_with_status(move || {
+                    let dp = dp;
+                    // SAFETY: the driver API's rule: pinned `dst` stays valid until the copy
+                    // has run; a pageable `dst` is waited for below.
+                    let dst = unsafe { std::slice::from_raw_parts_mut(dp.0.cast::<u8>(), n) };
+                    exec.synchronous_memcpy_d2h(sr.slice(src, n as u64).map_err(as_se)?, dst)
+                });
+            })?;
+            if pageable(dst, n) {
+                s.synchronize(ctx)?;
+            }
+            Ok(())
+        }
+        (Side::Host, Side::Host) => {
+            s.enqueue(ctx, move |se| {
+                se.then_host_callback(move || {
+                    let (dp, sp) = (dp, sp);
+                    // SAFETY: the driver API's rule: both stay valid until the copy has run
+                    // (waited for below unless both are pinned).
+                    unsafe { std::ptr::copy(sp.0.cast::<u8>(), dp.0.cast::<u8>(), n) };
+                });
+            })?;
+            if pageable(dst, n) || pageable(src, n) {
+                s.synchronize(ctx)?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -226,7 +264,7 @@ pub unsafe extern "C" fn cuMemcpy(
 /// `cuMemcpyAsync`.
 ///
 /// # Safety
-/// Host sides stay valid for `ByteCount` bytes until the copy has run.
+/// Host sides are valid for `ByteCount` bytes; pinned ones stay valid until the copy has run.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyAsync(
     dst: CUdeviceptr,
@@ -240,7 +278,8 @@ pub unsafe extern "C" fn cuMemcpyAsync(
 /// `cuMemcpyHtoDAsync_v2`.
 ///
 /// # Safety
-/// `srcHost` stays valid for reads of `ByteCount` bytes until the copy has run.
+/// `srcHost` is valid for reads of `ByteCount` bytes (pinned memory until the copy has run;
+/// pageable memory is staged before this returns).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
     dstDevice: CUdeviceptr,
@@ -261,7 +300,8 @@ pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
 /// `cuMemcpyDtoHAsync_v2`.
 ///
 /// # Safety
-/// `dstHost` stays valid for writes of `ByteCount` bytes until the copy has run.
+/// `dstHost` is valid for writes of `ByteCount` bytes (pinned memory until the copy has run; a
+/// copy into pageable memory has completed when this returns).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
     dstHost: *mut c_void,
