@@ -13,8 +13,9 @@ export HIP_PATH="${HIP_PATH:-/usr}"
 # The committed PTX must be what kernels/*.cu compile to.
 bash scripts/gen-ptx.sh --check
 
-# The CPU libcuda (libcuda/: the CUDA driver API on the host platform's PTX engine), first on
-# the library path, so the CUDA backend, cudarc and the C client run in every test run.
+# The CPU libcuda (libcuda/: the CUDA driver API on the host platform's PTX engine) and the CPU
+# NVRTC (libnvrtc/: CUDA C++ to PTX with clang-19), first on the library path, so the CUDA
+# backend, cudarc and the C client run in every test run.
 libcuda_dir="$(bash scripts/build-libcuda.sh)"
 export LD_LIBRARY_PATH="$libcuda_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
@@ -26,8 +27,8 @@ cargo test --all-targets
 STREAMEXEC_CUDA_DEVICES=2 cargo test --test conformance
 cargo test --doc
 cargo test --features noop --test conformance  # + the noop template backend (unsupported.rs)
-# The library's own unit tests; then its debug build goes (it would shadow the release one).
-cargo test -p streamexec-libcuda --lib
+# The libraries' own unit tests; then their debug builds go (they would shadow the release ones).
+cargo test -p streamexec-libcuda -p streamexec-libnvrtc --lib
 bash scripts/build-libcuda.sh >/dev/null
 # The HIP backend (opt-in feature): builds, links libamdhip64, and fails cleanly without a GPU.
 cargo test --features hip --test hip_platform --test examples

@@ -143,7 +143,8 @@ fn nvrtc_compile(source: &str, kernel: &str, cc: (u32, u32)) -> Result<String> {
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         return Err(load_err(
             "CUDA C++ source needs NVRTC (libnvrtc.so), which was not found; install the CUDA \
-             toolkit's NVRTC or give the spec PTX"
+             toolkit's NVRTC (with the CPU libcuda: streamexec's libnvrtc, which \
+             scripts/build-libcuda.sh puts next to it) or give the spec PTX"
                 .into(),
         ));
     }

@@ -189,6 +189,10 @@ fn gemm_case<T: El>(exec: &StreamExecutor, ta: Transpose, tb: Transpose, beta: f
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "the host platform reads /proc; the PTX engine is too slow under Miri"
+)]
 fn built_in_gemm_launches_match_f64_loops_on_the_host_ptx_engine() {
     let exec = host();
     let pairs = [
@@ -272,6 +276,10 @@ fn gemv_case<T: El>(exec: &StreamExecutor, trans: Transpose, beta: f64) {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "the host platform reads /proc; the PTX engine is too slow under Miri"
+)]
 fn built_in_gemv_launches_match_f64_loops_on_the_host_ptx_engine() {
     let exec = host();
     for trans in [
@@ -355,6 +363,10 @@ fn level1_case<T: El>(exec: &StreamExecutor, op: Level1Op) {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "the host platform reads /proc; the PTX engine is too slow under Miri"
+)]
 fn built_in_level1_launches_match_f64_loops_on_the_host_ptx_engine() {
     let exec = host();
     for op in [
