@@ -387,6 +387,10 @@ fn built_in_level1_launches_match_f64_loops_on_the_host_ptx_engine() {
 /// mode), with the block shapes the kernels assume. The mock records the launches; the host
 /// engine tests above check what they compute.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "minutes under Miri (simulated streams); rpc_tests cover the mock there"
+)]
 fn without_a_blas_library_blas_launches_the_built_in_kernels_in_stream_order() {
     let drv = MockDriver::without_blas_library();
     let (mem, log) = (drv.mem.clone(), drv.canned_blas.clone());
