@@ -389,7 +389,7 @@ fn built_in_level1_launches_match_f64_loops_on_the_host_ptx_engine() {
 #[test]
 #[cfg_attr(
     miri,
-    ignore = "minutes under Miri (simulated streams); rpc_tests cover the mock there"
+    ignore = "minutes under Miri (the simulated driver's stream threads)"
 )]
 fn without_a_blas_library_blas_launches_the_built_in_kernels_in_stream_order() {
     let drv = MockDriver::without_blas_library();
