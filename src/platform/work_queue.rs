@@ -247,14 +247,19 @@ mod tests {
         let q = Arc::new(WorkQueue::default());
         q.spawn("test-worker".into(), "test").unwrap();
         let ran = Arc::new(Mutex::new(Vec::new()));
-        let r = ran.clone();
-        q.push(Box::new(move || Ok(r.lock().push(1))), None);
+        let note = |v: u32| -> RunFn {
+            let r = ran.clone();
+            Box::new(move || {
+                r.lock().push(v);
+                Ok(())
+            })
+        };
+        q.push(note(1), None);
         q.close();
         while !q.state.lock().worker_gone {
             std::thread::yield_now();
         }
-        let r = ran.clone();
-        q.push(Box::new(move || Ok(r.lock().push(2))), None);
+        q.push(note(2), None);
         q.wait_idle().unwrap();
         assert_eq!(*ran.lock(), vec![1, 2]);
 
