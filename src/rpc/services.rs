@@ -264,10 +264,13 @@ pub(crate) fn builtins(state: &Arc<ServiceState>) -> Vec<(u32, Handler)> {
         out.push((
             code,
             handler(move |port| {
-                port.recv_and_send(|_, _| {})?;
-                // The caller waits for this handshake, so it is running now (see ExitObserver).
+                // The caller waits for the reply to this handshake, so it is running until the
+                // reply is sent: charge the exit before sending it (see ExitObserver), or the
+                // kernel may end, and its launch finish uncharged, in between.
+                port.recv(|_, _| {})?;
                 let observer = s.exit_observer.read().clone();
                 let ticket = observer.as_ref().and_then(|o| o.exit_begun(!exit));
+                port.send(|_, _| {})?;
                 let mut status = 0i32;
                 port.recv(|_, p| status = p[0] as u32 as i32)?;
                 let what = if exit {

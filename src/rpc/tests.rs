@@ -104,3 +104,54 @@ fn mailbox_trace_of_one_call() {
     s.try_open(0).unwrap().recv(|_, _| {}).unwrap();
     assert_eq!(mailboxes(2), (0, 0));
 }
+
+/// The executor charges an `exit` to the launches running while its handshake is served, so
+/// the observer must hear of it before the reply releases the caller: a released kernel may
+/// end, and its launch finish uncharged, before a late observer runs. (Under Miri's slow
+/// scheduling a stream once finished `Ok` after its kernel called `exit(7)`.)
+#[test]
+fn an_exit_is_charged_while_its_caller_still_waits_for_the_handshake() {
+    use crate::rpc::{ExitObserver, KernelExit, opcode};
+    use parking_lot::Mutex;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    #[derive(Default)]
+    struct Probe {
+        replied: AtomicBool,
+        caller_waiting: Mutex<Option<bool>>,
+        exit: Mutex<Option<KernelExit>>,
+    }
+    impl ExitObserver for Probe {
+        fn exit_begun(&self, _abort: bool) -> Option<u64> {
+            // Time for a caller already released to run on.
+            std::thread::sleep(Duration::from_millis(20));
+            *self.caller_waiting.lock() = Some(!self.replied.load(Ordering::SeqCst));
+            Some(1)
+        }
+        fn exit_done(&self, _ticket: u64, exit: KernelExit) {
+            *self.exit.lock() = Some(exit);
+        }
+    }
+
+    let server = crate::rpc::Server::new(Layout::Current, 4, 1).unwrap();
+    let probe = Arc::new(Probe::default());
+    server.set_exit_observer(Some(probe.clone()));
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let c: &Process = &server.inner.client;
+            let mut port = c.open(opcode::EXIT, 1, 0).unwrap();
+            port.send_and_recv(|_, _| {}, |_, _| {}).unwrap();
+            probe.replied.store(true, Ordering::SeqCst);
+            port.send(|_, p| p[0] = 7).unwrap();
+        });
+        while probe.exit.lock().is_none() {
+            server.poll().unwrap();
+            std::thread::yield_now();
+        }
+    });
+    assert_eq!(*probe.caller_waiting.lock(), Some(true));
+    assert!(matches!(*probe.exit.lock(), Some(KernelExit::Exit(7))));
+    assert!(server.take_errors().is_empty());
+}
