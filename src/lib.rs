@@ -63,7 +63,7 @@ pub use platform::host::ptx::warp_instructions_executed as ptx_warp_instructions
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 pub use registry::{Platform, PlatformInfo, PlatformManager};
 pub use rng::{GaussianElement, MIN_SEED_BYTES, UniformElement};
-pub use stream::{Stream, Waitable};
+pub use stream::{Stream, StreamDone, Waitable};
 pub use types::philox;
 pub use types::{
     AlignedHostBuffer, ArgList, ArgView, BlockDim, DeviceAddress, DeviceDescription, DevicePtr,

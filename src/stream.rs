@@ -7,7 +7,14 @@
 //! while it runs (a kernel panic, a failed callback) are both caught; a run-time failure is
 //! earlier in chain order than any enqueue-time failure seen after it, so it wins.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Waker};
+
 use bytemuck::Pod;
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result, panic_message};
 use crate::event::{Event, Timer};
@@ -485,6 +492,81 @@ impl Stream {
         match &self.error {
             Some(e) => Err(e.clone()),
             None => Ok(()),
+        }
+    }
+
+    /// `block_host_until_done` as a future: resolves once everything enqueued so far has
+    /// finished, to the stream's first error if any failed. The task is woken by the backend's
+    /// completion path: on host, the stream's worker; on OpenCL and CUDA/HIP, the stream's
+    /// worker once the driver reports the earlier work done (the stream switches to its worker,
+    /// as for a host callback). No thread polls, and no particular async runtime is needed.
+    ///
+    /// Nothing is enqueued until it is first polled. Dropping it early is safe: the queued work
+    /// goes on, and the stream stays usable.
+    pub fn done(&mut self) -> StreamDone<'_> {
+        StreamDone {
+            stream: self,
+            signal: None,
+        }
+    }
+}
+
+/// The future of [`Stream::done`].
+#[must_use = "a future does nothing unless polled"]
+pub struct StreamDone<'a> {
+    stream: &'a mut Stream,
+    /// Set at the first poll, when the completion callback is queued.
+    signal: Option<Arc<DoneSignal>>,
+}
+
+/// Shared by the future and the backend's completion callback.
+#[derive(Default)]
+struct DoneSignal {
+    fired: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl DoneSignal {
+    fn fire(&self) {
+        self.fired.store(true, Ordering::SeqCst);
+        if let Some(w) = self.waker.lock().take() {
+            w.wake();
+        }
+    }
+}
+
+impl Future for StreamDone<'_> {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = &mut *self;
+        let signal = match &this.signal {
+            Some(s) => s.clone(),
+            None => {
+                let s = Arc::new(DoneSignal::default());
+                let fire = s.clone();
+                if let Err(e) = this.stream.iface.notify_done(Box::new(move || fire.fire())) {
+                    this.stream.error.get_or_insert(e.clone());
+                    return Poll::Ready(Err(e));
+                }
+                this.signal = Some(s.clone());
+                s
+            }
+        };
+        {
+            // The waker goes in before `fired` is read: a callback that fires after the read
+            // finds it and wakes this task.
+            let mut slot = signal.waker.lock();
+            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *slot = Some(cx.waker().clone());
+            }
+        }
+        if signal.fired.load(Ordering::SeqCst) {
+            // Everything has finished: this only collects the result (at most a moment's wait
+            // for the worker to finish the bookkeeping of the op that fired).
+            Poll::Ready(this.stream.block_host_until_done())
+        } else {
+            Poll::Pending
         }
     }
 }

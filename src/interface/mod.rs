@@ -39,6 +39,10 @@ use crate::types::{
 /// A host function run in stream order; its `Err` fails the stream.
 pub type HostCallbackFn = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
 
+/// What [`StreamInterface::notify_done`] calls once: a completion signal, which must be cheap
+/// (it wakes a future).
+pub type DoneFn = Box<dyn FnOnce() + Send + 'static>;
+
 /// A platform: one driver, some devices. Creating executors is its `init`.
 pub trait PlatformInterface: Send + Sync + 'static {
     /// Lower-case platform name (`"host"`, `"opencl"`, ...).
@@ -237,6 +241,11 @@ pub trait StreamInterface: Send + Sync {
     ) -> Result<()>;
     /// Runs `f` on a host thread once earlier work is done; later work waits for it.
     fn host_callback(&self, f: HostCallbackFn) -> Result<()>;
+    /// Calls `done` once everything enqueued so far has finished or been skipped because the
+    /// stream failed: what wakes `Stream::done`'s future. It runs on the backend's completion
+    /// path (a worker thread, a driver callback), or at once when nothing is pending. Unless this returns `Err`, `done` is called
+    /// exactly once, on a failed stream too; a stream dropped with it queued still calls it.
+    fn notify_done(&self, done: DoneFn) -> Result<()>;
     /// Completes `event` once earlier work is done (records its time).
     fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()>;
     /// Later work waits until the most recent record of `event` (at the time of this call)

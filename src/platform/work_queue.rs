@@ -145,6 +145,26 @@ impl WorkQueue {
     }
 }
 
+/// `done` as a `run` and a `skip` hook for [`WorkQueue::push`]: whichever the queue calls
+/// calls `done` (the other is dropped unused).
+pub(crate) fn done_either_way(done: crate::interface::DoneFn) -> (RunFn, SkipFn) {
+    let on_run = Arc::new(Mutex::new(Some(done)));
+    let on_skip = on_run.clone();
+    (
+        Box::new(move || {
+            if let Some(f) = on_run.lock().take() {
+                f();
+            }
+            Ok(())
+        }),
+        Box::new(move |_: &Error| {
+            if let Some(f) = on_skip.lock().take() {
+                f();
+            }
+        }),
+    )
+}
+
 /// A driver stream's submission path. Direct: each operation is handed to the driver at once.
 /// Deferred, from the first operation that must run on the host in stream order (a host
 /// callback, a wait on a record not yet made) on: operations go through a [`WorkQueue`]

@@ -8,6 +8,7 @@
 mod common;
 mod kernels;
 
+mod async_done;
 mod blas;
 mod errors;
 mod forged;

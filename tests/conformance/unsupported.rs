@@ -172,6 +172,7 @@ fn noop_answers_every_operation_with_unsupported_naming_it() {
             assert!(matches!(timer.elapsed(), Err(Error::Event { .. })));
             let mut s = exec.create_stream().unwrap();
             s.block_host_until_done().unwrap();
+            futures::executor::block_on(s.done()).unwrap();
             // Each `then_*` as the first operation of a fresh stream.
             let first = |f: &dyn Fn(&mut streamexec::Stream)| {
                 let mut s = exec.create_stream().unwrap();
@@ -283,6 +284,7 @@ fn a_stream_whose_operation_is_unsupported_fails_and_skips_later_work() {
             let event = exec.create_event().unwrap();
             s.then_record_event(&event);
             assert_eq!(s.block_host_until_done().unwrap_err(), first);
+            assert_eq!(futures::executor::block_on(s.done()).unwrap_err(), first);
             assert_eq!(s.status().unwrap_err(), first);
             assert!(!s.ok());
             assert!(

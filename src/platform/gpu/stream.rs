@@ -14,8 +14,9 @@ use super::kernel::GpuKernel;
 use super::status::launch_failed;
 use super::{Driver, RawStream};
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
+use crate::interface::{DoneFn, EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
 use crate::platform::downcast::{downcast, downcast_arc};
+use crate::platform::work_queue::done_either_way;
 use crate::types::{ArgView, DeviceAddress, HostRegion, LaunchDims, PackedArg};
 
 /// A streamexec stream on a CUDA-like driver.
@@ -237,6 +238,22 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
                 f()
             }),
             None,
+            true,
+        )
+    }
+
+    fn notify_done(&self, done: DoneFn) -> Result<()> {
+        // On the stream's worker, as a host callback, not a driver host function: a function
+        // queued behind a failed launch might never be called, and `done` must be.
+        let (call, skip) = done_either_way(done);
+        let sh = self.shared.clone();
+        self.shared.submitter.submit(
+            Box::new(move || {
+                let synced = sh.drv.stream_synchronize(sh.raw);
+                let _ = call();
+                synced
+            }),
+            Some(skip),
             true,
         )
     }

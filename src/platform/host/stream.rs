@@ -10,9 +10,9 @@ use super::launch::LaunchCtx;
 use super::status::{self, PLATFORM};
 use crate::device_bytes;
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
+use crate::interface::{DoneFn, EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
 use crate::platform::downcast::{downcast, downcast_arc};
-use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue};
+use crate::platform::work_queue::{RunFn, SkipFn, WorkQueue, done_either_way};
 use crate::types::HostRegion;
 use crate::types::{ArgView, PackedArg};
 use crate::types::{DeviceAddress, LaunchDims};
@@ -184,6 +184,11 @@ impl StreamInterface for HostStream {
 
     fn host_callback(&self, f: HostCallbackFn) -> Result<()> {
         self.push(f, None)
+    }
+
+    fn notify_done(&self, done: DoneFn) -> Result<()> {
+        let (run, skip) = done_either_way(done);
+        self.push(run, Some(skip))
     }
 
     fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {

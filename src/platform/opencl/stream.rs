@@ -23,8 +23,9 @@ use super::memory::{ClAlloc, copy, keep_svm, keep_until_complete};
 use super::queue::StreamShared;
 use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
+use crate::interface::{DoneFn, EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
 use crate::platform::downcast::{downcast, downcast_arc};
+use crate::platform::work_queue::done_either_way;
 use crate::types::{ArgView, DeviceAddress, HostRegion, LaunchDims, PackedArg};
 
 impl Drop for OpenClStream {
@@ -194,6 +195,20 @@ impl StreamInterface for OpenClStream {
                 f()
             }),
             None,
+            true,
+        )
+    }
+
+    fn notify_done(&self, done: DoneFn) -> Result<()> {
+        let (call, skip) = done_either_way(done);
+        let shared = self.shared.clone();
+        self.shared.submit(
+            Box::new(move || {
+                let finished = shared.marker().and_then(|m| wait_event(&m));
+                let _ = call();
+                finished
+            }),
+            Some(skip),
             true,
         )
     }
