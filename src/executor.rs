@@ -18,6 +18,7 @@ use crate::interface::StreamExecutorInterface;
 use crate::kernel::{Kernel, TypedKernel};
 use crate::memory::{DeviceMemory, DeviceSlice, UnifiedMemory};
 use crate::stream::Stream;
+use crate::stream_order::{SharedStream, StreamKind, StreamOrder};
 use crate::types::{
     DeviceAddress, DeviceDescription, HostMemory, KernelArgs, MemoryUsage, MultiKernelLoaderSpec,
 };
@@ -136,6 +137,8 @@ pub(crate) struct ExecutorShared {
     live: Arc<LiveAllocations>,
     /// The device-initiated RPC server, started on first use (`StreamExecutor::rpc`).
     rpc: std::sync::OnceLock<crate::executor_rpc::ExecutorRpc>,
+    /// The default stream and the blocking streams it orders against.
+    order: StreamOrder,
 }
 
 impl StreamExecutor {
@@ -154,6 +157,7 @@ impl StreamExecutor {
                 iface,
                 live: Arc::default(),
                 rpc: std::sync::OnceLock::new(),
+                order: StreamOrder::default(),
             }),
         }
     }
@@ -492,9 +496,42 @@ impl StreamExecutor {
         })
     }
 
-    /// A new stream.
+    /// A new stream, blocking with respect to the [default stream](Self::default_stream), as
+    /// `cuStreamCreate(.., 0)`: each of its operations first waits for the default stream's
+    /// earlier work, and the default stream's operations wait for its earlier work.
     pub fn create_stream(&self) -> Result<Stream> {
-        Ok(Stream::new(self.clone(), self.inner.iface.create_stream()?))
+        let shared = SharedStream::new(self.inner.iface.create_stream()?, StreamKind::Blocking);
+        self.inner.order.add_blocking(&shared);
+        Ok(Stream::new(self.clone(), shared))
+    }
+
+    /// A new stream that does not order against the default stream
+    /// (`CU_STREAM_NON_BLOCKING`).
+    pub fn create_stream_non_blocking(&self) -> Result<Stream> {
+        let shared = SharedStream::new(self.inner.iface.create_stream()?, StreamKind::NonBlocking);
+        Ok(Stream::new(self.clone(), shared))
+    }
+
+    /// A handle on the executor's default stream, CUDA's legacy default stream: its operations
+    /// wait for the earlier work of every blocking stream ([`create_stream`](Self::create_stream))
+    /// and blocking streams' operations wait for its earlier work; non-blocking streams opt
+    /// out. Every handle is the same stream (made on first use, kept while the executor
+    /// lives), with one error state. On CUDA/HIP it is the driver's own legacy stream.
+    ///
+    /// The executor's synchronous calls (`copy_to_device`, `synchronize_all`, ...) are not
+    /// operations of any stream and do not order against it, except that `synchronize_all`
+    /// waits for it too.
+    pub fn default_stream(&self) -> Result<Stream> {
+        let shared = self
+            .inner
+            .order
+            .default_stream(|| self.inner.iface.create_default_stream())?;
+        Ok(Stream::new(self.clone(), shared))
+    }
+
+    /// The default stream's ordering state.
+    pub(crate) fn stream_order(&self) -> &StreamOrder {
+        &self.inner.order
     }
 
     /// A new event.

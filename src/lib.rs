@@ -49,6 +49,7 @@ mod kernel;
 mod memory;
 mod rng;
 mod stream;
+mod stream_order;
 
 pub use blas::BlasScalar;
 pub use error::{Error, Result};

@@ -22,6 +22,7 @@ use crate::executor::{StreamExecutor, check_same_len};
 use crate::interface::StreamInterface;
 use crate::kernel::{Kernel, TypedKernel};
 use crate::memory::DeviceSlice;
+use crate::stream_order::SharedStream;
 use crate::types::{
     ArgList, ArgView, BlockDim, HostMemory, KernelArgs, LaunchDims, PackedArg, ThreadDim,
 };
@@ -35,7 +36,7 @@ pub trait Waitable {
 impl Waitable for Event {
     fn enqueue_wait(&self, stream: &Stream) -> Result<()> {
         stream.check_same_platform(self.executor(), "then_wait_for", "event")?;
-        stream.iface.wait_event(&self.inner)
+        stream.shared.iface.wait_event(&self.inner)
     }
 }
 
@@ -46,25 +47,26 @@ impl Waitable for Stream {
         }
         stream.check_same_platform(&self.exec, "then_wait_for(stream)", "stream")?;
         let event = self.exec.interface().create_event()?;
-        self.iface.record_event(&event)?;
-        stream.iface.wait_event(&event)
+        self.shared.iface.record_event(&event)?;
+        stream.shared.iface.wait_event(&event)
     }
 }
 
 /// An in-order queue of device work. See the module docs for the error model.
 pub struct Stream {
     exec: StreamExecutor,
-    iface: Box<dyn StreamInterface>,
+    /// The backend stream, shared with the other handles on it (the default stream's).
+    shared: Arc<SharedStream>,
     error: Option<Error>,
     /// Philox seed and block offset for `then_populate_rand_*` (src/rng.rs).
     pub(crate) rng: Option<crate::types::philox::PhiloxStream>,
 }
 
 impl Stream {
-    pub(crate) fn new(exec: StreamExecutor, iface: Box<dyn StreamInterface>) -> Self {
+    pub(crate) fn new(exec: StreamExecutor, shared: Arc<SharedStream>) -> Self {
         Stream {
             exec,
-            iface,
+            shared,
             error: None,
             rng: None,
         }
@@ -76,7 +78,10 @@ impl Stream {
     }
 
     fn first_error(&self) -> Option<Error> {
-        self.iface.async_error().or_else(|| self.error.clone())
+        self.shared
+            .iface
+            .async_error()
+            .or_else(|| self.error.clone())
     }
 
     /// True while no failure is known (does not wait for queued work).
@@ -114,18 +119,25 @@ impl Stream {
 
     /// The backend stream, for canned operations (src/blas.rs, src/rng.rs).
     pub(crate) fn iface(&self) -> &dyn StreamInterface {
-        self.iface.as_ref()
+        self.shared.iface.as_ref()
     }
 
     /// Runs `op` unless the stream has failed; stores its error if it fails.
     pub(crate) fn enqueue(&mut self, op: impl FnOnce(&Stream) -> Result<()>) -> &mut Self {
         if self.error.is_none() {
-            self.error = self.iface.async_error();
+            self.error = self.shared.iface.async_error();
         }
-        if self.error.is_none()
-            && let Err(e) = op(self)
+        if self.error.is_some() {
+            return self;
+        }
+        // The default stream's implicit waits (stream_order.rs), then the operation.
+        let order = self.exec.stream_order();
+        match order
+            .before_op(&self.shared, self.exec.interface().as_ref())
+            .and_then(|()| op(self))
         {
-            self.error = Some(e);
+            Ok(()) => self.shared.count_op(),
+            Err(e) => self.error = Some(e),
         }
         self
     }
@@ -274,7 +286,7 @@ impl Stream {
         // was loaded by this executor (and its signature checked at load or above), and every
         // pointer argument is owned by this executor and inside a live allocation (checked
         // above).
-        unsafe { self.iface.launch(&kernel.inner, &dims, &args) }
+        unsafe { self.shared.iface.launch(&kernel.inner, &dims, &args) }
     }
 
     /// Copies `src` to `dst` (same length). `src` stays readable; writing it waits for the copy.
@@ -289,7 +301,11 @@ impl Stream {
             check_same_len(src.len(), dst.len(), "then_memcpy_h2d")?;
             // SAFETY: `dst` borrows live memory of this executor (owner checked); the region
             // has exactly its size.
-            unsafe { s.iface.memcpy_h2d(src.region_for_read(), dst.address()) }
+            unsafe {
+                s.shared
+                    .iface
+                    .memcpy_h2d(src.region_for_read(), dst.address())
+            }
         })
     }
 
@@ -305,7 +321,11 @@ impl Stream {
             check_same_len(dst.len(), src.len(), "then_memcpy_d2h")?;
             // SAFETY: `src` borrows live memory of this executor (owner checked); the region
             // has exactly its size.
-            unsafe { s.iface.memcpy_d2h(src.address(), dst.region_for_write()) }
+            unsafe {
+                s.shared
+                    .iface
+                    .memcpy_d2h(src.address(), dst.region_for_write())
+            }
         })
     }
 
@@ -332,7 +352,8 @@ impl Stream {
             // SAFETY: both slices borrow live memory of this executor (owners checked) and
             // have the same size.
             unsafe {
-                s.iface
+                s.shared
+                    .iface
                     .memcpy_d2d(src.address(), dst.address(), dst.size_bytes())
             }
         })
@@ -370,7 +391,7 @@ impl Stream {
             // SAFETY: `src` borrows live memory of `src_exec`, `dst` of this executor (owners
             // checked), both of the same size.
             unsafe {
-                s.iface.memcpy_peer(
+                s.shared.iface.memcpy_peer(
                     src_exec.interface().as_ref(),
                     src.address(),
                     dst.address(),
@@ -390,7 +411,11 @@ impl Stream {
         self.enqueue(|s| {
             s.check_slice(&dst, "then_memset")?;
             // SAFETY: `dst` borrows live memory of this executor (owner checked).
-            unsafe { s.iface.memset8(dst.address(), value, dst.size_bytes()) }
+            unsafe {
+                s.shared
+                    .iface
+                    .memset8(dst.address(), value, dst.size_bytes())
+            }
         })
     }
 
@@ -416,7 +441,8 @@ impl Stream {
             // SAFETY: `dst` borrows live memory of this executor (owner checked), 4-aligned
             // and a whole number of words.
             unsafe {
-                s.iface
+                s.shared
+                    .iface
                     .memset32(dst.address(), pattern, dst.size_bytes() / 4)
             }
         })
@@ -442,7 +468,7 @@ impl Stream {
         f: impl FnOnce() -> Result<()> + Send + 'static,
     ) -> &mut Self {
         self.enqueue(|s| {
-            s.iface.host_callback(Box::new(move || {
+            s.shared.iface.host_callback(Box::new(move || {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
                     Ok(r) => r,
                     Err(p) => Err(Error::HostCallback {
@@ -463,7 +489,7 @@ impl Stream {
         }
         self.enqueue(|s| {
             s.check_same_platform(event.executor(), "then_record_event", "event")?;
-            s.iface.record_event(&event.inner)
+            s.shared.iface.record_event(&event.inner)
         })
     }
 
@@ -485,7 +511,7 @@ impl Stream {
 
     /// Blocks until everything enqueued has finished; the stream's first error if any failed.
     pub fn block_host_until_done(&mut self) -> Result<()> {
-        let r = self.iface.block_until_done();
+        let r = self.shared.iface.block_until_done();
         if let Err(e) = r {
             self.error = Some(e);
         }
@@ -545,7 +571,12 @@ impl Future for StreamDone<'_> {
             None => {
                 let s = Arc::new(DoneSignal::default());
                 let fire = s.clone();
-                if let Err(e) = this.stream.iface.notify_done(Box::new(move || fire.fire())) {
+                if let Err(e) = this
+                    .stream
+                    .shared
+                    .iface
+                    .notify_done(Box::new(move || fire.fire()))
+                {
                     this.stream.error.get_or_insert(e.clone());
                     return Poll::Ready(Err(e));
                 }

@@ -127,6 +127,13 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
 
     /// A new stream. Streams run concurrently with each other.
     fn create_stream(&self) -> Result<Box<dyn StreamInterface>>;
+    /// The stream behind `StreamExecutor::default_stream` (made once per executor). The
+    /// crate orders it against the other streams with events; a driver with its own legacy
+    /// default stream (CUDA, HIP) returns that, so other users of the context see the same
+    /// stream.
+    fn create_default_stream(&self) -> Result<Box<dyn StreamInterface>> {
+        self.create_stream()
+    }
 
     /// A new event, not yet recorded.
     fn create_event(&self) -> Result<Arc<dyn EventInterface>>;
@@ -252,6 +259,12 @@ pub trait StreamInterface: Send + Sync {
     /// completes; if that record failed, this stream fails with `DependencyFailed`. An event
     /// never recorded is complete.
     fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()>;
+    /// As [`wait_event`](Self::wait_event), for an implicit wait of the default stream's
+    /// ordering: a failed record is no wait rather than a failure, so a failed stream does not
+    /// fail every stream that orders against it.
+    fn wait_event_for_order(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        self.wait_event(event)
+    }
     /// Blocks until everything enqueued so far has finished; the first error if any failed.
     fn block_until_done(&self) -> Result<()>;
     /// The first asynchronous error seen so far, without blocking.

@@ -10,6 +10,7 @@ mod kernels;
 
 mod async_done;
 mod blas;
+mod default_stream;
 mod errors;
 mod forged;
 mod launch;

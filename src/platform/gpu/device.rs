@@ -191,6 +191,8 @@ pub(crate) struct StreamShared<D: Driver> {
     /// Queued work keeps the executor (and so its modules and parked allocations) alive.
     _exec: Arc<GpuExecutor<D>>,
     pub(crate) raw: RawStream,
+    /// False for the driver's legacy default stream (`NULL`), which is never destroyed.
+    owned: bool,
     pub(super) error: Arc<Mutex<Option<Error>>>,
     pub(super) submitter: Submitter,
 }
@@ -198,16 +200,25 @@ pub(crate) struct StreamShared<D: Driver> {
 impl<D: Driver> StreamShared<D> {
     /// A new driver stream of `exec`, in direct mode.
     pub(super) fn new(exec: Arc<GpuExecutor<D>>) -> Result<Self> {
-        let drv = exec.driver().clone();
-        let raw = drv.stream_create()?;
+        let raw = exec.driver().stream_create()?;
+        Ok(Self::on(exec, raw, true))
+    }
+
+    /// The driver's legacy default stream (`NULL`).
+    pub(super) fn legacy(exec: Arc<GpuExecutor<D>>) -> Self {
+        Self::on(exec, RawStream(0), false)
+    }
+
+    fn on(exec: Arc<GpuExecutor<D>>, raw: RawStream, owned: bool) -> Self {
         let error = Arc::new(Mutex::new(None));
-        Ok(StreamShared {
-            drv,
+        StreamShared {
+            drv: exec.driver().clone(),
             _exec: exec,
             raw,
+            owned,
             error: error.clone(),
             submitter: Submitter::new(error, "streamexec-gpu-stream", D::PLATFORM),
-        })
+        }
     }
 
     /// Waits for the worker and the driver stream; the first failure.
@@ -244,7 +255,9 @@ impl<D: Driver> StreamShared<D> {
 
 impl<D: Driver> Drop for StreamShared<D> {
     fn drop(&mut self) {
-        // SAFETY: the last reference; the driver releases the stream once its work is done.
-        unsafe { self.drv.stream_destroy(self.raw) };
+        if self.owned {
+            // SAFETY: the last reference; the driver releases the stream once its work is done.
+            unsafe { self.drv.stream_destroy(self.raw) };
+        }
     }
 }

@@ -192,6 +192,16 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         Ok(Box::new(stream))
     }
 
+    fn create_default_stream(&self) -> Result<Box<dyn StreamInterface>> {
+        let me = self
+            .me
+            .upgrade()
+            .ok_or_else(|| Error::invalid("default_stream", "the executor is shutting down"))?;
+        let stream = GpuStream::legacy(me);
+        self.streams.insert(stream.shared());
+        Ok(Box::new(stream))
+    }
+
     fn create_event(&self) -> Result<Arc<dyn EventInterface>> {
         Ok(Arc::new(GpuEvent::new(self.drv.clone(), true)?))
     }

@@ -31,6 +31,13 @@ impl<D: Driver> GpuStream<D> {
         })
     }
 
+    /// The driver's legacy default stream.
+    pub(crate) fn legacy(exec: Arc<GpuExecutor<D>>) -> Self {
+        GpuStream {
+            shared: Arc::new(StreamShared::legacy(exec)),
+        }
+    }
+
     pub(crate) fn shared(&self) -> &Arc<StreamShared<D>> {
         &self.shared
     }
@@ -279,6 +286,24 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
                 ev.wait_published(generation)
                     .map_err(|e| Error::dependency("then_wait_for", e))?;
                 sh.drv.stream_wait_event(sh.raw, ev.raw)
+            }),
+            None,
+            !published,
+        )
+    }
+
+    fn wait_event_for_order(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = self.event(event, "default stream ordering")?;
+        let (generation, failed) = ev.latest();
+        if generation == 0 || failed.is_some() {
+            return Ok(()); // never recorded, or recorded by a failed stream: no wait
+        }
+        let sh = self.shared.clone();
+        let published = ev.is_published(generation);
+        self.shared.submitter.submit(
+            Box::new(move || match ev.wait_published(generation) {
+                Ok(()) => sh.drv.stream_wait_event(sh.raw, ev.raw),
+                Err(_) => Ok(()),
             }),
             None,
             !published,

@@ -218,6 +218,18 @@ impl StreamInterface for HostStream {
         )
     }
 
+    fn wait_event_for_order(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = Self::host_event(event, "default stream ordering")?;
+        let target = ev.wait_target();
+        self.push(
+            Box::new(move || {
+                let _ = ev.wait_for(target); // a failed record: nothing left to wait for
+                Ok(())
+            }),
+            None,
+        )
+    }
+
     fn block_until_done(&self) -> Result<()> {
         self.shared.wait_idle()
     }

@@ -265,6 +265,27 @@ impl StreamInterface for OpenClStream {
         }
     }
 
+    fn wait_event_for_order(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
+        let ev = downcast::<OpenClEvent>(event.as_any(), "default stream ordering")?;
+        let shared = self.shared.clone();
+        match ev.wait_target() {
+            WaitTarget::Nothing | WaitTarget::Failed(_) => Ok(()),
+            WaitTarget::Event(target) => {
+                let target = SendHandle(target);
+                self.shared
+                    .submit(Box::new(move || shared.barrier_on(&target.0)), None, false)
+            }
+            WaitTarget::Deferred(rec) => self.shared.submit(
+                Box::new(move || match rec.wait() {
+                    Ok(target) => shared.barrier_on(&target),
+                    Err(_) => Ok(()),
+                }),
+                None,
+                true,
+            ),
+        }
+    }
+
     fn block_until_done(&self) -> Result<()> {
         self.shared.finish()
     }
