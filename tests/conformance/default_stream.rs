@@ -304,16 +304,21 @@ fn a_failed_blocking_stream_orders_but_does_not_fail_the_default_stream() {
 /// A wait is for the record made before it, even when the event is recorded again, on another
 /// stream, and that later record completes first.
 ///
-/// Known bug, found by the model test above: host and CUDA/HIP events count record
-/// generations and take "a generation at or after mine has completed (or been published)" as
-/// "mine has", which is wrong when records on different streams complete out of order; a
-/// deferred CUDA stream also makes its `cuStreamWaitEvent` late, when the event may already
-/// hold the later record. OpenCL waits for the record's own marker. Ignored until generations
-/// are tracked per record.
+/// Known bug on CUDA/HIP, skipped there: GPU events count record generations and take "a
+/// generation at or after mine has been published" as "mine has", and a deferred stream makes
+/// its `cuStreamWaitEvent` late, when the driver event may already hold the later record. The
+/// host platform had the same bug (completion as a max of generations) and tracks each
+/// generation now; OpenCL waits for each record's own marker.
 #[test]
-#[ignore = "known bug: an event re-recorded on another stream (see the doc comment)"]
 fn an_event_rerecorded_before_a_queued_wait_reaches_it() {
     on_each_platform(|exec| {
+        if matches!(exec.platform_name(), "cuda" | "hip") {
+            eprintln!(
+                "skipped on {}: known bug (see the test's doc)",
+                exec.platform_name()
+            );
+            return;
+        }
         let log = Arc::new(Mutex::new(Vec::new()));
         let event = exec.create_event().unwrap();
         let mut slow = exec.create_stream_non_blocking().unwrap();

@@ -1,10 +1,12 @@
-//! Host-platform events: a generation counter and a condition variable.
+//! Host-platform events: a generation counter, the set of completed generations, and a
+//! condition variable.
 //!
 //! Each `record` takes the next generation when it is enqueued; a wait enqueued later targets
 //! the generation current at that moment (CUDA's `cudaStreamWaitEvent` rule), so waits only
 //! ever target records already enqueued and cannot form cycles.
 
 use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
@@ -15,11 +17,26 @@ use crate::platform::downcast::downcast;
 
 #[derive(Default)]
 struct State {
+    /// Generations taken so far (the latest record's).
     recorded: u64,
-    completed: u64,
-    /// Generation and error of the most recent failed record.
-    failed: Option<(u64, Error)>,
-    time: Option<Instant>,
+    /// Every generation up to this one has completed.
+    prefix: u64,
+    /// Completed generations above `prefix`: records on different streams complete out of
+    /// order, so "a later generation completed" says nothing about an earlier one.
+    done: BTreeSet<u64>,
+    /// Failed generations, the most recent `FAILURES_KEPT`.
+    failures: BTreeMap<u64, Error>,
+    /// The completion time of the highest generation that completed successfully.
+    time: Option<(u64, Instant)>,
+}
+
+/// How many failed generations an event remembers for waits still queued on them.
+const FAILURES_KEPT: usize = 256;
+
+impl State {
+    fn is_complete(&self, generation: u64) -> bool {
+        generation <= self.prefix || self.done.contains(&generation)
+    }
 }
 
 /// A host-platform event.
@@ -40,15 +57,23 @@ impl HostEvent {
     /// Completes generation `generation`, successfully or not.
     pub(crate) fn complete(&self, generation: u64, result: Result<()>) {
         let mut s = self.state.lock();
-        s.completed = s.completed.max(generation);
+        s.done.insert(generation);
+        while s.done.first() == Some(&(s.prefix + 1)) {
+            s.done.pop_first();
+            s.prefix += 1;
+        }
         match result {
             Ok(()) => {
-                s.time = Some(Instant::now());
-                if s.failed.as_ref().is_some_and(|(g, _)| *g <= generation) {
-                    s.failed = None;
+                if s.time.is_none_or(|(g, _)| g < generation) {
+                    s.time = Some((generation, Instant::now()));
                 }
             }
-            Err(e) => s.failed = Some((generation, e)),
+            Err(e) => {
+                s.failures.insert(generation, e);
+                if s.failures.len() > FAILURES_KEPT {
+                    s.failures.pop_first();
+                }
+            }
         }
         drop(s);
         self.cv.notify_all();
@@ -59,15 +84,15 @@ impl HostEvent {
         self.state.lock().recorded
     }
 
-    /// Blocks until generation `target` completes.
+    /// Blocks until generation `target` completes; its failure, if it failed.
     pub(crate) fn wait_for(&self, target: u64) -> Result<()> {
         let mut s = self.state.lock();
-        while s.completed < target {
+        while !s.is_complete(target) {
             self.cv.wait(&mut s);
         }
-        match &s.failed {
-            Some((g, e)) if *g >= target => Err(e.clone()),
-            _ => Ok(()),
+        match s.failures.get(&target) {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
         }
     }
 }
@@ -77,9 +102,9 @@ impl EventInterface for HostEvent {
         let s = self.state.lock();
         if s.recorded == 0 {
             EventStatus::Unrecorded
-        } else if s.completed < s.recorded {
+        } else if !s.is_complete(s.recorded) {
             EventStatus::Pending
-        } else if let Some((_, e)) = &s.failed {
+        } else if let Some(e) = s.failures.get(&s.recorded) {
             EventStatus::Error(e.clone())
         } else {
             EventStatus::Complete
@@ -97,8 +122,8 @@ impl EventInterface for HostEvent {
         let not_done = || Error::Event {
             detail: "both events must be recorded and complete; call synchronize() first".into(),
         };
-        let t1 = self.state.lock().time.ok_or_else(not_done)?;
-        let t0 = start.state.lock().time.ok_or_else(not_done)?;
+        let t1 = self.state.lock().time.ok_or_else(not_done)?.1;
+        let t0 = start.state.lock().time.ok_or_else(not_done)?.1;
         Ok(t1.saturating_duration_since(t0))
     }
 
