@@ -36,7 +36,7 @@ pub trait Waitable {
 impl Waitable for Event {
     fn enqueue_wait(&self, stream: &Stream) -> Result<()> {
         stream.check_same_platform(self.executor(), "then_wait_for", "event")?;
-        stream.shared.iface.wait_event(&self.inner)
+        stream.iface().wait_event(&self.inner)
     }
 }
 
@@ -47,8 +47,8 @@ impl Waitable for Stream {
         }
         stream.check_same_platform(&self.exec, "then_wait_for(stream)", "stream")?;
         let event = self.exec.interface().create_event()?;
-        self.shared.iface.record_event(&event)?;
-        stream.shared.iface.wait_event(&event)
+        self.iface().record_event(&event)?;
+        stream.iface().wait_event(&event)
     }
 }
 
@@ -78,10 +78,7 @@ impl Stream {
     }
 
     fn first_error(&self) -> Option<Error> {
-        self.shared
-            .iface
-            .async_error()
-            .or_else(|| self.error.clone())
+        self.iface().async_error().or_else(|| self.error.clone())
     }
 
     /// True while no failure is known (does not wait for queued work).
@@ -125,7 +122,7 @@ impl Stream {
     /// Runs `op` unless the stream has failed; stores its error if it fails.
     pub(crate) fn enqueue(&mut self, op: impl FnOnce(&Stream) -> Result<()>) -> &mut Self {
         if self.error.is_none() {
-            self.error = self.shared.iface.async_error();
+            self.error = self.iface().async_error();
         }
         if self.error.is_some() {
             return self;
@@ -286,7 +283,7 @@ impl Stream {
         // was loaded by this executor (and its signature checked at load or above), and every
         // pointer argument is owned by this executor and inside a live allocation (checked
         // above).
-        unsafe { self.shared.iface.launch(&kernel.inner, &dims, &args) }
+        unsafe { self.iface().launch(&kernel.inner, &dims, &args) }
     }
 
     /// Copies `src` to `dst` (same length). `src` stays readable; writing it waits for the copy.
@@ -301,11 +298,7 @@ impl Stream {
             check_same_len(src.len(), dst.len(), "then_memcpy_h2d")?;
             // SAFETY: `dst` borrows live memory of this executor (owner checked); the region
             // has exactly its size.
-            unsafe {
-                s.shared
-                    .iface
-                    .memcpy_h2d(src.region_for_read(), dst.address())
-            }
+            unsafe { s.iface().memcpy_h2d(src.region_for_read(), dst.address()) }
         })
     }
 
@@ -321,11 +314,7 @@ impl Stream {
             check_same_len(dst.len(), src.len(), "then_memcpy_d2h")?;
             // SAFETY: `src` borrows live memory of this executor (owner checked); the region
             // has exactly its size.
-            unsafe {
-                s.shared
-                    .iface
-                    .memcpy_d2h(src.address(), dst.region_for_write())
-            }
+            unsafe { s.iface().memcpy_d2h(src.address(), dst.region_for_write()) }
         })
     }
 
@@ -352,8 +341,7 @@ impl Stream {
             // SAFETY: both slices borrow live memory of this executor (owners checked) and
             // have the same size.
             unsafe {
-                s.shared
-                    .iface
+                s.iface()
                     .memcpy_d2d(src.address(), dst.address(), dst.size_bytes())
             }
         })
@@ -391,7 +379,7 @@ impl Stream {
             // SAFETY: `src` borrows live memory of `src_exec`, `dst` of this executor (owners
             // checked), both of the same size.
             unsafe {
-                s.shared.iface.memcpy_peer(
+                s.iface().memcpy_peer(
                     src_exec.interface().as_ref(),
                     src.address(),
                     dst.address(),
@@ -411,11 +399,7 @@ impl Stream {
         self.enqueue(|s| {
             s.check_slice(&dst, "then_memset")?;
             // SAFETY: `dst` borrows live memory of this executor (owner checked).
-            unsafe {
-                s.shared
-                    .iface
-                    .memset8(dst.address(), value, dst.size_bytes())
-            }
+            unsafe { s.iface().memset8(dst.address(), value, dst.size_bytes()) }
         })
     }
 
@@ -441,8 +425,7 @@ impl Stream {
             // SAFETY: `dst` borrows live memory of this executor (owner checked), 4-aligned
             // and a whole number of words.
             unsafe {
-                s.shared
-                    .iface
+                s.iface()
                     .memset32(dst.address(), pattern, dst.size_bytes() / 4)
             }
         })
@@ -468,7 +451,7 @@ impl Stream {
         f: impl FnOnce() -> Result<()> + Send + 'static,
     ) -> &mut Self {
         self.enqueue(|s| {
-            s.shared.iface.host_callback(Box::new(move || {
+            s.iface().host_callback(Box::new(move || {
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
                     Ok(r) => r,
                     Err(p) => Err(Error::HostCallback {
@@ -489,7 +472,7 @@ impl Stream {
         }
         self.enqueue(|s| {
             s.check_same_platform(event.executor(), "then_record_event", "event")?;
-            s.shared.iface.record_event(&event.inner)
+            s.iface().record_event(&event.inner)
         })
     }
 
@@ -511,7 +494,7 @@ impl Stream {
 
     /// Blocks until everything enqueued has finished; the stream's first error if any failed.
     pub fn block_host_until_done(&mut self) -> Result<()> {
-        let r = self.shared.iface.block_until_done();
+        let r = self.iface().block_until_done();
         if let Err(e) = r {
             self.error = Some(e);
         }
@@ -573,8 +556,7 @@ impl Future for StreamDone<'_> {
                 let fire = s.clone();
                 if let Err(e) = this
                     .stream
-                    .shared
-                    .iface
+                    .iface()
                     .notify_done(Box::new(move || fire.fire()))
                 {
                     this.stream.error.get_or_insert(e.clone());

@@ -250,8 +250,9 @@ pub trait StreamInterface: Send + Sync {
     fn host_callback(&self, f: HostCallbackFn) -> Result<()>;
     /// Calls `done` once everything enqueued so far has finished or been skipped because the
     /// stream failed: what wakes `Stream::done`'s future. It runs on the backend's completion
-    /// path (a worker thread, a driver callback), or at once when nothing is pending. Unless this returns `Err`, `done` is called
-    /// exactly once, on a failed stream too; a stream dropped with it queued still calls it.
+    /// path (a worker thread, a driver callback), or at once when nothing is pending. Unless
+    /// this returns `Err`, `done` is called exactly once, on a failed stream too; a stream
+    /// dropped with it queued still calls it.
     fn notify_done(&self, done: DoneFn) -> Result<()>;
     /// Completes `event` once earlier work is done (records its time).
     fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()>;

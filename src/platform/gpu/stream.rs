@@ -51,6 +51,35 @@ impl<D: Driver> GpuStream<D> {
         self.shared.submit(move || f(&sh.drv, sh.raw))
     }
 
+    /// Later work waits for the latest record of `event`. A failed record fails this stream
+    /// with `DependencyFailed` when `propagate`, else it is no wait (the default stream's
+    /// implicit ordering).
+    fn wait(&self, event: &Arc<dyn EventInterface>, what: &str, propagate: bool) -> Result<()> {
+        let ev = self.event(event, what)?;
+        let (generation, failed) = ev.latest();
+        if generation == 0 {
+            return Ok(());
+        }
+        if let Some(e) = failed {
+            return if propagate {
+                Err(Error::dependency("then_wait_for", e))
+            } else {
+                Ok(())
+            };
+        }
+        let sh = self.shared.clone();
+        let published = ev.is_published(generation);
+        self.shared.submitter.submit(
+            Box::new(move || match ev.wait_published(generation) {
+                Ok(()) => sh.drv.stream_wait_event(sh.raw, ev.raw),
+                Err(e) if propagate => Err(Error::dependency("then_wait_for", e)),
+                Err(_) => Ok(()),
+            }),
+            None,
+            !published,
+        )
+    }
+
     /// `event` as this platform's (the handle layer refused events of other platforms).
     fn event(&self, event: &Arc<dyn EventInterface>, what: &str) -> Result<Arc<GpuEvent<D>>> {
         downcast_arc(
@@ -271,43 +300,11 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
     }
 
     fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = self.event(event, "then_wait_for")?;
-        let (generation, failed) = ev.latest();
-        if generation == 0 {
-            return Ok(());
-        }
-        if let Some(e) = failed {
-            return Err(Error::dependency("then_wait_for", e));
-        }
-        let sh = self.shared.clone();
-        let published = ev.is_published(generation);
-        self.shared.submitter.submit(
-            Box::new(move || {
-                ev.wait_published(generation)
-                    .map_err(|e| Error::dependency("then_wait_for", e))?;
-                sh.drv.stream_wait_event(sh.raw, ev.raw)
-            }),
-            None,
-            !published,
-        )
+        self.wait(event, "then_wait_for", true)
     }
 
     fn wait_event_for_order(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = self.event(event, "default stream ordering")?;
-        let (generation, failed) = ev.latest();
-        if generation == 0 || failed.is_some() {
-            return Ok(()); // never recorded, or recorded by a failed stream: no wait
-        }
-        let sh = self.shared.clone();
-        let published = ev.is_published(generation);
-        self.shared.submitter.submit(
-            Box::new(move || match ev.wait_published(generation) {
-                Ok(()) => sh.drv.stream_wait_event(sh.raw, ev.raw),
-                Err(_) => Ok(()),
-            }),
-            None,
-            !published,
-        )
+        self.wait(event, "default stream ordering", false)
     }
 
     fn block_until_done(&self) -> Result<()> {

@@ -36,6 +36,21 @@ impl HostStream {
         Ok(())
     }
 
+    /// Later work waits for the latest record of `event`. A failed record fails this stream
+    /// with `DependencyFailed` when `propagate`, else it is no wait (the default stream's
+    /// implicit ordering).
+    fn wait(&self, event: &Arc<dyn EventInterface>, what: &str, propagate: bool) -> Result<()> {
+        let ev = Self::host_event(event, what)?;
+        let target = ev.wait_target();
+        self.push(
+            Box::new(move || match ev.wait_for(target) {
+                Err(e) if propagate => Err(Error::dependency("then_wait_for", e)),
+                _ => Ok(()),
+            }),
+            None,
+        )
+    }
+
     /// `event` as this platform's (the handle layer refused events of other platforms).
     fn host_event(event: &Arc<dyn EventInterface>, operation: &str) -> Result<Arc<HostEvent>> {
         downcast_arc(
@@ -207,27 +222,11 @@ impl StreamInterface for HostStream {
     }
 
     fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = Self::host_event(event, "then_wait_for")?;
-        let target = ev.wait_target();
-        self.push(
-            Box::new(move || {
-                ev.wait_for(target)
-                    .map_err(|e| Error::dependency("then_wait_for", e))
-            }),
-            None,
-        )
+        self.wait(event, "then_wait_for", true)
     }
 
     fn wait_event_for_order(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = Self::host_event(event, "default stream ordering")?;
-        let target = ev.wait_target();
-        self.push(
-            Box::new(move || {
-                let _ = ev.wait_for(target); // a failed record: nothing left to wait for
-                Ok(())
-            }),
-            None,
-        )
+        self.wait(event, "default stream ordering", false)
     }
 
     fn block_until_done(&self) -> Result<()> {

@@ -242,48 +242,11 @@ impl StreamInterface for OpenClStream {
     }
 
     fn wait_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = downcast::<OpenClEvent>(event.as_any(), "the event passed to then_wait_for")?;
-        let shared = self.shared.clone();
-        match ev.wait_target() {
-            WaitTarget::Nothing => Ok(()),
-            WaitTarget::Failed(e) => Err(Error::dependency("then_wait_for", e)),
-            WaitTarget::Event(target) => {
-                let target = SendHandle(target);
-                self.shared
-                    .submit(Box::new(move || shared.barrier_on(&target.0)), None, false)
-            }
-            WaitTarget::Deferred(rec) => self.shared.submit(
-                Box::new(move || {
-                    let target = rec
-                        .wait()
-                        .map_err(|e| Error::dependency("then_wait_for", e))?;
-                    shared.barrier_on(&target)
-                }),
-                None,
-                true,
-            ),
-        }
+        wait(&self.shared, event, "then_wait_for", true)
     }
 
     fn wait_event_for_order(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = downcast::<OpenClEvent>(event.as_any(), "default stream ordering")?;
-        let shared = self.shared.clone();
-        match ev.wait_target() {
-            WaitTarget::Nothing | WaitTarget::Failed(_) => Ok(()),
-            WaitTarget::Event(target) => {
-                let target = SendHandle(target);
-                self.shared
-                    .submit(Box::new(move || shared.barrier_on(&target.0)), None, false)
-            }
-            WaitTarget::Deferred(rec) => self.shared.submit(
-                Box::new(move || match rec.wait() {
-                    Ok(target) => shared.barrier_on(&target),
-                    Err(_) => Ok(()),
-                }),
-                None,
-                true,
-            ),
-        }
+        wait(&self.shared, event, "default stream ordering", false)
     }
 
     fn block_until_done(&self) -> Result<()> {
@@ -292,6 +255,42 @@ impl StreamInterface for OpenClStream {
 
     fn async_error(&self) -> Option<Error> {
         self.shared.error.lock().clone()
+    }
+}
+
+/// Later work of `shared` waits for the latest record of `event`. A failed record fails the
+/// stream with `DependencyFailed` when `propagate`, else it is no wait (the default stream's
+/// implicit ordering).
+fn wait(
+    shared: &Arc<StreamShared>,
+    event: &Arc<dyn EventInterface>,
+    what: &str,
+    propagate: bool,
+) -> Result<()> {
+    let ev = downcast::<OpenClEvent>(event.as_any(), &format!("the event passed to {what}"))?;
+    let failed = move |e: Error| {
+        if propagate {
+            Err(Error::dependency("then_wait_for", e))
+        } else {
+            Ok(())
+        }
+    };
+    let sh = shared.clone();
+    match ev.wait_target() {
+        WaitTarget::Nothing => Ok(()),
+        WaitTarget::Failed(e) => failed(e),
+        WaitTarget::Event(target) => {
+            let target = SendHandle(target);
+            shared.submit(Box::new(move || sh.barrier_on(&target.0)), None, false)
+        }
+        WaitTarget::Deferred(rec) => shared.submit(
+            Box::new(move || match rec.wait() {
+                Ok(target) => sh.barrier_on(&target),
+                Err(e) => failed(e),
+            }),
+            None,
+            true,
+        ),
     }
 }
 
