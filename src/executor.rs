@@ -27,10 +27,33 @@ use crate::types::{
 /// every platform refuses pointers to freed memory the same way. Ids are process-unique and
 /// never reused, so a pointer that outlived its memory is refused even when a new allocation
 /// took the same addresses.
+///
+/// An allocation may also be *pinned* (by a recorded command buffer, which may replay any
+/// time it lives): freeing a pinned allocation makes it dead to every later check at once, and
+/// defers the backend's `deallocate` to the last unpin ([`AllocationPin`]).
 #[derive(Default)]
 pub(crate) struct LiveAllocations {
-    /// Allocation id → (base address, bytes).
-    map: Mutex<HashMap<u64, (u64, u64)>>,
+    map: Mutex<HashMap<u64, Allocation>>,
+}
+
+struct Allocation {
+    base: u64,
+    bytes: u64,
+    /// Command buffers holding it.
+    pins: u64,
+    /// Its owner has freed it (only while pinned: then the last unpin deallocates).
+    freed: bool,
+}
+
+impl Allocation {
+    fn holds(&self, addr: DeviceAddress, bytes: u64) -> bool {
+        !self.freed
+            && addr.raw() >= self.base
+            && addr
+                .raw()
+                .checked_add(bytes)
+                .is_some_and(|end| end <= self.base.saturating_add(self.bytes))
+    }
 }
 
 impl LiveAllocations {
@@ -38,23 +61,84 @@ impl LiveAllocations {
     fn insert(&self, addr: DeviceAddress, bytes: u64) -> u64 {
         static NEXT_ALLOCATION: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed);
-        self.map.lock().insert(id, (addr.raw(), bytes));
+        let a = Allocation {
+            base: addr.raw(),
+            bytes,
+            pins: 0,
+            freed: false,
+        };
+        self.map.lock().insert(id, a);
         id
     }
 
-    fn remove(&self, id: u64) {
-        self.map.lock().remove(&id);
+    /// Its owner frees allocation `id`: true when the backend may deallocate it now, false
+    /// while a pin defers that to [`unpin`](Self::unpin).
+    fn free(&self, id: u64) -> bool {
+        let mut map = self.map.lock();
+        match map.get_mut(&id) {
+            Some(a) if a.pins > 0 => {
+                a.freed = true;
+                false
+            }
+            _ => {
+                map.remove(&id);
+                true
+            }
+        }
     }
 
     /// True when allocation `id` is live and `[addr, addr + bytes)` lies inside it.
     pub(crate) fn contains(&self, id: u64, addr: DeviceAddress, bytes: u64) -> bool {
-        self.map.lock().get(&id).is_some_and(|&(base, len)| {
-            addr.raw() >= base
-                && addr
-                    .raw()
-                    .checked_add(bytes)
-                    .is_some_and(|end| end <= base.saturating_add(len))
-        })
+        self.map
+            .lock()
+            .get(&id)
+            .is_some_and(|a| a.holds(addr, bytes))
+    }
+
+    /// Pins allocation `id` if it is live and holds `[addr, addr + bytes)`.
+    fn pin(&self, id: u64, addr: DeviceAddress, bytes: u64) -> bool {
+        let mut map = self.map.lock();
+        match map.get_mut(&id) {
+            Some(a) if a.holds(addr, bytes) => {
+                a.pins += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Drops one pin of `id`: its base address when that was the last pin of a freed
+    /// allocation, which the caller must now deallocate.
+    fn unpin(&self, id: u64) -> Option<DeviceAddress> {
+        let mut map = self.map.lock();
+        let a = map.get_mut(&id)?;
+        a.pins -= 1;
+        if a.pins > 0 || !a.freed {
+            return None;
+        }
+        let base = a.base;
+        map.remove(&id);
+        Some(DeviceAddress::new(base))
+    }
+}
+
+/// Keeps one allocation's memory from being deallocated while it lives (a recorded command
+/// buffer holds one per allocation its commands touch). Dropping the last pin of memory whose
+/// owner has already freed it deallocates it; the backend defers that past every operation
+/// enqueued before, as for any free, so replays already queued finish first.
+pub(crate) struct AllocationPin {
+    iface: Arc<dyn StreamExecutorInterface>,
+    live: Arc<LiveAllocations>,
+    id: u64,
+}
+
+impl Drop for AllocationPin {
+    fn drop(&mut self) {
+        if let Some(base) = self.live.unpin(self.id) {
+            // SAFETY: `base` is the base of allocation `id`, whose owner has freed it (and so
+            // never uses it again) and whose last pin this was.
+            unsafe { self.iface.deallocate(base) };
+        }
     }
 }
 
@@ -113,10 +197,11 @@ impl OwnedAllocation {
 
 impl Drop for OwnedAllocation {
     fn drop(&mut self) {
-        self.live.remove(self.id);
-        // SAFETY: `addr` is the base of the allocation this value owns, and nothing uses it
-        // after this drop (the owner drops its users first).
-        unsafe { self.iface.deallocate(self.addr) };
+        if self.live.free(self.id) {
+            // SAFETY: `addr` is the base of the allocation this value owns, and nothing uses
+            // it after this drop (the owner drops its users first; pins defer the free).
+            unsafe { self.iface.deallocate(self.addr) };
+        }
     }
 }
 
@@ -223,11 +308,37 @@ impl StreamExecutor {
     /// Frees memory this executor allocated (`DeviceMemory`'s drop): allocation `alloc` at
     /// `addr`.
     pub(crate) fn release(&self, addr: DeviceAddress, alloc: u64) {
-        self.inner.live.remove(alloc);
-        // SAFETY: `addr` is the base of an allocation made by `allocate_raw`, released once
-        // by its only owner, which never uses it again; `DevicePtr`s that outlive it fail the
-        // live check at launch.
-        unsafe { self.inner.iface.deallocate(addr) };
+        if self.inner.live.free(alloc) {
+            // SAFETY: `addr` is the base of an allocation made by `allocate_raw`, released
+            // once by its only owner, which never uses it again; `DevicePtr`s that outlive it
+            // fail the live check at launch. A pinned allocation is deallocated by its last
+            // pin instead.
+            unsafe { self.inner.iface.deallocate(addr) };
+        }
+    }
+
+    /// As [`check_pointer`](Self::check_pointer), and pins the allocation: it is not
+    /// deallocated while the pin lives, even once its owner frees it.
+    pub(crate) fn pin_pointer(
+        &self,
+        (owner, alloc): (u64, u64),
+        addr: DeviceAddress,
+        bytes: u64,
+        operation: impl FnOnce() -> String,
+    ) -> Result<AllocationPin> {
+        if owner == self.id() && self.inner.live.pin(alloc, addr, bytes) {
+            return Ok(AllocationPin {
+                iface: self.inner.iface.clone(),
+                live: self.inner.live.clone(),
+                id: alloc,
+            });
+        }
+        // Not pinnable: the check says why.
+        self.check_pointer((owner, alloc), addr, bytes, operation)?;
+        Err(Error::invalid(
+            "pin_pointer",
+            "the allocation was freed while it was being pinned; keep its DeviceMemory alive",
+        ))
     }
 
     /// `bytes` of device memory, registered as live: its address and allocation id.

@@ -42,6 +42,7 @@ mod registry;
 
 // The user-facing handles.
 mod blas;
+mod command_buffer;
 mod event;
 mod executor;
 mod executor_rpc;
@@ -52,6 +53,7 @@ mod stream;
 mod stream_order;
 
 pub use blas::BlasScalar;
+pub use command_buffer::{CommandBuffer, LaunchCommand};
 pub use error::{Error, Result};
 pub use event::{Event, Timer};
 pub use executor::StreamExecutor;

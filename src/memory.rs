@@ -174,6 +174,10 @@ impl<'a, T: Pod> DeviceSlice<'a, T> {
     pub fn owner(&self) -> u64 {
         self.owner
     }
+    /// The executor's id for the allocation it lies in.
+    pub(crate) fn allocation(&self) -> u64 {
+        self.alloc
+    }
     /// As a kernel argument.
     pub fn ptr(&self) -> DevicePtr<T> {
         DevicePtr::from_parts(self.addr, self.len, self.owner, self.alloc)

@@ -205,80 +205,20 @@ impl Stream {
         kernel: &Kernel,
         args: Vec<PackedArg>,
     ) -> Result<()> {
-        let desc = self.exec.description();
-        let fail = |detail: String| Error::LaunchConfig {
-            platform: self.exec.platform_name().to_string(),
-            kernel: kernel.name().to_string(),
-            detail,
-        };
-        if !kernel.exec.same_as(&self.exec) {
-            return Err(fail(format!(
-                "the kernel was loaded on {:?}, not on this stream's {:?}; load it on this \
-                 executor",
-                kernel.exec, self.exec
-            )));
-        }
-        let (t, b) = (threads.0, blocks.0);
-        if t.count() == 0 || b.count() == 0 {
-            return Err(fail(format!(
-                "empty launch: {t} threads × {b} blocks; no extent may be 0"
-            )));
-        }
-        if t.count() > desc.max_threads_per_block as u64 {
-            return Err(fail(format!(
-                "{} threads per block ({t}) exceeds the device limit of {}",
-                t.count(),
-                desc.max_threads_per_block
-            )));
-        }
-        for (axis, got, max) in [
-            ("x", t.x, desc.max_block_dims[0]),
-            ("y", t.y, desc.max_block_dims[1]),
-            ("z", t.z, desc.max_block_dims[2]),
-        ] {
-            if got > max {
-                return Err(fail(format!(
-                    "block extent {axis} = {got} exceeds the device limit {max}"
-                )));
-            }
-        }
-        for (axis, got, max) in [
-            ("x", b.x, desc.max_grid_dims[0]),
-            ("y", b.y, desc.max_grid_dims[1]),
-            ("z", b.z, desc.max_grid_dims[2]),
-        ] {
-            if got > max {
-                return Err(fail(format!(
-                    "grid extent {axis} = {got} exceeds the device limit {max}"
-                )));
-            }
-        }
-        let mut dynamic_shared_bytes = 0u64;
-        for (i, a) in args.iter().enumerate() {
-            match a.view() {
-                ArgView::Pointer { addr, bytes } => {
-                    // Every pointer a user can pass was packed from a `DevicePtr`.
-                    self.exec
-                        .check_pointer(a.origin().unwrap_or_default(), addr, bytes, || {
-                            format!("then_launch of `{}` (argument {i})", kernel.name())
-                        })?;
-                }
-                ArgView::SharedMemory { bytes, .. } => dynamic_shared_bytes += bytes,
-                ArgView::Scalar(_) => {}
-            }
-        }
-        if dynamic_shared_bytes > desc.shared_memory_per_block {
-            return Err(fail(format!(
-                "{dynamic_shared_bytes} bytes of dynamic shared memory per block exceeds the \
-                 device's {} bytes",
-                desc.shared_memory_per_block
-            )));
-        }
-        let dims = LaunchDims {
+        let dims = check_launch(
+            &self.exec,
             threads,
             blocks,
-            dynamic_shared_bytes,
-        };
+            kernel,
+            &args,
+            |i, a, addr, bytes| {
+                // Every pointer a user can pass was packed from a `DevicePtr`.
+                self.exec
+                    .check_pointer(a.origin().unwrap_or_default(), addr, bytes, || {
+                        format!("then_launch of `{}` (argument {i})", kernel.name())
+                    })
+            },
+        )?;
         // SAFETY: the geometry and shared memory are within the device's limits, the kernel
         // was loaded by this executor (and its signature checked at load or above), and every
         // pointer argument is owned by this executor and inside a live allocation (checked
@@ -450,16 +390,7 @@ impl Stream {
         &mut self,
         f: impl FnOnce() -> Result<()> + Send + 'static,
     ) -> &mut Self {
-        self.enqueue(|s| {
-            s.iface().host_callback(Box::new(move || {
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-                    Ok(r) => r,
-                    Err(p) => Err(Error::HostCallback {
-                        detail: format!("panicked: {}", panic_message(p.as_ref())),
-                    }),
-                }
-            }))
-        })
+        self.enqueue(|s| s.iface().host_callback(Box::new(move || run_caught(f))))
     }
 
     /// Records `event` after earlier work. On a failed stream the event is marked failed, so
@@ -518,6 +449,96 @@ impl Stream {
             signal: None,
         }
     }
+}
+
+/// Runs a user's host callback: a panic in it is the stream's `HostCallback` error.
+pub(crate) fn run_caught(f: impl FnOnce() -> Result<()>) -> Result<()> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(Error::HostCallback {
+            detail: format!("panicked: {}", panic_message(p.as_ref())),
+        }),
+    }
+}
+
+/// Checks a launch of `kernel` on `exec` (the kernel's executor, the geometry and dynamic
+/// shared memory against the device's limits) and calls `pointer` for each pointer argument
+/// (its index, the argument, its range), which checks or pins it; the launch's dims.
+pub(crate) fn check_launch(
+    exec: &StreamExecutor,
+    threads: ThreadDim,
+    blocks: BlockDim,
+    kernel: &Kernel,
+    args: &[PackedArg],
+    mut pointer: impl FnMut(usize, &PackedArg, crate::types::DeviceAddress, u64) -> Result<()>,
+) -> Result<LaunchDims> {
+    let desc = exec.description();
+    let fail = |detail: String| Error::LaunchConfig {
+        platform: exec.platform_name().to_string(),
+        kernel: kernel.name().to_string(),
+        detail,
+    };
+    if !kernel.exec.same_as(exec) {
+        return Err(fail(format!(
+            "the kernel was loaded on {:?}, not on this stream's {:?}; load it on this executor",
+            kernel.exec, exec
+        )));
+    }
+    let (t, b) = (threads.0, blocks.0);
+    if t.count() == 0 || b.count() == 0 {
+        return Err(fail(format!(
+            "empty launch: {t} threads × {b} blocks; no extent may be 0"
+        )));
+    }
+    if t.count() > desc.max_threads_per_block as u64 {
+        return Err(fail(format!(
+            "{} threads per block ({t}) exceeds the device limit of {}",
+            t.count(),
+            desc.max_threads_per_block
+        )));
+    }
+    for (axis, got, max) in [
+        ("x", t.x, desc.max_block_dims[0]),
+        ("y", t.y, desc.max_block_dims[1]),
+        ("z", t.z, desc.max_block_dims[2]),
+    ] {
+        if got > max {
+            return Err(fail(format!(
+                "block extent {axis} = {got} exceeds the device limit {max}"
+            )));
+        }
+    }
+    for (axis, got, max) in [
+        ("x", b.x, desc.max_grid_dims[0]),
+        ("y", b.y, desc.max_grid_dims[1]),
+        ("z", b.z, desc.max_grid_dims[2]),
+    ] {
+        if got > max {
+            return Err(fail(format!(
+                "grid extent {axis} = {got} exceeds the device limit {max}"
+            )));
+        }
+    }
+    let mut dynamic_shared_bytes = 0u64;
+    for (i, a) in args.iter().enumerate() {
+        match a.view() {
+            ArgView::Pointer { addr, bytes } => pointer(i, a, addr, bytes)?,
+            ArgView::SharedMemory { bytes, .. } => dynamic_shared_bytes += bytes,
+            ArgView::Scalar(_) => {}
+        }
+    }
+    if dynamic_shared_bytes > desc.shared_memory_per_block {
+        return Err(fail(format!(
+            "{dynamic_shared_bytes} bytes of dynamic shared memory per block exceeds the \
+             device's {} bytes",
+            desc.shared_memory_per_block
+        )));
+    }
+    Ok(LaunchDims {
+        threads,
+        blocks,
+        dynamic_shared_bytes,
+    })
 }
 
 /// The future of [`Stream::done`].

@@ -43,8 +43,8 @@ const LAYERS: &[Layer] = &[
     ("rpc",       &["rpc::*"],       &["error", "device_bytes", "types::*", "rpc::*"]),
     ("platform",  &["platform::*"],  &["error", "device_bytes", "types::*", "interface::*", "rpc::*", "ptx::*", "platform::*"]),
     // The handles reach backends only through the plugin interface.
-    ("handles",   &["executor", "stream", "stream_order", "event", "kernel", "memory", "blas", "rng", "executor_rpc::*"],
-                  &["error", "device_bytes", "types::*", "interface::*", "rpc::*", "executor", "stream", "stream_order", "event", "kernel", "memory", "blas", "rng", "executor_rpc::*"]),
+    ("handles",   &["executor", "stream", "stream_order", "command_buffer", "event", "kernel", "memory", "blas", "rng", "executor_rpc::*"],
+                  &["error", "device_bytes", "types::*", "interface::*", "rpc::*", "executor", "stream", "stream_order", "command_buffer", "event", "kernel", "memory", "blas", "rng", "executor_rpc::*"]),
 ];
 
 /// Backends are the folders under `src/<BACKENDS>/`. Besides `LAYERS`, a file in backend `x` may

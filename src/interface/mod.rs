@@ -21,6 +21,7 @@
 //! **Threads.** Every trait is `Send + Sync`; methods may be called from any thread.
 
 pub mod blas;
+pub mod command_buffer;
 pub mod rng;
 
 use std::any::Any;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use blas::BlasSupport;
+pub use command_buffer::{Command, CommandBufferInterface, ReplayCallbackFn};
 pub use rng::RngSupport;
 
 use crate::error::Result;
@@ -133,6 +135,16 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// stream.
     fn create_default_stream(&self) -> Result<Box<dyn StreamInterface>> {
         self.create_stream()
+    }
+
+    /// The backend's replayable form of a validated command list (a CUDA graph, a host op
+    /// list), or `Ok(None)` when it has none: the crate then replays the list through the
+    /// stream's ordinary methods. See [`command_buffer`].
+    fn create_command_buffer(
+        &self,
+        _commands: &[Command],
+    ) -> Result<Option<Box<dyn CommandBufferInterface>>> {
+        Ok(None)
     }
 
     /// A new event, not yet recorded.
@@ -270,8 +282,9 @@ pub trait StreamInterface: Send + Sync {
     fn block_until_done(&self) -> Result<()>;
     /// The first asynchronous error seen so far, without blocking.
     fn async_error(&self) -> Option<crate::error::Error>;
-    /// The backend stream, for canned operations that need its native handle (a vendor BLAS
-    /// bound to the stream); `None` where nothing needs it.
+    /// The backend stream, for canned operations and command buffers that need its native
+    /// handle (a vendor BLAS bound to the stream, a graph launch); `None` where nothing needs
+    /// it.
     fn native(&self) -> Option<&dyn Any> {
         None
     }

@@ -10,6 +10,7 @@ mod kernels;
 
 mod async_done;
 mod blas;
+mod command_buffer;
 mod default_stream;
 mod errors;
 mod forged;

@@ -6,6 +6,7 @@ use std::any::Any;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::command_buffer::HostCommandBuffer;
 use super::device::HostExecutor;
 use super::event::HostEvent;
 use super::kernel::HostKernel;
@@ -14,7 +15,10 @@ use super::stream::HostStream;
 use super::{ptx, sysinfo};
 use crate::device_bytes;
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
+use crate::interface::{
+    Command, CommandBufferInterface, EventInterface, KernelInterface, StreamExecutorInterface,
+    StreamInterface,
+};
 use crate::types::{
     AlignedHostBuffer, DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage,
     MultiKernelLoaderSpec,
@@ -110,6 +114,16 @@ impl StreamExecutorInterface for HostExecutor {
             self.description.ordinal
         );
         Ok(Box::new(HostStream::new(me, name)?))
+    }
+
+    fn create_command_buffer(
+        &self,
+        commands: &[Command],
+    ) -> Result<Option<Box<dyn CommandBufferInterface>>> {
+        let me = self.me.upgrade().ok_or_else(|| {
+            Error::invalid("CommandBuffer::finalize", "executor is shutting down")
+        })?;
+        Ok(Some(Box::new(HostCommandBuffer::new(me, commands))))
     }
 
     fn create_event(&self) -> Result<Arc<dyn EventInterface>> {

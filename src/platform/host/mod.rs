@@ -58,6 +58,7 @@
 
 mod blas;
 mod block;
+mod command_buffer;
 mod device;
 mod event;
 mod executor;

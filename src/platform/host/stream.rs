@@ -40,25 +40,44 @@ impl HostStream {
     /// with `DependencyFailed` when `propagate`, else it is no wait (the default stream's
     /// implicit ordering).
     fn wait(&self, event: &Arc<dyn EventInterface>, what: &str, propagate: bool) -> Result<()> {
-        let ev = Self::host_event(event, what)?;
-        let target = ev.wait_target();
-        self.push(
-            Box::new(move || match ev.wait_for(target) {
-                Err(e) if propagate => Err(Error::dependency("then_wait_for", e)),
-                _ => Ok(()),
-            }),
-            None,
-        )
+        self.push(wait_op(event, what, propagate)?, None)
     }
 
-    /// `event` as this platform's (the handle layer refused events of other platforms).
-    fn host_event(event: &Arc<dyn EventInterface>, operation: &str) -> Result<Arc<HostEvent>> {
-        downcast_arc(
-            event,
-            event.as_any(),
-            &format!("the event passed to {operation}"),
-        )
+    /// Queues an operation made by one of the `*_op` functions below (a command buffer's
+    /// replay).
+    pub(super) fn push_op(&self, run: RunFn) -> Result<()> {
+        self.push(run, None)
     }
+
+    /// The executor it runs on.
+    pub(super) fn executor(&self) -> &Arc<HostExecutor> {
+        &self.exec
+    }
+}
+
+/// `event` as this platform's (the handle layer refused events of other platforms).
+fn host_event(event: &Arc<dyn EventInterface>, operation: &str) -> Result<Arc<HostEvent>> {
+    downcast_arc(
+        event,
+        event.as_any(),
+        &format!("the event passed to {operation}"),
+    )
+}
+
+/// Waits for the latest record of `event` as of now. A failed record fails the stream with
+/// `DependencyFailed` when `propagate`, else it is no wait (the default stream's implicit
+/// ordering).
+pub(super) fn wait_op(
+    event: &Arc<dyn EventInterface>,
+    what: &str,
+    propagate: bool,
+) -> Result<RunFn> {
+    let ev = host_event(event, what)?;
+    let target = ev.wait_target();
+    Ok(Box::new(move || match ev.wait_for(target) {
+        Err(e) if propagate => Err(Error::dependency("then_wait_for", e)),
+        _ => Ok(()),
+    }))
 }
 
 impl Drop for HostStream {
@@ -98,40 +117,15 @@ impl StreamInterface for HostStream {
     }
 
     unsafe fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
-        let src = self.exec.pin(src, bytes, "then_memcpy_d2d")?;
-        let dst = self.exec.pin(dst, bytes, "then_memcpy_d2d")?;
-        self.push(
-            Box::new(move || {
-                // SAFETY: both pinned for `bytes` bytes.
-                unsafe { device_bytes::copy_device(dst.as_ptr(), src.as_ptr(), bytes as usize) };
-                Ok(())
-            }),
-            None,
-        )
+        self.push(d2d_op(&self.exec, src, dst, bytes)?, None)
     }
 
     unsafe fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
-        let dst = self.exec.pin(dst, bytes, "then_memset")?;
-        self.push(
-            Box::new(move || {
-                // SAFETY: pinned for `bytes` bytes.
-                unsafe { device_bytes::fill_u8(dst.as_ptr(), value, bytes as usize) };
-                Ok(())
-            }),
-            None,
-        )
+        self.push(memset8_op(&self.exec, dst, value, bytes)?, None)
     }
 
     unsafe fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
-        let dst = self.exec.pin(dst, count * 4, "then_memset32")?;
-        self.push(
-            Box::new(move || {
-                // SAFETY: pinned for `4 * count` bytes; the caller checked 4-byte alignment.
-                unsafe { device_bytes::fill_u32(dst.as_ptr(), value, count as usize) };
-                Ok(())
-            }),
-            None,
-        )
+        self.push(memset32_op(&self.exec, dst, value, count)?, None)
     }
 
     unsafe fn launch(
@@ -140,63 +134,8 @@ impl StreamInterface for HostStream {
         dims: &LaunchDims,
         args: &[PackedArg],
     ) -> Result<()> {
-        // The host platform loads two kinds of kernel: PTX for the engine, else native.
-        if let Some(pk) = kernel.as_any().downcast_ref::<super::ptx::PtxKernel>() {
-            let run = super::ptx::prepare(&self.exec, pk, dims, args)?;
-            return self.push(run, None);
-        }
-        let hk = downcast::<HostKernel>(kernel.as_any(), "the kernel passed to then_launch")?;
-        let name = hk.name().to_string();
-        let mut placed = Vec::with_capacity(args.len());
-        let mut pins = Vec::new();
-        let mut dynamic = 0u64;
-        for (i, a) in args.iter().enumerate() {
-            match a.view() {
-                ArgView::Pointer { addr, bytes } => pins.push(self.exec.pin(
-                    addr,
-                    bytes,
-                    &format!("then_launch of `{name}` (argument {i})"),
-                )?),
-                ArgView::SharedMemory { bytes, .. } => {
-                    placed.push(a.placed_at(dynamic));
-                    dynamic += bytes.next_multiple_of(16);
-                    continue;
-                }
-                ArgView::Scalar(_) => {}
-            }
-            placed.push(a.clone());
-        }
-        let args = placed;
-        let shared_limit = self.exec.description.shared_memory_per_block as usize;
-        if dynamic as usize > shared_limit {
-            return Err(Error::LaunchConfig {
-                platform: PLATFORM.into(),
-                kernel: name,
-                detail: format!(
-                    "{dynamic} bytes of dynamic shared memory (each region rounded up to 16) \
-                     exceed the {shared_limit} bytes per block"
-                ),
-            });
-        }
-        let body = hk.bind(&args)?;
-        let launch = LaunchCtx {
-            grid: dims.blocks.0,
-            block: dims.threads.0,
-            dynamic_bytes: dynamic as usize,
-            shared_limit,
-            pins,
-            table: self.exec.table.clone(),
-            extra: Default::default(),
-        };
-        let pool = self.exec.pool.clone();
-        self.push(
-            Box::new(move || {
-                run_grid(&pool, &launch, &body).map_err(|detail| status::kernel_fault(name, detail))
-            }),
-            None,
-        )
+        self.push(launch_op(&self.exec, kernel, dims, args)?, None)
     }
-
     fn host_callback(&self, f: HostCallbackFn) -> Result<()> {
         self.push(f, None)
     }
@@ -207,7 +146,7 @@ impl StreamInterface for HostStream {
     }
 
     fn record_event(&self, event: &Arc<dyn EventInterface>) -> Result<()> {
-        let ev = Self::host_event(event, "then_record_event")?;
+        let ev = host_event(event, "then_record_event")?;
         let generation = ev.begin_record();
         let skip_ev = ev.clone();
         self.push(
@@ -236,4 +175,117 @@ impl StreamInterface for HostStream {
     fn async_error(&self) -> Option<Error> {
         self.shared.error()
     }
+
+    fn native(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+
+// The operations as queueable closures: a stream queues each alone, a command buffer (see
+// command_buffer.rs) queues a whole replay as one. Each pins what it touches for its lifetime.
+
+/// A device-to-device copy of `bytes`.
+pub(super) fn d2d_op(
+    exec: &HostExecutor,
+    src: DeviceAddress,
+    dst: DeviceAddress,
+    bytes: u64,
+) -> Result<RunFn> {
+    let src = exec.pin(src, bytes, "then_memcpy_d2d")?;
+    let dst = exec.pin(dst, bytes, "then_memcpy_d2d")?;
+    Ok(Box::new(move || {
+        // SAFETY: both pinned for `bytes` bytes.
+        unsafe { device_bytes::copy_device(dst.as_ptr(), src.as_ptr(), bytes as usize) };
+        Ok(())
+    }))
+}
+
+/// Sets `bytes` bytes at `dst` to `value`.
+pub(super) fn memset8_op(
+    exec: &HostExecutor,
+    dst: DeviceAddress,
+    value: u8,
+    bytes: u64,
+) -> Result<RunFn> {
+    let dst = exec.pin(dst, bytes, "then_memset")?;
+    Ok(Box::new(move || {
+        // SAFETY: pinned for `bytes` bytes.
+        unsafe { device_bytes::fill_u8(dst.as_ptr(), value, bytes as usize) };
+        Ok(())
+    }))
+}
+
+/// Sets `count` words at `dst` (4-byte aligned, checked by the caller) to `value`.
+pub(super) fn memset32_op(
+    exec: &HostExecutor,
+    dst: DeviceAddress,
+    value: u32,
+    count: u64,
+) -> Result<RunFn> {
+    let dst = exec.pin(dst, count * 4, "then_memset32")?;
+    Ok(Box::new(move || {
+        // SAFETY: pinned for `4 * count` bytes; the caller checked 4-byte alignment.
+        unsafe { device_bytes::fill_u32(dst.as_ptr(), value, count as usize) };
+        Ok(())
+    }))
+}
+
+/// A kernel launch (PTX on the engine, or a native kernel).
+pub(super) fn launch_op(
+    exec: &HostExecutor,
+    kernel: &Arc<dyn KernelInterface>,
+    dims: &LaunchDims,
+    args: &[PackedArg],
+) -> Result<RunFn> {
+    // The host platform loads two kinds of kernel: PTX for the engine, else native.
+    if let Some(pk) = kernel.as_any().downcast_ref::<super::ptx::PtxKernel>() {
+        return super::ptx::prepare(exec, pk, dims, args);
+    }
+    let hk = downcast::<HostKernel>(kernel.as_any(), "the kernel passed to then_launch")?;
+    let name = hk.name().to_string();
+    let mut placed = Vec::with_capacity(args.len());
+    let mut pins = Vec::new();
+    let mut dynamic = 0u64;
+    for (i, a) in args.iter().enumerate() {
+        match a.view() {
+            ArgView::Pointer { addr, bytes } => pins.push(exec.pin(
+                addr,
+                bytes,
+                &format!("then_launch of `{name}` (argument {i})"),
+            )?),
+            ArgView::SharedMemory { bytes, .. } => {
+                placed.push(a.placed_at(dynamic));
+                dynamic += bytes.next_multiple_of(16);
+                continue;
+            }
+            ArgView::Scalar(_) => {}
+        }
+        placed.push(a.clone());
+    }
+    let args = placed;
+    let shared_limit = exec.description.shared_memory_per_block as usize;
+    if dynamic as usize > shared_limit {
+        return Err(Error::LaunchConfig {
+            platform: PLATFORM.into(),
+            kernel: name,
+            detail: format!(
+                "{dynamic} bytes of dynamic shared memory (each region rounded up to 16) \
+                 exceed the {shared_limit} bytes per block"
+            ),
+        });
+    }
+    let body = hk.bind(&args)?;
+    let launch = LaunchCtx {
+        grid: dims.blocks.0,
+        block: dims.threads.0,
+        dynamic_bytes: dynamic as usize,
+        shared_limit,
+        pins,
+        table: exec.table.clone(),
+        extra: Default::default(),
+    };
+    let pool = exec.pool.clone();
+    Ok(Box::new(move || {
+        run_grid(&pool, &launch, &body).map_err(|detail| status::kernel_fault(name, detail))
+    }))
 }
