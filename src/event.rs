@@ -1,7 +1,12 @@
 //! Events (markers in a stream) and timers (two events).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::executor::StreamExecutor;
@@ -36,6 +41,18 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         self.inner.synchronize()
     }
+    /// `synchronize` as a future: resolves once the most recent record (as of the first poll)
+    /// has completed, to its stream's error if that stream failed before reaching it; at once
+    /// for an event never recorded. The task is woken by the backend's completion path (the
+    /// recording stream's worker on host, an OpenCL event callback, a CUDA/HIP host function
+    /// on a private stream that waits for the event): no thread polls, and no particular
+    /// async runtime is needed. Dropping it early is safe: nothing the device uses is freed.
+    pub fn ready(&self) -> EventReady<'_> {
+        EventReady {
+            event: self,
+            signal: None,
+        }
+    }
     /// Time from `start` to this event; both must be complete, and of one platform.
     pub fn elapsed_since(&self, start: &Event) -> Result<Duration> {
         if start.exec.platform_name() != self.exec.platform_name() {
@@ -55,6 +72,56 @@ impl Event {
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Event({:?})", self.status())
+    }
+}
+
+/// The future of [`Event::ready`].
+#[must_use = "a future does nothing unless polled"]
+pub struct EventReady<'a> {
+    event: &'a Event,
+    /// Set at the first poll, when the completion callback is registered.
+    signal: Option<Arc<ReadySignal>>,
+}
+
+/// Shared by the future and the backend's completion callback.
+#[derive(Default)]
+struct ReadySignal {
+    outcome: Mutex<Option<Result<()>>>,
+    waker: Mutex<Option<Waker>>,
+}
+
+impl Future for EventReady<'_> {
+    type Output = Result<()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = &mut *self;
+        let signal = match &this.signal {
+            Some(s) => s.clone(),
+            None => {
+                let s = Arc::new(ReadySignal::default());
+                let fire = s.clone();
+                this.event.inner.notify_complete(Box::new(move |outcome| {
+                    *fire.outcome.lock() = Some(outcome);
+                    if let Some(w) = fire.waker.lock().take() {
+                        w.wake();
+                    }
+                }))?;
+                this.signal = Some(s.clone());
+                s
+            }
+        };
+        {
+            // The waker goes in before the outcome is read: a callback that fires after the
+            // read finds it and wakes this task.
+            let mut slot = signal.waker.lock();
+            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *slot = Some(cx.waker().clone());
+            }
+        }
+        match signal.outcome.lock().take() {
+            Some(outcome) => Poll::Ready(outcome),
+            None => Poll::Pending,
+        }
     }
 }
 

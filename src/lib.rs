@@ -55,7 +55,7 @@ mod stream_order;
 pub use blas::BlasScalar;
 pub use command_buffer::{CommandBuffer, LaunchCommand};
 pub use error::{Error, Result};
-pub use event::{Event, Timer};
+pub use event::{Event, EventReady, Timer};
 pub use executor::StreamExecutor;
 pub use executor_rpc::ExecutorRpc;
 pub use interface::EventStatus;

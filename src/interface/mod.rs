@@ -45,6 +45,10 @@ pub type HostCallbackFn = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
 /// (it wakes a future).
 pub type DoneFn = Box<dyn FnOnce() + Send + 'static>;
 
+/// What [`EventInterface::notify_complete`] calls once, with the record's outcome: `Ok` when
+/// the work before it finished, the recording stream's error when that failed first.
+pub type ReadyFn = Box<dyn FnOnce(Result<()>) + Send + 'static>;
+
 /// A platform: one driver, some devices. Creating executors is its `init`.
 pub trait PlatformInterface: Send + Sync + 'static {
     /// Lower-case platform name (`"host"`, `"opencl"`, ...).
@@ -312,6 +316,11 @@ pub trait EventInterface: Send + Sync {
     /// Time between `start`'s completion and this event's (both must be complete, both from
     /// this backend).
     fn elapsed_since(&self, start: &dyn EventInterface) -> Result<Duration>;
+    /// Calls `ready` once the most recent record (at the time of this call) has completed, with
+    /// its outcome, from the backend's completion path (a stream worker, a driver callback),
+    /// or at once when it already has (or the event was never recorded: `Ok`). Unless this
+    /// returns `Err`, `ready` is called exactly once, even if the event is dropped first.
+    fn notify_complete(&self, ready: ReadyFn) -> Result<()>;
     /// Records a failure in place of a record: the stream that would have recorded it is in an
     /// error state, so waiters must fail with `error` rather than wait forever.
     fn record_failure(&self, error: crate::error::Error);

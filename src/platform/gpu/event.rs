@@ -14,7 +14,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{Driver, RawEvent, RawStream};
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, EventStatus};
+use crate::interface::{EventInterface, EventStatus, ReadyFn};
 use crate::platform::downcast::downcast;
 
 #[derive(Default)]
@@ -25,6 +25,8 @@ struct Generations {
     recorded: u64,
     /// The failure of the latest failed generation.
     failed: Option<(u64, Error)>,
+    /// `notify_complete` callbacks whose generation is not recorded yet.
+    ready: Vec<(u64, ReadyFn)>,
 }
 
 /// An event of device `D`.
@@ -76,8 +78,59 @@ impl<D: Driver> GpuEvent<D> {
         if let Some(e) = failure {
             s.failed = Some((generation, e));
         }
+        let recorded = s.recorded;
+        let (fire, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut s.ready)
+            .into_iter()
+            .partition(|(g, _)| *g <= recorded);
+        s.ready = keep;
+        let fire: Vec<_> = fire
+            .into_iter()
+            .map(|(g, f)| {
+                (
+                    s.failed
+                        .as_ref()
+                        .filter(|(fg, _)| *fg == g)
+                        .map(|(_, e)| e.clone()),
+                    f,
+                )
+            })
+            .collect();
         drop(s);
         self.published.notify_all();
+        for (failure, f) in fire {
+            match failure {
+                Some(e) => f(Err(e)),
+                None => self.notify_driver(f),
+            }
+        }
+    }
+
+    /// Calls `ready` from a driver host function once the driver record completes: a private
+    /// stream waits for the event, then runs it (the stream is destroyed at once; the driver
+    /// finishes its work first).
+    fn notify_driver(&self, ready: ReadyFn) {
+        let slot = Arc::new(Mutex::new(Some(ready)));
+        let in_fn = slot.clone();
+        let issued = self.drv.stream_create().and_then(|s| {
+            let r = self.drv.stream_wait_event(s, self.raw).and_then(|()| {
+                self.drv.launch_host_fn(
+                    s,
+                    Box::new(move || {
+                        if let Some(f) = in_fn.lock().take() {
+                            f(Ok(()));
+                        }
+                    }),
+                )
+            });
+            // SAFETY: our own stream, not used again; queued work still runs.
+            unsafe { self.drv.stream_destroy(s) };
+            r
+        });
+        if let Err(e) = issued {
+            if let Some(f) = slot.lock().take() {
+                f(Err(e));
+            }
+        }
     }
 
     /// The latest requested generation, and its failure if it is known to have failed.
@@ -165,6 +218,25 @@ impl<D: Driver> EventInterface for GpuEvent<D> {
         }
         let ms = self.drv.event_elapsed_ms(start.raw, self.raw)?;
         Ok(Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3))
+    }
+
+    fn notify_complete(&self, ready: ReadyFn) -> Result<()> {
+        let mut s = self.state.lock();
+        let generation = s.requested;
+        if generation == 0 {
+            drop(s);
+            ready(Ok(()));
+        } else if let Some((_, e)) = s.failed.as_ref().filter(|(g, _)| *g == generation) {
+            let e = e.clone();
+            drop(s);
+            ready(Err(e));
+        } else if s.recorded >= generation {
+            drop(s);
+            self.notify_driver(ready);
+        } else {
+            s.ready.push((generation, ready));
+        }
+        Ok(())
     }
 
     fn record_failure(&self, error: Error) {

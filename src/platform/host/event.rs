@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, EventStatus};
+use crate::interface::{EventInterface, EventStatus, ReadyFn};
 use crate::platform::downcast::downcast;
 
 #[derive(Default)]
@@ -28,6 +28,8 @@ struct State {
     failures: BTreeMap<u64, Error>,
     /// The completion time of the highest generation that completed successfully.
     time: Option<(u64, Instant)>,
+    /// `notify_complete` callbacks, by the generation they wait for.
+    ready: Vec<(u64, ReadyFn)>,
 }
 
 /// How many failed generations an event remembers for waits still queued on them.
@@ -36,6 +38,13 @@ const FAILURES_KEPT: usize = 256;
 impl State {
     fn is_complete(&self, generation: u64) -> bool {
         generation <= self.prefix || self.done.contains(&generation)
+    }
+
+    /// The outcome of a complete generation.
+    fn outcome(&self, generation: u64) -> Result<()> {
+        self.failures
+            .get(&generation)
+            .map_or(Ok(()), |e| Err(e.clone()))
     }
 }
 
@@ -75,8 +84,17 @@ impl HostEvent {
                 }
             }
         }
+        // Callbacks whose generation is now complete run here, outside the lock.
+        let (fire, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut s.ready)
+            .into_iter()
+            .partition(|(g, _)| s.is_complete(*g));
+        s.ready = keep;
+        let fire: Vec<_> = fire.into_iter().map(|(g, f)| (s.outcome(g), f)).collect();
         drop(s);
         self.cv.notify_all();
+        for (outcome, f) in fire {
+            f(outcome);
+        }
     }
 
     /// The generation a wait enqueued now must wait for.
@@ -90,10 +108,7 @@ impl HostEvent {
         while !s.is_complete(target) {
             self.cv.wait(&mut s);
         }
-        match s.failures.get(&target) {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        s.outcome(target)
     }
 }
 
@@ -125,6 +140,19 @@ impl EventInterface for HostEvent {
         let t1 = self.state.lock().time.ok_or_else(not_done)?.1;
         let t0 = start.state.lock().time.ok_or_else(not_done)?.1;
         Ok(t1.saturating_duration_since(t0))
+    }
+
+    fn notify_complete(&self, ready: ReadyFn) -> Result<()> {
+        let mut s = self.state.lock();
+        let target = s.recorded;
+        if s.is_complete(target) {
+            let outcome = s.outcome(target);
+            drop(s);
+            ready(outcome);
+        } else {
+            s.ready.push((target, ready));
+        }
+        Ok(())
     }
 
     fn record_failure(&self, error: Error) {

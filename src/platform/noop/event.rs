@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 
 use super::status::unsupported;
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, EventStatus};
+use crate::interface::{EventInterface, EventStatus, ReadyFn};
 
 /// A noop event: never recorded, or failed with the error of the stream that skipped it.
 #[derive(Default)]
@@ -45,6 +45,12 @@ impl EventInterface for NoopEvent {
         // A real backend gets `start` back with `platform::downcast` (the handle layer refused
         // events of other platforms) and needs both records complete (`Error::Event` if not).
         Err(unsupported("elapsed_since", "noop records no events"))
+    }
+
+    fn notify_complete(&self, ready: ReadyFn) -> Result<()> {
+        // Nothing is ever pending: the outcome is known now.
+        ready(self.synchronize());
+        Ok(())
     }
 
     fn record_failure(&self, error: Error) {

@@ -10,7 +10,11 @@ use parking_lot::{Condvar, Mutex};
 
 use super::status::{cl_error, command_failed};
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, EventStatus};
+use std::ffi::c_void;
+
+use opencl3::types::{cl_event, cl_int};
+
+use crate::interface::{EventInterface, EventStatus, ReadyFn};
 use crate::platform::downcast::downcast;
 
 #[derive(Default)]
@@ -29,6 +33,8 @@ enum State {
 pub(crate) struct DeferredRecord {
     done: Mutex<Option<std::result::Result<Event, Error>>>,
     cv: Condvar,
+    /// `notify_complete` callbacks waiting for the worker to enqueue or skip the record.
+    ready: Mutex<Vec<ReadyFn>>,
 }
 
 // SAFETY: cl_event handles are thread-safe; the state is behind a Mutex.
@@ -40,6 +46,32 @@ impl DeferredRecord {
     pub(crate) fn resolve(&self, r: std::result::Result<Event, Error>) {
         *self.done.lock() = Some(r);
         self.cv.notify_all();
+        let ready = std::mem::take(&mut *self.ready.lock());
+        for f in ready {
+            self.fire(f);
+        }
+    }
+
+    /// Calls `f` when the resolved record completes.
+    fn fire(&self, f: ReadyFn) {
+        match self.wait() {
+            Ok(ev) => notify_on(&ev, f),
+            Err(e) => f(Err(e)),
+        }
+    }
+
+    /// Calls `f` once the record is enqueued and complete, or skipped.
+    fn notify(self: &Arc<Self>, f: ReadyFn) {
+        {
+            // Registered under the lock `resolve` takes after publishing: either it sees `f`
+            // or this sees the result.
+            let done = self.done.lock();
+            if done.is_none() {
+                self.ready.lock().push(f);
+                return;
+            }
+        }
+        self.fire(f);
     }
 
     /// Blocks until the worker has enqueued or skipped the record; a retained event or the error.
@@ -95,6 +127,29 @@ fn event_status(ev: &Event) -> EventStatus {
         Ok(s) if s.0 < 0 => EventStatus::Error(command_failed(s.0)),
         Ok(_) => EventStatus::Pending,
         Err(e) => EventStatus::Error(cl_error("clGetEventInfo", e.0)),
+    }
+}
+
+extern "C" fn fire_ready(_ev: cl_event, status: cl_int, user: *mut c_void) {
+    // SAFETY: `user` is the box leaked in `notify_on`; OpenCL calls this once.
+    let f = unsafe { Box::from_raw(user as *mut ReadyFn) };
+    f(if status < 0 {
+        Err(command_failed(status))
+    } else {
+        Ok(())
+    });
+}
+
+/// Calls `f` from OpenCL's callback when `ev` completes (or fails).
+fn notify_on(ev: &Event, f: ReadyFn) {
+    let raw = Box::into_raw(Box::new(f));
+    if ev
+        .set_callback(CL_COMPLETE, fire_ready, raw as *mut c_void)
+        .is_err()
+    {
+        // SAFETY: the callback was not registered, so the box is still ours.
+        let f = unsafe { Box::from_raw(raw) };
+        f(wait_event(ev));
     }
 }
 
@@ -170,6 +225,16 @@ impl EventInterface for OpenClEvent {
         let start = downcast::<OpenClEvent>(start.as_any(), "the start event of elapsed_since")?;
         let (t1, t0) = (self.profile_end()?, start.profile_end()?);
         Ok(Duration::from_nanos(t1.saturating_sub(t0)))
+    }
+
+    fn notify_complete(&self, ready: ReadyFn) -> Result<()> {
+        match self.wait_target() {
+            WaitTarget::Nothing => ready(Ok(())),
+            WaitTarget::Failed(e) => ready(Err(e)),
+            WaitTarget::Event(ev) => notify_on(&ev, ready),
+            WaitTarget::Deferred(rec) => rec.notify(ready),
+        }
+        Ok(())
     }
 
     fn record_failure(&self, error: Error) {

@@ -1,0 +1,108 @@
+//! Command buffers: a chain of 64 small kernel launches (`affine` on 256 elements, one block
+//! each) replayed from a finalized `CommandBuffer` against the same 64 launches issued one by
+//! one with `then_launch`, both waited for with `block_host_until_done`, on every platform
+//! that is available in the same run (host; OpenCL through PoCL; CUDA where a libcuda loads,
+//! here the CPU one). The ratio replay / one-by-one is what the README reports.
+//!
+//! Run with `cargo bench --bench command_buffer` (CUDA on the CPU libcuda:
+//! `LD_LIBRARY_PATH=$PWD/target/libcuda` after `bash scripts/build-libcuda.sh`).
+
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use streamexec::{
+    CommandBuffer, DeviceMemory, DevicePtr, HostKernel, MultiKernelLoaderSpec, PlatformManager,
+    Stream, StreamExecutor, TypedKernel,
+};
+
+const LAUNCHES: usize = 64;
+const N: usize = 256;
+
+type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
+
+fn affine_spec() -> MultiKernelLoaderSpec {
+    MultiKernelLoaderSpec::new(4)
+        .add_cuda_ptx_in_memory(include_str!("../kernels/ptx/conformance.O3.ptx"), "affine")
+        .add_opencl_text_in_memory(
+            "__kernel void affine(__global uint* x, uint n, uint mul, uint add) {
+                 uint i = get_global_id(0);
+                 if (i < n) x[i] = x[i] * mul + add;
+             }",
+            "affine",
+        )
+        .add_host_kernel(HostKernel::new(
+            "affine",
+            |ctx, (x, n, mul, add): (DevicePtr<u32>, u32, u32, u32)| {
+                let i = ctx.global_id_x();
+                if i < n as usize {
+                    let x = ctx.global(x);
+                    x.set(i, x.get(i).wrapping_mul(mul).wrapping_add(add));
+                }
+            },
+        ))
+}
+
+struct Setup {
+    stream: Stream,
+    kernel: Affine,
+    x: DeviceMemory<u32>,
+    buffer: CommandBuffer,
+}
+
+fn setup(exec: &StreamExecutor) -> Setup {
+    let kernel: Affine = exec.get_kernel(&affine_spec()).expect("affine");
+    let x = exec.copy_to_device(&[1u32; N]).expect("x");
+    let mut buffer = exec.create_command_buffer();
+    for i in 0..LAUNCHES {
+        buffer
+            .launch(N as u32, 1, &kernel, (x.ptr(), N as u32, 3, i as u32))
+            .expect("record");
+    }
+    buffer.finalize().expect("finalize");
+    Setup {
+        stream: exec.create_stream().expect("stream"),
+        kernel,
+        x,
+        buffer,
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    for info in PlatformManager::platforms() {
+        if info.availability.is_err() || info.name == "noop" {
+            continue;
+        }
+        let exec = PlatformManager::platform_with_name(info.name)
+            .and_then(|p| p.executor_for_device(0))
+            .expect("device 0");
+        let mut s = setup(&exec);
+        let mut group = c.benchmark_group(format!("launch_chain_64/{}", info.name));
+        group
+            .sample_size(20)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(4));
+        group.bench_function(format!("replay ({})", s.buffer.replay_kind()), |b| {
+            b.iter(|| {
+                s.stream.then_submit(&s.buffer);
+                s.stream.block_host_until_done().expect("replay");
+            })
+        });
+        group.bench_function("one_by_one", |b| {
+            b.iter(|| {
+                for i in 0..LAUNCHES {
+                    s.stream.then_launch(
+                        N as u32,
+                        1,
+                        &s.kernel,
+                        (s.x.ptr(), N as u32, 3, i as u32),
+                    );
+                }
+                s.stream.block_host_until_done().expect("launches");
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
