@@ -10,7 +10,8 @@ use cudarc::driver::{result, sys};
 use super::status::{PLATFORM, cu_error};
 use crate::error::{Error, Result};
 use crate::platform::gpu::{
-    Driver, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream,
+    Driver, GraphNode, HostFn, KernelNode, ModuleImage, RawEvent, RawFunction, RawGraph,
+    RawGraphExec, RawGraphNode, RawModule, RawStream,
 };
 use crate::types::DeviceDescription;
 use crate::types::{KernelImage, MultiKernelLoaderSpec};
@@ -49,8 +50,13 @@ impl CudaDriver {
         unsafe { result::ctx::set_current(self.ctx) }.map_err(|e| cu_error("cuCtxSetCurrent", e))
     }
 
+    /// The device's primary context.
+    pub(super) fn context(&self) -> sys::CUcontext {
+        self.ctx
+    }
+
     /// Binds the context, then runs one raw driver call.
-    fn call(&self, name: &str, f: impl FnOnce() -> sys::CUresult) -> Result<()> {
+    pub(super) fn call(&self, name: &str, f: impl FnOnce() -> sys::CUresult) -> Result<()> {
         self.bind()?;
         f().result().map_err(|e| cu_error(name, e))
     }
@@ -647,6 +653,56 @@ unsafe impl Driver for CudaDriver {
         }
     }
 
+    const GRAPH_KIND: &'static str = "CUDA graph";
+
+    fn has_graphs(&self) -> bool {
+        true
+    }
+
+    unsafe fn graph_chain(
+        &self,
+        nodes: &mut [GraphNode<'_>],
+    ) -> Result<(RawGraph, Vec<RawGraphNode>)> {
+        // SAFETY: the caller's guarantees, passed on.
+        unsafe { self.chain(nodes) }
+    }
+
+    unsafe fn graph_instantiate(&self, g: RawGraph) -> Result<RawGraphExec> {
+        // SAFETY: the caller's live graph.
+        unsafe { self.instantiate(g) }
+    }
+
+    unsafe fn graph_launch(&self, e: RawGraphExec, s: RawStream) -> Result<()> {
+        // SAFETY: the caller's live exec; its memory is live until the launch is done.
+        self.call("cuGraphLaunch", || unsafe {
+            sys::cuGraphLaunch(e.0 as sys::CUgraphExec, stream(s))
+        })
+    }
+
+    unsafe fn graph_exec_kernel_params(
+        &self,
+        e: RawGraphExec,
+        n: RawGraphNode,
+        node: KernelNode<'_>,
+    ) -> Result<()> {
+        // SAFETY: the caller's guarantees, passed on.
+        unsafe { self.set_kernel_params(e, n, node) }
+    }
+
+    unsafe fn graph_destroy(&self, g: RawGraph) {
+        // SAFETY: the caller's graph, not used again.
+        let _ = self.call("cuGraphDestroy", || unsafe {
+            sys::cuGraphDestroy(g.0 as sys::CUgraph)
+        });
+    }
+
+    unsafe fn graph_exec_destroy(&self, e: RawGraphExec) {
+        // SAFETY: the caller's exec, not used again; launches already made finish.
+        let _ = self.call("cuGraphExecDestroy", || unsafe {
+            sys::cuGraphExecDestroy(e.0 as sys::CUgraphExec)
+        });
+    }
+
     unsafe fn launch(
         &self,
         f: RawFunction,
@@ -657,17 +713,8 @@ unsafe impl Driver for CudaDriver {
         params: &mut [*mut c_void],
     ) -> Result<()> {
         let func = f.0 as sys::CUfunction;
-        if shared_bytes > 48 * 1024 {
-            // Dynamic shared memory above 48 KiB must be opted into per function.
-            // SAFETY: a live function; the attribute takes a byte count.
-            self.call("cuFuncSetAttribute", || unsafe {
-                sys::cuFuncSetAttribute(
-                    func,
-                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                    shared_bytes as i32,
-                )
-            })?;
-        }
+        // Dynamic shared memory above 48 KiB must be opted into per function.
+        self.allow_shared(f, shared_bytes)?;
         // SAFETY: the caller's contract: one valid pointer per parameter.
         self.call("cuLaunchKernel", || unsafe {
             sys::cuLaunchKernel(

@@ -21,6 +21,7 @@
 
 mod blas;
 mod driver;
+mod graph;
 mod status;
 
 use std::sync::Arc;

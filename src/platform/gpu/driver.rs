@@ -22,6 +22,42 @@ pub(crate) struct RawModule(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RawFunction(pub usize);
 
+/// A driver graph (`CUgraph`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawGraph(pub usize);
+/// An instantiated graph (`CUgraphExec`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawGraphExec(pub usize);
+/// A node of a graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RawGraphNode(pub usize);
+
+/// A kernel launch as a graph node's parameters.
+pub(crate) struct KernelNode<'a> {
+    /// The function.
+    pub f: RawFunction,
+    /// Blocks per grid.
+    pub grid: [u32; 3],
+    /// Threads per block.
+    pub block: [u32; 3],
+    /// Dynamic shared memory.
+    pub shared_bytes: u32,
+    /// One pointer per kernel parameter (as for `Driver::launch`).
+    pub params: &'a mut [*mut c_void],
+}
+
+/// One node of a graph chain (`Driver::graph_chain`).
+pub(crate) enum GraphNode<'a> {
+    /// A kernel launch.
+    Kernel(KernelNode<'a>),
+    /// A byte fill.
+    MemsetD8 { dst: u64, value: u8, bytes: usize },
+    /// A 32-bit fill of `count` words.
+    MemsetD32 { dst: u64, value: u32, count: usize },
+    /// A device-to-device copy.
+    MemcpyD2D { src: u64, dst: u64, bytes: usize },
+}
+
 /// A kernel image chosen from a spec, ready for the driver's module loader.
 pub(crate) struct ModuleImage {
     /// The bytes the loader takes (PTX text is NUL-terminated).
@@ -229,6 +265,81 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
     /// The device address and byte size of the global variable `name` in module `m`
     /// (`cuModuleGetGlobal`, `hipModuleGetGlobal`); `Ok(None)` when the module has none.
     fn module_global(&self, m: RawModule, name: &str) -> Result<Option<(u64, usize)>>;
+    /// What a command buffer built from the driver's graphs is called (`kind()`).
+    const GRAPH_KIND: &'static str = "driver graph";
+    /// True where the driver has graphs (the `graph_*` methods below); command buffers then
+    /// become graphs, else they replay as stream operations.
+    fn has_graphs(&self) -> bool {
+        false
+    }
+    /// Builds a graph of `nodes`, each depending on the one before (`cuGraphCreate`,
+    /// `cuGraphAdd*Node`); the graph and each node's handle. `Unsupported` where the driver has
+    /// no graphs (the default): command buffers then replay plainly.
+    ///
+    /// # Safety
+    /// Kernel nodes as for [`launch`](Self::launch); every range is live device memory while
+    /// the graph and its instantiations are used.
+    unsafe fn graph_chain(
+        &self,
+        _nodes: &mut [GraphNode<'_>],
+    ) -> Result<(RawGraph, Vec<RawGraphNode>)> {
+        Err(crate::error::Error::unsupported(
+            Self::PLATFORM,
+            "CommandBuffer::finalize",
+            "this driver has no graphs; command buffers replay as stream operations",
+        ))
+    }
+    /// Instantiates `g` (`cuGraphInstantiateWithFlags`).
+    ///
+    /// # Safety
+    /// `g` is a live graph of this driver.
+    unsafe fn graph_instantiate(&self, _g: RawGraph) -> Result<RawGraphExec> {
+        Err(crate::error::Error::unsupported(
+            Self::PLATFORM,
+            "CommandBuffer::finalize",
+            "this driver has no graphs",
+        ))
+    }
+    /// Launches `e` on `s` (`cuGraphLaunch`).
+    ///
+    /// # Safety
+    /// `e` is live; the memory its nodes use is live until the launch is done.
+    unsafe fn graph_launch(&self, _e: RawGraphExec, _s: RawStream) -> Result<()> {
+        Err(crate::error::Error::unsupported(
+            Self::PLATFORM,
+            "then_submit",
+            "this driver has no graphs",
+        ))
+    }
+    /// New parameters for kernel node `n` of `e`, for later launches
+    /// (`cuGraphExecKernelNodeSetParams`).
+    ///
+    /// # Safety
+    /// As [`graph_chain`](Self::graph_chain) for the node; `n` is a kernel node of the graph
+    /// `e` was instantiated from.
+    unsafe fn graph_exec_kernel_params(
+        &self,
+        _e: RawGraphExec,
+        _n: RawGraphNode,
+        _node: KernelNode<'_>,
+    ) -> Result<()> {
+        Err(crate::error::Error::unsupported(
+            Self::PLATFORM,
+            "CommandBuffer::update",
+            "this driver has no graphs",
+        ))
+    }
+    /// Destroys a graph.
+    ///
+    /// # Safety
+    /// `g` is live and not used afterwards (its instantiations stay valid).
+    unsafe fn graph_destroy(&self, _g: RawGraph) {}
+    /// Destroys an instantiated graph (launches already made finish).
+    ///
+    /// # Safety
+    /// `e` is live and not used afterwards.
+    unsafe fn graph_exec_destroy(&self, _e: RawGraphExec) {}
+
     /// Launches `f` on `s`.
     ///
     /// # Safety

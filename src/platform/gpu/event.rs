@@ -126,10 +126,11 @@ impl<D: Driver> GpuEvent<D> {
             unsafe { self.drv.stream_destroy(s) };
             r
         });
-        if let Err(e) = issued {
-            if let Some(f) = slot.lock().take() {
-                f(Err(e));
-            }
+        // Only a failed issue takes the callback back: otherwise the host function owns it.
+        if let Err(e) = issued
+            && let Some(f) = slot.lock().take()
+        {
+            f(Err(e));
         }
     }
 

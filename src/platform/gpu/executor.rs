@@ -6,12 +6,16 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::Driver;
+use super::command_buffer::GpuCommandBuffer;
 use super::device::{Allocation, GpuExecutor};
 use super::event::GpuEvent;
 use super::kernel::GpuKernel;
 use super::stream::GpuStream;
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
+use crate::interface::{
+    Command, CommandBufferInterface, EventInterface, KernelInterface, StreamExecutorInterface,
+    StreamInterface,
+};
 use crate::platform::downcast::downcast;
 use crate::types::{
     AlignedHostBuffer, DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage,
@@ -200,6 +204,19 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         let stream = GpuStream::legacy(me);
         self.streams.insert(stream.shared());
         Ok(Box::new(stream))
+    }
+
+    fn create_command_buffer(
+        &self,
+        commands: &[Command],
+    ) -> Result<Option<Box<dyn CommandBufferInterface>>> {
+        let me = self.me.upgrade().ok_or_else(|| {
+            Error::invalid("CommandBuffer::finalize", "the executor is shutting down")
+        })?;
+        // SAFETY: the handle layer validated every command and pins its memory while the
+        // buffer lives.
+        let cb = unsafe { GpuCommandBuffer::new(me, commands) }?;
+        Ok(cb.map(|cb| Box::new(cb) as Box<dyn CommandBufferInterface>))
     }
 
     fn create_event(&self) -> Result<Arc<dyn EventInterface>> {

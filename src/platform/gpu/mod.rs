@@ -75,6 +75,7 @@
 //! a different mapping and is not used.
 
 mod blas;
+mod command_buffer;
 mod device;
 mod driver;
 mod event;
@@ -89,7 +90,8 @@ use std::sync::Arc;
 
 pub(crate) use device::GpuExecutor;
 pub(crate) use driver::{
-    Driver, GpuBlas, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream,
+    Driver, GpuBlas, GraphNode, HostFn, KernelNode, ModuleImage, RawEvent, RawFunction, RawGraph,
+    RawGraphExec, RawGraphNode, RawModule, RawStream,
 };
 
 use crate::error::Result;

@@ -215,52 +215,22 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
     ) -> Result<()> {
         let k: Arc<GpuKernel<D>> =
             downcast_arc(kernel, kernel.as_any(), "the kernel passed to then_launch")?;
-        let shared_bytes =
-            u32::try_from(dims.dynamic_shared_bytes).map_err(|_| Error::LaunchConfig {
-                platform: D::PLATFORM.into(),
-                kernel: k.name().into(),
-                detail: format!(
-                    "{} bytes of dynamic shared memory do not fit the driver's 32-bit size",
-                    dims.dynamic_shared_bytes
-                ),
-            })?;
-        // Parameter values, each at an 8-byte aligned slot of one buffer: SharedMemory
-        // arguments are a launch attribute in CUDA and HIP, not parameters.
-        let mut storage: Vec<u64> = Vec::with_capacity(args.len());
-        let mut offsets = Vec::with_capacity(args.len());
-        for a in args {
-            let pointer;
-            let bytes: &[u8] = match a.view() {
-                ArgView::Scalar(bytes) => bytes,
-                ArgView::Pointer { addr, .. } => {
-                    pointer = addr.raw().to_ne_bytes();
-                    &pointer
-                }
-                ArgView::SharedMemory { .. } => continue,
-            };
-            let at = storage.len();
-            storage.resize(at + bytes.len().div_ceil(8).max(1), 0);
-            bytemuck::cast_slice_mut::<u64, u8>(&mut storage[at..])[..bytes.len()]
-                .copy_from_slice(bytes);
-            offsets.push(at);
-        }
-        let (t, b) = (dims.threads.0, dims.blocks.0);
-        let (grid, block) = ([b.x, b.y, b.z], [t.x, t.y, t.z]);
+        let shared_bytes = shared_bytes::<D>(k.name(), dims)?;
+        let mut params = PackedParams::new(args);
+        let (grid, block) = grid_block(dims);
         let sh = self.shared.clone();
         self.shared.submit(move || {
-            let mut storage = storage;
-            let base = storage.as_mut_ptr();
-            // SAFETY: every offset is inside `storage`, which outlives the launch call (the
-            // driver copies parameter values when the launch is enqueued).
-            let mut params: Vec<*mut c_void> = offsets
-                .iter()
-                .map(|&w| unsafe { base.add(w) } as *mut c_void)
-                .collect();
             // SAFETY: one pointer per kernel parameter (the signature was checked at load and
             // launch), each to a value of that parameter's size; memory is fenced on free.
             unsafe {
-                sh.drv
-                    .launch(k.function(), grid, block, shared_bytes, sh.raw, &mut params)
+                sh.drv.launch(
+                    k.function(),
+                    grid,
+                    block,
+                    shared_bytes,
+                    sh.raw,
+                    &mut params.pointers(),
+                )
             }
             .map_err(|e| launch_failed::<D>(k.name(), e))
         })
@@ -318,4 +288,64 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
     fn native(&self) -> Option<&dyn Any> {
         Some(self)
     }
+}
+
+/// Kernel parameter values for the driver, each at an 8-byte aligned slot of one buffer:
+/// SharedMemory arguments are a launch attribute in CUDA and HIP, not parameters.
+pub(super) struct PackedParams {
+    storage: Vec<u64>,
+    offsets: Vec<usize>,
+}
+
+impl PackedParams {
+    pub(super) fn new(args: &[PackedArg]) -> Self {
+        let mut storage: Vec<u64> = Vec::with_capacity(args.len());
+        let mut offsets = Vec::with_capacity(args.len());
+        for a in args {
+            let pointer;
+            let bytes: &[u8] = match a.view() {
+                ArgView::Scalar(bytes) => bytes,
+                ArgView::Pointer { addr, .. } => {
+                    pointer = addr.raw().to_ne_bytes();
+                    &pointer
+                }
+                ArgView::SharedMemory { .. } => continue,
+            };
+            let at = storage.len();
+            storage.resize(at + bytes.len().div_ceil(8).max(1), 0);
+            bytemuck::cast_slice_mut::<u64, u8>(&mut storage[at..])[..bytes.len()]
+                .copy_from_slice(bytes);
+            offsets.push(at);
+        }
+        PackedParams { storage, offsets }
+    }
+
+    /// One pointer per parameter, into `self` (valid while `self` is neither moved nor
+    /// dropped; the driver copies the values when a launch is enqueued or a node is made).
+    pub(super) fn pointers(&mut self) -> Vec<*mut c_void> {
+        let base = self.storage.as_mut_ptr();
+        self.offsets
+            .iter()
+            // SAFETY: every offset is inside `storage`.
+            .map(|&w| unsafe { base.add(w) } as *mut c_void)
+            .collect()
+    }
+}
+
+/// A launch's grid and block extents in the driver's order.
+pub(super) fn grid_block(dims: &LaunchDims) -> ([u32; 3], [u32; 3]) {
+    let (t, b) = (dims.threads.0, dims.blocks.0);
+    ([b.x, b.y, b.z], [t.x, t.y, t.z])
+}
+
+/// A launch's dynamic shared memory as the driver's 32-bit size.
+pub(super) fn shared_bytes<D: Driver>(kernel: &str, dims: &LaunchDims) -> Result<u32> {
+    u32::try_from(dims.dynamic_shared_bytes).map_err(|_| Error::LaunchConfig {
+        platform: D::PLATFORM.into(),
+        kernel: kernel.into(),
+        detail: format!(
+            "{} bytes of dynamic shared memory do not fit the driver's 32-bit size",
+            dims.dynamic_shared_bytes
+        ),
+    })
 }
