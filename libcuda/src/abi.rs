@@ -46,6 +46,38 @@ abi_enum_as_u32!(
 
 type R = sys::CUresult;
 
+/// The CUDA 11 names of the kernel-node calls, which NVIDIA's CUDA 12 driver still exports for
+/// programs built against CUDA 11: they take `CUDA_KERNEL_NODE_PARAMS_v1` (no `kern`, no
+/// `ctx`), where the `_v2` names take the v2 struct. cudarc's 12.0 bindings have only the `_v2`
+/// names; these are its CUDA 11.8 declarations (`CUDA_KERNEL_NODE_PARAMS` was the v1 struct
+/// there), for the check below. Never called.
+#[allow(unused_variables)]
+mod cuda11 {
+    use cudarc::driver::sys::{CUDA_KERNEL_NODE_PARAMS_v1 as P, CUgraph, CUgraphExec, CUgraphNode};
+
+    use super::R;
+
+    pub(super) unsafe fn cuGraphAddKernelNode(
+        phGraphNode: *mut CUgraphNode,
+        hGraph: CUgraph,
+        dependencies: *const CUgraphNode,
+        numDependencies: usize,
+        nodeParams: *const P,
+    ) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuGraphExecKernelNodeSetParams(
+        hGraphExec: CUgraphExec,
+        hNode: CUgraphNode,
+        nodeParams: *const P,
+    ) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuGraphKernelNodeGetParams(hNode: CUgraphNode, nodeParams: *mut P) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+}
+
 macro_rules! sig_fns {
     ($($name:ident($($a:ident $b:ident),*);)*) => {$(
         fn $name<$($a: Abi,)* $($b: Abi<Repr = $a::Repr>,)*>(
@@ -174,14 +206,84 @@ fn signatures_match_cudarc() {
     );
     sig2(sys::cuGetErrorName, crate::entry::cuGetErrorName);
     sig2(sys::cuGetErrorString, crate::entry::cuGetErrorString);
-    sig1(sys::cuGraphDestroy, crate::refused::cuGraphDestroy);
-    sig1(sys::cuGraphExecDestroy, crate::refused::cuGraphExecDestroy);
+    sig5(
+        sys::cuGraphAddChildGraphNode,
+        crate::graph::cuGraphAddChildGraphNode,
+    );
+    sig4(sys::cuGraphAddEmptyNode, crate::graph::cuGraphAddEmptyNode);
+    sig5(
+        sys::cuGraphAddEventRecordNode,
+        crate::graph::cuGraphAddEventRecordNode,
+    );
+    sig5(
+        sys::cuGraphAddEventWaitNode,
+        crate::graph::cuGraphAddEventWaitNode,
+    );
+    sig5(sys::cuGraphAddHostNode, crate::graph::cuGraphAddHostNode);
+    sig5(
+        cuda11::cuGraphAddKernelNode,
+        crate::graph::cuGraphAddKernelNode,
+    );
+    sig5(
+        sys::cuGraphAddKernelNode_v2,
+        crate::graph::cuGraphAddKernelNode_v2,
+    );
+    sig6(
+        sys::cuGraphAddMemcpyNode,
+        crate::graph::cuGraphAddMemcpyNode,
+    );
+    sig6(
+        sys::cuGraphAddMemsetNode,
+        crate::graph::cuGraphAddMemsetNode,
+    );
+    sig2(sys::cuGraphCreate, crate::graph::cuGraphCreate);
+    sig1(sys::cuGraphDestroy, crate::graph::cuGraphDestroy);
+    sig1(sys::cuGraphExecDestroy, crate::graph::cuGraphExecDestroy);
+    sig3(
+        cuda11::cuGraphExecKernelNodeSetParams,
+        crate::graph::cuGraphExecKernelNodeSetParams,
+    );
+    sig3(
+        sys::cuGraphExecKernelNodeSetParams_v2,
+        crate::graph::cuGraphExecKernelNodeSetParams_v2,
+    );
+    sig4(
+        sys::cuGraphExecMemcpyNodeSetParams,
+        crate::graph::cuGraphExecMemcpyNodeSetParams,
+    );
+    sig4(
+        sys::cuGraphExecMemsetNodeSetParams,
+        crate::graph::cuGraphExecMemsetNodeSetParams,
+    );
+    sig3(
+        sys::cuGraphExecUpdate_v2,
+        crate::refused::cuGraphExecUpdate_v2,
+    );
+    sig3(sys::cuGraphGetNodes, crate::graph::cuGraphGetNodes);
+    sig3(sys::cuGraphGetRootNodes, crate::graph::cuGraphGetRootNodes);
     sig3(
         sys::cuGraphInstantiateWithFlags,
-        crate::refused::cuGraphInstantiateWithFlags,
+        crate::graph::cuGraphInstantiateWithFlags,
     );
-    sig2(sys::cuGraphLaunch, crate::refused::cuGraphLaunch);
-    sig2(sys::cuGraphUpload, crate::refused::cuGraphUpload);
+    sig3(
+        sys::cuGraphInstantiateWithParams,
+        crate::graph::cuGraphInstantiateWithParams,
+    );
+    sig2(
+        cuda11::cuGraphKernelNodeGetParams,
+        crate::graph::cuGraphKernelNodeGetParams,
+    );
+    sig2(
+        sys::cuGraphKernelNodeGetParams_v2,
+        crate::graph::cuGraphKernelNodeGetParams_v2,
+    );
+    sig2(sys::cuGraphLaunch, crate::graph::cuGraphLaunch);
+    sig3(
+        sys::cuGraphNodeGetDependencies,
+        crate::graph::cuGraphNodeGetDependencies,
+    );
+    sig2(sys::cuGraphNodeGetType, crate::graph::cuGraphNodeGetType);
+    sig2(sys::cuGraphUpload, crate::graph::cuGraphUpload);
     sig2(
         sys::cuImportExternalMemory,
         crate::refused::cuImportExternalMemory,

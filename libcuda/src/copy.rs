@@ -15,7 +15,7 @@ use std::ffi::{c_uchar, c_uint, c_ushort, c_void};
 use std::sync::Arc;
 
 use cudarc::driver::sys::{CUcontext, CUdeviceptr, CUresult, CUstream};
-use streamexec::DeviceSlice;
+use streamexec::{DeviceSlice, Stream};
 
 use crate::context::{Context, current};
 use crate::entry::{CuErr, CuResult, call, invalid, non_null};
@@ -54,12 +54,15 @@ unsafe fn d2h_now(r: &Region, src: u64, dst: *mut c_void, n: usize) -> CuResult<
 }
 
 /// One side of a copy: a device range (in the address map) or host memory.
-enum Side {
+#[derive(Clone)]
+pub(crate) enum Side {
     Device(Arc<Region>),
     Host,
 }
 
-fn side(addr: u64, n: usize, what: &str) -> CuResult<Side> {
+/// The side `[addr, addr + n)` is on: device memory (it must then lie inside one live
+/// allocation) when the address map holds `addr`, else host memory.
+pub(crate) fn side(addr: u64, n: usize, what: &str) -> CuResult<Side> {
     match lookup(addr) {
         Some(_) => Ok(Side::Device(resolve(addr, n as u64, what)?)),
         None if addr == 0 => Err(invalid(format!("{what} is NULL"))),
@@ -67,24 +70,81 @@ fn side(addr: u64, n: usize, what: &str) -> CuResult<Side> {
     }
 }
 
-/// Enqueues a copy of `n` bytes from `src` to `dst` (each device or host, as the address map
-/// says) on `s`.
-fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> CuResult<()> {
-    let (d, r) = (side(dst, n, "dst")?, side(src, n, "src")?);
+/// Issues a copy of `n` bytes from `src` to `dst` (on the sides given) on `se`, touching host
+/// memory only when the copy runs (no staging, no waiting): what a copy from or to page-locked
+/// memory, and a graph's memcpy node, does.
+///
+/// # Safety
+/// Host sides stay valid for `n` bytes until the copy has run.
+pub(crate) unsafe fn issue_copy(
+    se: &mut Stream,
+    (d, dst): (&Side, u64),
+    (r, src): (&Side, u64),
+    n: usize,
+) -> CuResult<()> {
     let exec = driver()?.exec.clone();
     let (dp, sp) = (SendPtr(dst as *mut c_void), SendPtr(src as *mut c_void));
     match (d, r) {
         (Side::Device(dr), Side::Device(sr)) => {
             let (a, b) = (sr.slice(src, n as u64)?, dr.slice(dst, n as u64)?);
-            s.enqueue(ctx, |se| {
-                se.then_memcpy_d2d(a, b);
-            })
+            se.then_memcpy_d2d(a, b);
         }
+        (Side::Device(dr), Side::Host) => {
+            let dr = dr.clone();
+            se.then_host_callback_with_status(move || {
+                let sp = sp;
+                // SAFETY: this function's contract: `src` stays valid until the copy has run.
+                let src = unsafe { std::slice::from_raw_parts(sp.0.cast::<u8>(), n) };
+                let dst: DeviceSlice<'_, u8> = dr.slice(dst, n as u64).map_err(as_se)?;
+                exec.synchronous_memcpy_h2d(src, dst)
+            });
+        }
+        (Side::Host, Side::Device(sr)) => {
+            let sr = sr.clone();
+            se.then_host_callback_with_status(move || {
+                let dp = dp;
+                // SAFETY: this function's contract: `dst` stays valid until the copy has run.
+                let dst = unsafe { std::slice::from_raw_parts_mut(dp.0.cast::<u8>(), n) };
+                exec.synchronous_memcpy_d2h(sr.slice(src, n as u64).map_err(as_se)?, dst)
+            });
+        }
+        (Side::Host, Side::Host) => {
+            se.then_host_callback(move || {
+                let (dp, sp) = (dp, sp);
+                // SAFETY: this function's contract: both stay valid until the copy has run.
+                unsafe { std::ptr::copy(sp.0.cast::<u8>(), dp.0.cast::<u8>(), n) };
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Enqueues `issue` on `s`; an error `issue` reports (before it enqueued anything) is returned.
+fn enqueue_issue(
+    ctx: &Context,
+    s: &CuStream,
+    issue: impl FnOnce(&mut Stream) -> CuResult<()>,
+) -> CuResult<()> {
+    let mut res = Ok(());
+    s.enqueue(ctx, |se| res = issue(se))?;
+    res
+}
+
+/// Enqueues a copy of `n` bytes from `src` to `dst` (each device or host, as the address map
+/// says) on `s`.
+fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> CuResult<()> {
+    let (d, r) = (side(dst, n, "dst")?, side(src, n, "src")?);
+    // SAFETY: the driver API's rule: page-locked host memory stays valid until the copy has
+    // run; pageable memory is handled below (staged, or waited for).
+    let copy = |se: &mut Stream| unsafe { issue_copy(se, (&d, dst), (&r, src), n) };
+    match (&d, &r) {
         (Side::Device(dr), Side::Host) if !page_locked(src, n) => {
             // Pageable source: staged now, as NVIDIA's driver does, so the caller may reuse it
             // as soon as the call returns.
+            let exec = driver()?.exec.clone();
+            let dr = dr.clone();
             // SAFETY: the caller's contract: `src` is valid for reads of `n` bytes now.
-            let staged = unsafe { std::slice::from_raw_parts(sp.0.cast::<u8>(), n) }.to_vec();
+            let staged = unsafe { std::slice::from_raw_parts(src as *const u8, n) }.to_vec();
             s.enqueue(ctx, move |se| {
                 se.then_host_callback_with_status(move || {
                     let dst: DeviceSlice<'_, u8> = dr.slice(dst, n as u64).map_err(as_se)?;
@@ -92,26 +152,9 @@ fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> Cu
                 });
             })
         }
-        (Side::Device(dr), Side::Host) => s.enqueue(ctx, move |se| {
-            se.then_host_callback_with_status(move || {
-                let sp = sp;
-                // SAFETY: the driver API's rule: page-locked `src` stays valid until the copy
-                // has run.
-                let src = unsafe { std::slice::from_raw_parts(sp.0.cast::<u8>(), n) };
-                let dst: DeviceSlice<'_, u8> = dr.slice(dst, n as u64).map_err(as_se)?;
-                exec.synchronous_memcpy_h2d(src, dst)
-            });
-        }),
-        (Side::Host, Side::Device(sr)) => {
-            s.enqueue(ctx, move |se| {
-                se.then_host_callback_with_status(move || {
-                    let dp = dp;
-                    // SAFETY: the driver API's rule: page-locked `dst` stays valid until the
-                    // copy has run; a pageable one until it has (the wait below).
-                    let dst = unsafe { std::slice::from_raw_parts_mut(dp.0.cast::<u8>(), n) };
-                    exec.synchronous_memcpy_d2h(sr.slice(src, n as u64).map_err(as_se)?, dst)
-                });
-            })?;
+        (Side::Device(_), _) => enqueue_issue(ctx, s, copy),
+        (Side::Host, Side::Device(_)) => {
+            enqueue_issue(ctx, s, copy)?;
             if page_locked(dst, n) {
                 Ok(())
             } else {
@@ -120,13 +163,7 @@ fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> Cu
             }
         }
         (Side::Host, Side::Host) => {
-            s.enqueue(ctx, move |se| {
-                se.then_host_callback(move || {
-                    let (dp, sp) = (dp, sp);
-                    // SAFETY: both stay valid until the copy has run (the wait below).
-                    unsafe { std::ptr::copy(sp.0.cast::<u8>(), dp.0.cast::<u8>(), n) };
-                });
-            })?;
+            enqueue_issue(ctx, s, copy)?;
             // Host-to-host copies are fully synchronous.
             s.synchronize(ctx)
         }
@@ -399,6 +436,82 @@ pub extern "C" fn cuMemcpyPeerAsync(
     })
 }
 
+/// A checked memset of `count` (> 0) elements of `width` bytes (1, 2, 4) to `value` at `dst`:
+/// what `cuMemsetD*` enqueue and a graph's memset node issues for each row.
+pub(crate) struct Memset {
+    region: Arc<Region>,
+    dst: u64,
+    value: u32,
+    width: u64,
+    bytes: u64,
+}
+
+impl Memset {
+    /// Checks the alignment and that the range lies inside one live allocation.
+    pub(crate) fn new(dst: CUdeviceptr, value: u32, width: u64, count: usize) -> CuResult<Memset> {
+        if !dst.is_multiple_of(width) {
+            return Err(invalid(format!(
+                "dstDevice {dst:#x} is not aligned to the {width}-byte element"
+            )));
+        }
+        let bytes = (count as u64)
+            .checked_mul(width)
+            .ok_or_else(|| invalid("the element count overflows"))?;
+        let region = resolve(dst, bytes, "dstDevice")?;
+        Ok(Memset {
+            region,
+            dst,
+            value,
+            width,
+            bytes,
+        })
+    }
+
+    /// The context of the allocation it sets.
+    pub(crate) fn ctx(&self) -> usize {
+        self.region.ctx
+    }
+
+    /// Whether the memory is mapped pinned host memory.
+    pub(crate) fn is_host(&self) -> bool {
+        self.region.is_host()
+    }
+
+    /// Issues the memset on `se`.
+    pub(crate) fn issue(&self, se: &mut Stream) -> CuResult<()> {
+        let (dst, value, bytes) = (self.dst, self.value, self.bytes);
+        let slice = self.region.slice(dst, bytes)?;
+        match self.width {
+            1 => {
+                se.then_memset(slice, value as u8);
+            }
+            4 => {
+                se.then_memset32(slice, value);
+            }
+            _ => {
+                // 16-bit patterns: written from a pattern buffer in chunks, in stream order.
+                let exec = driver()?.exec.clone();
+                let region = self.region.clone();
+                se.then_host_callback_with_status(move || {
+                    const CHUNK: u64 = 1 << 16;
+                    let pattern: Vec<u8> = (0..CHUNK / 2)
+                        .flat_map(|_| (value as u16).to_ne_bytes())
+                        .collect();
+                    let mut at = 0;
+                    while at < bytes {
+                        let n = (bytes - at).min(CHUNK);
+                        let dst = region.slice(dst + at, n).map_err(as_se)?;
+                        exec.synchronous_memcpy_h2d(&pattern[..n as usize], dst)?;
+                        at += n;
+                    }
+                    Ok(())
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A memset of `count` elements of `width` bytes (1, 2, 4) to `value` at `dst`, on `stream`
 /// (`None`: the synchronous form on the legacy stream).
 fn memset(
@@ -419,44 +532,9 @@ fn memset(
     if count == 0 {
         return Ok(());
     }
-    if !dst.is_multiple_of(width) {
-        return Err(invalid(format!(
-            "dstDevice {dst:#x} is not aligned to the {width}-byte element"
-        )));
-    }
-    let bytes = (count as u64)
-        .checked_mul(width)
-        .ok_or_else(|| invalid("the element count overflows"))?;
-    let r = resolve(dst, bytes, "dstDevice")?;
-    let slice = r.slice(dst, bytes)?;
-    let exec = driver()?.exec.clone();
-    let region = r.clone();
-    s.enqueue(&ctx, move |se| match width {
-        1 => {
-            se.then_memset(slice, value as u8);
-        }
-        4 => {
-            se.then_memset32(slice, value);
-        }
-        _ => {
-            // 16-bit patterns: written from a pattern buffer in chunks, in stream order.
-            se.then_host_callback_with_status(move || {
-                const CHUNK: u64 = 1 << 16;
-                let pattern: Vec<u8> = (0..CHUNK / 2)
-                    .flat_map(|_| (value as u16).to_ne_bytes())
-                    .collect();
-                let mut at = 0;
-                while at < bytes {
-                    let n = (bytes - at).min(CHUNK);
-                    let dst = region.slice(dst + at, n).map_err(as_se)?;
-                    exec.synchronous_memcpy_h2d(&pattern[..n as usize], dst)?;
-                    at += n;
-                }
-                Ok(())
-            });
-        }
-    })?;
-    if stream.is_none() && r.is_host() {
+    let op = Memset::new(dst, value, width, count)?;
+    enqueue_issue(&ctx, &s, |se| op.issue(se))?;
+    if stream.is_none() && op.is_host() {
         s.synchronize(&ctx)?;
     }
     Ok(())

@@ -31,6 +31,10 @@ impl CuEvent {
     pub(crate) fn recorded(&self) -> bool {
         self.recorded.load(Ordering::Acquire)
     }
+    /// Notes a record of the event (enqueued by a stream or a graph launch).
+    pub(crate) fn mark_recorded(&self) {
+        self.recorded.store(true, Ordering::Release);
+    }
     fn timing(&self) -> bool {
         self.flags & DISABLE_TIMING == 0
     }
@@ -110,7 +114,7 @@ fn record(hEvent: CUevent, hStream: CUstream) -> CuResult<()> {
     s.enqueue(&ctx, |se| {
         se.then_record_event(&e.se);
     })?;
-    e.recorded.store(true, Ordering::Release);
+    e.mark_recorded();
     Ok(())
 }
 
@@ -121,7 +125,7 @@ pub extern "C" fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CUresult 
 }
 
 /// `cuEventRecordWithFlags`: flags 0 (`CU_EVENT_RECORD_DEFAULT`) only; the external flag
-/// belongs to graphs, which are refused.
+/// belongs to stream capture, which is refused.
 #[unsafe(no_mangle)]
 pub extern "C" fn cuEventRecordWithFlags(
     hEvent: CUevent,

@@ -1,16 +1,18 @@
 //! `cuLaunchKernel`: the geometry and shared memory are checked against the device's limits,
 //! the parameters are read with the sizes of the PTX entry's `.param` list (from
 //! `kernelParams`, one pointer per parameter, or from one `extra` buffer laid out with each
-//! parameter at its aligned offset), and the launch is enqueued on the stream.
+//! parameter at its aligned offset), and the launch is enqueued on the stream. A graph's kernel
+//! node is the same checked [`KernelLaunch`], made when the node is added.
 
 use std::ffi::{c_int, c_uint, c_void};
+use std::sync::Arc;
 
 use cudarc::driver::sys::{CUfunction, CUresult, CUstream};
 use streamexec::{ArgList, BlockDim, SharedMemory, ThreadDim};
 
 use crate::device::SHARED_PER_BLOCK;
 use crate::entry::{CuErr, CuResult, call, invalid, put};
-use crate::module::function;
+use crate::module::{Function, function};
 use crate::stream::resolve_in;
 
 /// `CU_LAUNCH_PARAM_END`, `CU_LAUNCH_PARAM_BUFFER_POINTER`, `CU_LAUNCH_PARAM_BUFFER_SIZE`.
@@ -31,23 +33,23 @@ fn layout(entry: &streamexec::ptx::PtxEntry) -> (Vec<(usize, usize, usize)>, usi
     (v, at)
 }
 
-/// The argument list from `kernelParams` or `extra`.
+/// Each parameter's bytes, copied from `kernelParams` or `extra` (sizes from the `.param` list).
 ///
 /// # Safety
 /// As `cuLaunchKernel`'s contract: each parameter pointer is valid for its parameter's size;
 /// `extra` is a `CU_LAUNCH_PARAM_END`-terminated list whose buffer holds the given size.
-unsafe fn arguments(
+unsafe fn argument_bytes(
     entry: &streamexec::ptx::PtxEntry,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
-) -> CuResult<ArgList> {
+) -> CuResult<Vec<Vec<u8>>> {
     let (slots, total) = layout(entry);
-    let mut args = ArgList::new();
     if !params.is_null() && !extra.is_null() {
         return Err(invalid("pass kernelParams or extra, not both"));
     }
     if !params.is_null() {
-        for (i, &(_, size, align)) in slots.iter().enumerate() {
+        let mut out = Vec::with_capacity(slots.len());
+        for (i, &(_, size, _)) in slots.iter().enumerate() {
             // SAFETY: the caller's contract: one pointer per parameter.
             let p = unsafe { *params.add(i) };
             if p.is_null() {
@@ -57,14 +59,13 @@ unsafe fn arguments(
                 )));
             }
             // SAFETY: the caller's contract: `p` is valid for the parameter's size.
-            let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size) };
-            args = args.arg_bytes(bytes, align);
+            out.push(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), size) }.to_vec());
         }
-        return Ok(args);
+        return Ok(out);
     }
     if extra.is_null() {
         if slots.is_empty() {
-            return Ok(args);
+            return Ok(Vec::new());
         }
         return Err(invalid(format!(
             "kernel `{}` takes {} parameter(s), and both kernelParams and extra are NULL",
@@ -111,12 +112,13 @@ unsafe fn arguments(
     if buf.is_null() && total > 0 {
         return Err(invalid("CU_LAUNCH_PARAM_BUFFER_POINTER is NULL"));
     }
-    for &(off, len, align) in &slots {
-        // SAFETY: the caller's contract: the buffer holds `size` == `total` bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>().add(off), len) };
-        args = args.arg_bytes(bytes, align);
-    }
-    Ok(args)
+    Ok(slots
+        .iter()
+        .map(|&(off, len, _)| {
+            // SAFETY: the caller's contract: the buffer holds `size` == `total` bytes.
+            unsafe { std::slice::from_raw_parts(buf.cast::<u8>().add(off), len) }.to_vec()
+        })
+        .collect())
 }
 
 fn check_geometry(
@@ -151,6 +153,93 @@ fn check_geometry(
     Ok(())
 }
 
+/// A checked kernel launch: what `cuLaunchKernel` enqueues, and what a graph's kernel node
+/// holds (its argument values copied when the node is added, as CUDA does).
+pub(crate) struct KernelLaunch {
+    pub(crate) func: Arc<Function>,
+    pub(crate) grid: [c_uint; 3],
+    pub(crate) block: [c_uint; 3],
+    pub(crate) shared: c_uint,
+    /// Each parameter's bytes.
+    params: Vec<Vec<u8>>,
+    /// The address of each of `params`' buffers (a `kernelParams` array for
+    /// `cuGraphKernelNodeGetParams`; the buffers never move).
+    param_ptrs: Box<[usize]>,
+    args: ArgList,
+}
+
+impl KernelLaunch {
+    /// Checks the geometry and shared memory against the device's and the function's limits
+    /// and copies the arguments, as `cuLaunchKernel` does.
+    ///
+    /// # Safety
+    /// `kernelParams` holds one valid pointer per kernel parameter, or `extra` is a valid
+    /// `CU_LAUNCH_PARAM_END`-terminated list.
+    pub(crate) unsafe fn new(
+        func: Arc<Function>,
+        grid: [c_uint; 3],
+        block: [c_uint; 3],
+        shared: c_uint,
+        kernel_params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    ) -> CuResult<KernelLaunch> {
+        check_geometry(grid, block, shared, *func.max_dynamic_shared.lock())?;
+        // SAFETY: the caller's contract.
+        let params = unsafe { argument_bytes(&func.entry, kernel_params, extra)? };
+        let (slots, _) = layout(&func.entry);
+        let mut args = ArgList::new();
+        for (bytes, &(_, _, align)) in params.iter().zip(&slots) {
+            args = args.arg_bytes(bytes, align);
+        }
+        if shared > 0 {
+            args = args.arg(SharedMemory::<u8>::new(shared as usize));
+        }
+        let param_ptrs = params.iter().map(|p| p.as_ptr() as usize).collect();
+        Ok(KernelLaunch {
+            func,
+            grid,
+            block,
+            shared,
+            params,
+            param_ptrs,
+            args,
+        })
+    }
+
+    /// Enqueues the launch on `se` (the arguments are packed now: later changes of this
+    /// launch's owner do not reach it).
+    pub(crate) fn issue(&self, se: &mut streamexec::Stream) {
+        let (g, b) = (self.grid, self.block);
+        se.then_launch_untyped(
+            ThreadDim::new(b[0], b[1], b[2]),
+            BlockDim::new(g[0], g[1], g[2]),
+            &self.func.kernel,
+            &self.args,
+        );
+    }
+
+    /// Names the kernel in a `CUDA_ERROR_INVALID_VALUE` the stream reported for the launch.
+    pub(crate) fn explain(&self, e: CuErr) -> CuErr {
+        if e.code == CUresult::CUDA_ERROR_INVALID_VALUE {
+            CuErr::new(
+                e.code,
+                format!("launching `{}`: {}", self.func.entry.name, e.detail),
+            )
+        } else {
+            e
+        }
+    }
+
+    /// A `kernelParams` array pointing at this launch's copies of the argument values (owned
+    /// by it: valid while it lives); NULL for a kernel without parameters.
+    pub(crate) fn kernel_params(&self) -> *mut *mut c_void {
+        if self.params.is_empty() {
+            return std::ptr::null_mut();
+        }
+        self.param_ptrs.as_ptr().cast_mut().cast()
+    }
+}
+
 /// `cuLaunchKernel`.
 ///
 /// # Safety
@@ -173,35 +262,19 @@ pub unsafe extern "C" fn cuLaunchKernel(
     call("cuLaunchKernel", || {
         let (ctx, func) = function(f)?;
         let s = resolve_in(&ctx, hStream)?;
-        let (grid, block) = (
-            [gridDimX, gridDimY, gridDimZ],
-            [blockDimX, blockDimY, blockDimZ],
-        );
-        check_geometry(grid, block, sharedMemBytes, *func.max_dynamic_shared.lock())?;
         // SAFETY: the caller's contract.
-        let mut args = unsafe { arguments(&func.entry, kernelParams, extra)? };
-        if sharedMemBytes > 0 {
-            args = args.arg(SharedMemory::<u8>::new(sharedMemBytes as usize));
-        }
-        let kernel = &func.kernel;
-        s.enqueue(&ctx, |se| {
-            se.then_launch_untyped(
-                ThreadDim::new(block[0], block[1], block[2]),
-                BlockDim::new(grid[0], grid[1], grid[2]),
-                kernel,
-                &args,
-            );
-        })
-        .map_err(|e| {
-            if e.code == CUresult::CUDA_ERROR_INVALID_VALUE {
-                CuErr::new(
-                    e.code,
-                    format!("launching `{}`: {}", func.entry.name, e.detail),
-                )
-            } else {
-                e
-            }
-        })
+        let launch = unsafe {
+            KernelLaunch::new(
+                func,
+                [gridDimX, gridDimY, gridDimZ],
+                [blockDimX, blockDimY, blockDimZ],
+                sharedMemBytes,
+                kernelParams,
+                extra,
+            )?
+        };
+        s.enqueue(&ctx, |se| launch.issue(se))
+            .map_err(|e| launch.explain(e))
     })
 }
 

@@ -4,7 +4,9 @@
 //! Point a driver-API program at it with `LD_LIBRARY_PATH` (cudarc, streamexec's own CUDA
 //! backend and C programs linked with `-lcuda` all load `libcuda.so`/`libcuda.so.1` by name).
 //! PTX modules are decoded by the engine and their kernels run on the CPU with CUDA's execution
-//! model; cubins and fatbins are refused (`CUDA_ERROR_NO_BINARY_FOR_GPU`).
+//! model; cubins and fatbins are refused (`CUDA_ERROR_NO_BINARY_FOR_GPU`). CUDA graphs built
+//! with the explicit API (`cuGraphCreate`, `cuGraphAdd*Node`, `cuGraphInstantiateWithFlags`,
+//! `cuGraphLaunch`, ...) run in stream order like any other work; stream capture is refused.
 //!
 //! Semantics follow the driver API documentation and are strict where CUDA leaves behaviour
 //! undefined, so bugs in the calling code show up as error codes instead of silent corruption:
@@ -30,6 +32,7 @@
 //! | `event.rs` | events |
 //! | `module.rs` | modules, functions, globals |
 //! | `launch.rs` | `cuLaunchKernel` |
+//! | `graph.rs` | CUDA graphs (the explicit API): graphs, nodes, executable graphs, `cuGraphLaunch` |
 //! | `refused.rs` | entry points cudarc can reach that this library refuses (`CUDA_ERROR_NOT_SUPPORTED`) |
 
 #![allow(non_snake_case)] // exported names are CUDA's
@@ -40,6 +43,7 @@ mod copy;
 mod device;
 mod entry;
 mod event;
+mod graph;
 mod handles;
 mod launch;
 mod memory;

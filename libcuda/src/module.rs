@@ -449,13 +449,18 @@ pub unsafe extern "C" fn cuModuleGetGlobal_v2(
     })
 }
 
+/// The live function of handle `h`, of any context.
+pub(crate) fn function_any(h: CUfunction) -> CuResult<Arc<Function>> {
+    driver()?
+        .functions
+        .get(h as usize)
+        .ok_or_else(|| bad_handle(format!("{:#x} is not a live function", h as usize)))
+}
+
 /// The function of handle `h` in the current context.
 pub(crate) fn function(h: CUfunction) -> CuResult<(Arc<Context>, Arc<Function>)> {
     let ctx = current()?;
-    let f = driver()?
-        .functions
-        .get(h as usize)
-        .ok_or_else(|| bad_handle(format!("{:#x} is not a live function", h as usize)))?;
+    let f = function_any(h)?;
     if f.ctx != ctx.handle {
         return Err(bad_handle("the function belongs to another context"));
     }

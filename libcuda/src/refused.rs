@@ -1,12 +1,13 @@
 //! Entry points that cudarc's safe layer can reach and that the CPU driver refuses with
 //! `CUDA_ERROR_NOT_SUPPORTED` and a detail naming what is missing (memory pools, managed
-//! memory, graphs and stream capture, external memory, cooperative launches, clusters). The
+//! memory, stream capture and whole-graph updates, external memory, cooperative launches,
+//! clusters). The
 //! device attributes that advertise these features are 0, so well-behaved programs never call
 //! them. Generated from cudarc's `driver::sys` signatures (see `abi.rs`, which checks them).
 
 #![allow(unused_variables)]
 
-use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 
 use cudarc::driver::sys::*;
 
@@ -167,38 +168,19 @@ pub extern "C" fn cuStreamAttachMemAsync(
     call("cuStreamAttachMemAsync", || refuse("managed memory"))
 }
 
-/// `cuGraphDestroy`: refused (CUDA graphs).
+/// `cuGraphExecUpdate_v2`: refused (updating an executable graph from a graph).
 #[unsafe(no_mangle)]
-pub extern "C" fn cuGraphDestroy(hGraph: CUgraph) -> CUresult {
-    call("cuGraphDestroy", || refuse("CUDA graphs"))
-}
-
-/// `cuGraphExecDestroy`: refused (CUDA graphs).
-#[unsafe(no_mangle)]
-pub extern "C" fn cuGraphExecDestroy(hGraphExec: CUgraphExec) -> CUresult {
-    call("cuGraphExecDestroy", || refuse("CUDA graphs"))
-}
-
-/// `cuGraphInstantiateWithFlags`: refused (CUDA graphs).
-#[unsafe(no_mangle)]
-pub extern "C" fn cuGraphInstantiateWithFlags(
-    phGraphExec: *mut CUgraphExec,
+pub extern "C" fn cuGraphExecUpdate_v2(
+    hGraphExec: CUgraphExec,
     hGraph: CUgraph,
-    flags: c_ulonglong,
+    resultInfo: *mut CUgraphExecUpdateResultInfo,
 ) -> CUresult {
-    call("cuGraphInstantiateWithFlags", || refuse("CUDA graphs"))
-}
-
-/// `cuGraphLaunch`: refused (CUDA graphs).
-#[unsafe(no_mangle)]
-pub extern "C" fn cuGraphLaunch(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult {
-    call("cuGraphLaunch", || refuse("CUDA graphs"))
-}
-
-/// `cuGraphUpload`: refused (CUDA graphs).
-#[unsafe(no_mangle)]
-pub extern "C" fn cuGraphUpload(hGraphExec: CUgraphExec, hStream: CUstream) -> CUresult {
-    call("cuGraphUpload", || refuse("CUDA graphs"))
+    call("cuGraphExecUpdate_v2", || {
+        refuse(
+            "whole-graph updates of an executable graph (cuGraphExecUpdate); update its nodes \
+             (cuGraphExecKernelNodeSetParams, ...) or instantiate the graph again",
+        )
+    })
 }
 
 /// `cuStreamBeginCapture_v2`: refused (stream capture (CUDA graphs)).

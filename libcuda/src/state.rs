@@ -17,6 +17,7 @@ use streamexec::{PlatformManager, StreamExecutor};
 use crate::context::{Context, Primary};
 use crate::entry::{CuErr, CuResult, call, invalid};
 use crate::event::CuEvent;
+use crate::graph::{Exec, Graph, Node};
 use crate::handles::Table;
 use crate::module::{Function, Module};
 use crate::stream::CuStream;
@@ -39,6 +40,9 @@ pub(crate) struct Driver {
     pub(crate) events: Table<CuEvent>,
     pub(crate) modules: Table<Module>,
     pub(crate) functions: Table<Function>,
+    pub(crate) graphs: Table<Graph>,
+    pub(crate) nodes: Table<Node>,
+    pub(crate) execs: Table<Exec>,
 }
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
@@ -116,6 +120,9 @@ fn init() -> CuResult<()> {
         events: Table::new(0x3000_0000),
         modules: Table::new(0x4000_0000),
         functions: Table::new(0x5000_0000),
+        graphs: Table::new(0x6000_0000),
+        nodes: Table::new(0x7000_0000),
+        execs: Table::new(0x8000_0000),
     });
     Ok(())
 }
