@@ -28,17 +28,34 @@ fn kernel_params(n: &mut KernelNode<'_>) -> sys::CUDA_KERNEL_NODE_PARAMS_v2 {
 
 /// A 1-D device-to-device copy as the driver's 3-D copy descriptor.
 fn copy_params(src: u64, dst: u64, bytes: usize) -> sys::CUDA_MEMCPY3D {
-    // SAFETY: an all-zero CUDA_MEMCPY3D is the documented starting point (null pointers,
-    // zero offsets); the fields a 1-D device copy needs are set below.
-    let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-    p.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    p.srcDevice = src;
-    p.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    p.dstDevice = dst;
-    p.WidthInBytes = bytes;
-    p.Height = 1;
-    p.Depth = 1;
-    p
+    let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: device,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: device,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: bytes,
+        Height: 1,
+        Depth: 1,
+    }
 }
 
 impl CudaDriver {
