@@ -1,4 +1,4 @@
-//! Command buffers: a chain of 64 small kernel launches (`affine` on 256 elements, one block
+//! Command buffers: a chain of 64 small kernel launches (`affine` on 32 elements, one block of one warp
 //! each) replayed from a finalized `CommandBuffer` against the same 64 launches issued one by
 //! one with `then_launch`, both waited for with `block_host_until_done`, on every platform
 //! that is available in the same run (host; OpenCL through PoCL; CUDA where a libcuda loads,
@@ -16,7 +16,7 @@ use streamexec::{
 };
 
 const LAUNCHES: usize = 64;
-const N: usize = 256;
+const N: usize = 32;
 
 type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
 

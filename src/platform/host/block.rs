@@ -231,6 +231,11 @@ pub(crate) fn run_grid(
     use rayon::prelude::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     let total = launch.grid.count();
+    if total == 1 {
+        // One block runs here, on the stream's worker: handing it to the pool and waiting
+        // costs more than a small block.
+        return run_block(launch, body, launch.grid.unlinear(0));
+    }
     let failed = AtomicBool::new(false);
     let first: Mutex<Option<(u64, String)>> = Mutex::new(None);
     pool.install(|| {

@@ -204,7 +204,24 @@ fn deadlock(l: &Launch, block: Dim3, warps: &[Warp], nthreads: u32) -> String {
 pub(super) fn run_grid(pool: &rayon::ThreadPool, l: &Launch) -> Result<(), String> {
     use rayon::prelude::*;
     use std::sync::atomic::{AtomicBool, Ordering};
+    // An engine bug must not take the stream worker down: a panic is the block's error.
+    let one = |b: u64| {
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_block(l, b)));
+        run.unwrap_or_else(|p| {
+            Err(format!(
+                "internal error of the PTX engine in block {} of `{}`: {}",
+                l.grid.unlinear(b),
+                l.kernel,
+                crate::error::panic_message(p.as_ref())
+            ))
+        })
+    };
     let total = l.grid.count();
+    if total == 1 {
+        // One block runs here, on the stream's worker: handing it to the pool and waiting
+        // costs more than a small block.
+        return one(0);
+    }
     let failed = AtomicBool::new(false);
     let first: Mutex<Option<(u64, String)>> = Mutex::new(None);
     pool.install(|| {
@@ -212,17 +229,7 @@ pub(super) fn run_grid(pool: &rayon::ThreadPool, l: &Launch) -> Result<(), Strin
             if failed.load(Ordering::Relaxed) {
                 return;
             }
-            // An engine bug must not take the stream worker down: a panic is the block's error.
-            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_block(l, b)));
-            let run = run.unwrap_or_else(|p| {
-                Err(format!(
-                    "internal error of the PTX engine in block {} of `{}`: {}",
-                    l.grid.unlinear(b),
-                    l.kernel,
-                    crate::error::panic_message(p.as_ref())
-                ))
-            });
-            if let Err(msg) = run {
+            if let Err(msg) = one(b) {
                 failed.store(true, Ordering::Relaxed);
                 let mut first = first.lock();
                 if first.as_ref().is_none_or(|(fb, _)| b < *fb) {
