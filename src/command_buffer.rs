@@ -13,6 +13,35 @@
 //! host op list run as one queued operation); otherwise a submit replays the list through the
 //! stream's ordinary operations. Either way a failure inside a replay fails the submitting
 //! stream as any operation does.
+//!
+//! ```
+//! use streamexec::*;
+//!
+//! # fn main() -> streamexec::Result<()> {
+//! let exec = PlatformManager::platform_with_name("host")?.executor_for_device(0)?;
+//! let spec = MultiKernelLoaderSpec::new(4).add_host_kernel(HostKernel::new(
+//!     "scale_add",
+//!     |ctx, (x, n, mul, add): (DevicePtr<u32>, u32, u32, u32)| {
+//!         let i = ctx.global_id_x();
+//!         if i < n as usize {
+//!             let x = ctx.global(x);
+//!             x.set(i, x.get(i) * mul + add);
+//!         }
+//!     },
+//! ));
+//! let kernel: TypedKernel<(DevicePtr<u32>, u32, u32, u32)> = exec.get_kernel(&spec)?;
+//! let x = exec.copy_to_device(&[1u32; 64])?;
+//! let mut cb = exec.create_command_buffer();
+//! let step = cb.launch(64, 1, &kernel, (x.ptr(), 64, 2, 1))?;
+//! cb.finalize()?;
+//! let mut stream = exec.create_stream()?;
+//! stream.then_submit(&cb).then_submit(&cb); // 1 → 3 → 7
+//! cb.update(&step, (x.ptr(), 64, 10, 0))?;
+//! stream.then_submit(&cb).block_host_until_done()?; // 7 → 70
+//! assert_eq!(exec.copy_to_vec(&x)?, vec![70; 64]);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::marker::PhantomData;
 use std::sync::Arc;

@@ -734,4 +734,28 @@ mod tests {
             .unwrap();
         assert_eq!(exec.copy_to_vec(&new).unwrap(), [7, 0, 0, 0]);
     }
+
+    /// Pins defer a free to the last unpin; a freed allocation is dead to checks at once.
+    /// Pure Rust: Miri runs it.
+    #[test]
+    fn a_pinned_allocation_is_deallocated_by_its_last_unpin() {
+        let live = LiveAllocations::default();
+        let base = DeviceAddress::new(0x1000);
+        let a = live.insert(base, 64);
+        assert!(!live.pin(a, DeviceAddress::new(0x1030), 32), "past the end");
+        assert!(live.pin(a, base, 64) && live.pin(a, DeviceAddress::new(0x1010), 16));
+        assert!(!live.free(a), "pinned: the owner may not deallocate");
+        assert!(!live.contains(a, base, 4), "dead to checks at once");
+        assert!(!live.pin(a, base, 4), "and to new pins");
+        assert_eq!(live.unpin(a), None, "one pin left");
+        assert_eq!(live.unpin(a), Some(base), "the last unpin deallocates");
+        assert!(!live.contains(a, base, 4));
+        // Unpinned: the owner's free deallocates; a pin that outlives no free frees nothing.
+        let b = live.insert(base, 8);
+        assert!(live.pin(b, base, 8));
+        assert_eq!(live.unpin(b), None, "not freed by its owner yet");
+        assert!(live.contains(b, base, 8));
+        assert!(live.free(b));
+        assert!(!live.contains(b, base, 8));
+    }
 }

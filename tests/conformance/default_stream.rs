@@ -162,9 +162,8 @@ fn run_program(exec: &StreamExecutor, program: &[Step], r: &mut StdRng) -> Vec<(
     let k: Affine = exec.get_kernel(&kernels::affine()).unwrap();
     let clock = Arc::new(AtomicU64::new(1));
     let spans: Spans = Arc::new(Mutex::new(vec![(0, 0); program.len()]));
-    // A fresh event per record: re-recording an event that a deferred CUDA wait has not yet
-    // reached is a known backend bug (`an_event_rerecorded_before_a_queued_wait_reaches_it`).
-    let mut events: Vec<Event> = (0..EVENTS).map(|_| exec.create_event().unwrap()).collect();
+    // Events are recorded again, on any stream, while waits on earlier records are queued.
+    let events: Vec<Event> = (0..EVENTS).map(|_| exec.create_event().unwrap()).collect();
     let dev = exec.copy_to_device(&[0u32; 256]).unwrap();
     let host = HostMemory::from_slice(&[7u32; 256]).unwrap();
     let mut streams = Streams::new(exec);
@@ -193,7 +192,6 @@ fn run_program(exec: &StreamExecutor, program: &[Step], r: &mut StdRng) -> Vec<(
                 });
             }
             Step::Record(w, e) => {
-                events[e] = exec.create_event().unwrap();
                 streams.get(w).then_record_event(&events[e]);
             }
             Step::Wait(w, e) => {
@@ -302,23 +300,12 @@ fn a_failed_blocking_stream_orders_but_does_not_fail_the_default_stream() {
 }
 
 /// A wait is for the record made before it, even when the event is recorded again, on another
-/// stream, and that later record completes first.
-///
-/// Known bug on CUDA/HIP, skipped there: GPU events count record generations and take "a
-/// generation at or after mine has been published" as "mine has", and a deferred stream makes
-/// its `cuStreamWaitEvent` late, when the driver event may already hold the later record. The
-/// host platform had the same bug (completion as a max of generations) and tracks each
-/// generation now; OpenCL waits for each record's own marker.
+/// stream, and that later record completes first. (Host events track each generation's
+/// completion, OpenCL waits for each record's own marker, and CUDA/HIP record each generation
+/// on a driver event of its own.)
 #[test]
 fn an_event_rerecorded_before_a_queued_wait_reaches_it() {
     on_each_platform(|exec| {
-        if matches!(exec.platform_name(), "cuda" | "hip") {
-            eprintln!(
-                "skipped on {}: known bug (see the test's doc)",
-                exec.platform_name()
-            );
-            return;
-        }
         let log = Arc::new(Mutex::new(Vec::new()));
         let event = exec.create_event().unwrap();
         let mut slow = exec.create_stream_non_blocking().unwrap();

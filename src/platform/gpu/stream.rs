@@ -9,7 +9,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::device::{GpuExecutor, StreamShared};
-use super::event::GpuEvent;
+use super::event::{GpuEvent, WaitTarget};
 use super::kernel::GpuKernel;
 use super::status::launch_failed;
 use super::{Driver, RawStream};
@@ -56,28 +56,33 @@ impl<D: Driver> GpuStream<D> {
     /// implicit ordering).
     fn wait(&self, event: &Arc<dyn EventInterface>, what: &str, propagate: bool) -> Result<()> {
         let ev = self.event(event, what)?;
-        let (generation, failed) = ev.latest();
-        if generation == 0 {
-            return Ok(());
-        }
-        if let Some(e) = failed {
-            return if propagate {
+        let failed = move |e: Error| {
+            if propagate {
                 Err(Error::dependency("then_wait_for", e))
             } else {
                 Ok(())
-            };
-        }
+            }
+        };
         let sh = self.shared.clone();
-        let published = ev.is_published(generation);
-        self.shared.submitter.submit(
-            Box::new(move || match ev.wait_published(generation) {
-                Ok(()) => sh.drv.stream_wait_event(sh.raw, ev.raw),
-                Err(e) if propagate => Err(Error::dependency("then_wait_for", e)),
-                Err(_) => Ok(()),
-            }),
-            None,
-            !published,
-        )
+        match ev.wait_target() {
+            WaitTarget::Nothing => Ok(()),
+            WaitTarget::Failed(e) => failed(e),
+            WaitTarget::Event(target) => self.shared.submitter.submit(
+                Box::new(move || sh.drv.stream_wait_event(sh.raw, target.raw)),
+                None,
+                false,
+            ),
+            // Not recorded yet: the stream goes deferred and its worker waits for the record.
+            WaitTarget::Later(generation) => self.shared.submitter.submit(
+                Box::new(move || match ev.take_published(generation) {
+                    Ok(Some(target)) => sh.drv.stream_wait_event(sh.raw, target.raw),
+                    Ok(None) => Ok(()),
+                    Err(e) => failed(e),
+                }),
+                None,
+                true,
+            ),
+        }
     }
 
     /// `event` as this platform's (the handle layer refused events of other platforms).
