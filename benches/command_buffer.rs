@@ -5,7 +5,9 @@
 //! here the CPU one). The ratio replay / one-by-one is what the README reports.
 //!
 //! Run with `cargo bench --bench command_buffer` (CUDA on the CPU libcuda:
-//! `LD_LIBRARY_PATH=$PWD/target/libcuda` after `bash scripts/build-libcuda.sh`).
+//! `LD_LIBRARY_PATH=$PWD/target/libcuda` after `bash scripts/build-libcuda.sh`). On OpenCL the
+//! replay is `cl_khr_command_buffer` where the device has it; `STREAMEXEC_OPENCL_COMMAND_BUFFER=0`
+//! makes it plain replay, to compare the two.
 
 use std::time::Duration;
 

@@ -523,31 +523,10 @@ impl CommandBuffer {
             return unsafe { b.submit(s) };
         }
         for r in &self.recorded {
-            // Each arm: the command was validated at record or update time (ranges inside
-            // live memory of this executor, kernels of it, geometry and arguments checked),
-            // and its allocations are pinned while `self` lives; a free after this enqueue is
-            // deferred past it by the backend.
-            match &r.command {
-                // SAFETY: see above.
-                Command::Launch { kernel, dims, args } => unsafe { s.launch(kernel, dims, args)? },
-                // SAFETY: see above.
-                Command::MemcpyD2D { src, dst, bytes } => unsafe {
-                    s.memcpy_d2d(*src, *dst, *bytes)?
-                },
-                // SAFETY: see above.
-                Command::Memset8 { dst, value, bytes } => unsafe {
-                    s.memset8(*dst, *value, *bytes)?
-                },
-                // SAFETY: see above.
-                Command::Memset32 { dst, value, count } => unsafe {
-                    s.memset32(*dst, *value, *count)?
-                },
-                Command::HostCallback(f) => {
-                    let f = f.clone();
-                    s.host_callback(Box::new(move || f()))?
-                }
-                Command::WaitEvent(e) => s.wait_event(e)?,
-            }
+            // SAFETY: the command was validated at record or update time (ranges inside live
+            // memory of this executor, kernels of it, geometry and arguments checked), and its
+            // allocations are pinned while `self` lives.
+            unsafe { r.command.enqueue_on(s)? };
         }
         Ok(())
     }

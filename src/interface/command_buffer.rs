@@ -63,6 +63,39 @@ pub enum Command {
     WaitEvent(Arc<dyn EventInterface>),
 }
 
+impl Command {
+    /// Enqueues this command alone on `stream` through its ordinary methods (plain replay, and
+    /// the commands a backend's replayable form cannot hold).
+    ///
+    /// # Safety
+    /// As [`CommandBufferInterface`]: the command was validated at record (or update) time and
+    /// its memory stays allocated until the enqueued operation is done with it.
+    pub unsafe fn enqueue_on(&self, stream: &dyn StreamInterface) -> Result<()> {
+        match self {
+            // SAFETY: the caller's guarantee (kernel, geometry and arguments checked, memory
+            // kept allocated); a free after this enqueue is deferred past it by the backend.
+            Command::Launch { kernel, dims, args } => unsafe { stream.launch(kernel, dims, args) },
+            // SAFETY: as above, for both ranges.
+            Command::MemcpyD2D { src, dst, bytes } => unsafe {
+                stream.memcpy_d2d(*src, *dst, *bytes)
+            },
+            // SAFETY: as above.
+            Command::Memset8 { dst, value, bytes } => unsafe {
+                stream.memset8(*dst, *value, *bytes)
+            },
+            // SAFETY: as above.
+            Command::Memset32 { dst, value, count } => unsafe {
+                stream.memset32(*dst, *value, *count)
+            },
+            Command::HostCallback(f) => {
+                let f = f.clone();
+                stream.host_callback(Box::new(move || f()))
+            }
+            Command::WaitEvent(e) => stream.wait_event(e),
+        }
+    }
+}
+
 impl std::fmt::Debug for Command {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -15,11 +15,19 @@ use crate::on_each_platform;
 
 const N: usize = 1000;
 
-/// What a platform's finalized buffer is replayed as.
+/// What a platform's finalized buffer is replayed as. OpenCL: on a device with
+/// cl_khr_command_buffer 0.9.0-0.9.4 (PoCL 3.1, which the suite runs on), unless
+/// `STREAMEXEC_OPENCL_COMMAND_BUFFER=0` turns it off.
 fn expected_kind(exec: &StreamExecutor) -> &'static str {
     match exec.platform_name() {
         "host" => "host op list",
         "cuda" => "CUDA graph",
+        "opencl"
+            if std::env::var_os("STREAMEXEC_OPENCL_COMMAND_BUFFER").is_some_and(|v| v == "0") =>
+        {
+            "plain replay"
+        }
+        "opencl" => "cl_khr_command_buffer",
         _ => "plain replay",
     }
 }
@@ -358,5 +366,134 @@ fn a_wait_on_a_failed_event_fails_the_replay() {
         let e = s.then_submit(&cb).block_host_until_done().unwrap_err();
         assert!(matches!(e, Error::DependencyFailed { .. }), "{e}");
         assert_eq!(exec.copy_to_vec(&x).unwrap(), vec![7; 16]);
+    });
+}
+
+/// A host callback between two runs of device commands (on OpenCL: two cl command buffers with
+/// the callback replayed through the stream between them) runs after the first run and before
+/// the second, at every replay, also after a launch of the second run is updated (on OpenCL:
+/// that run re-recorded).
+#[test]
+fn a_host_callback_between_device_segments_replays_in_order_after_an_update() {
+    on_each_platform(|exec| {
+        let mut r = rng("command_buffer_segments");
+        let k: Affine = exec.get_kernel(&kernels::affine()).unwrap();
+        let input = random_u32s(&mut r, N, 1 << 20);
+        let src = exec.copy_to_device(&input).unwrap();
+        let a = exec.copy_to_device(&[POISON_U32; N]).unwrap();
+        let b = exec.copy_to_device(&[POISON_U32; N]).unwrap();
+        let (reached, at_callback) = std::sync::mpsc::channel::<()>();
+        let (open, gate) = std::sync::mpsc::channel::<()>();
+        let gate = std::sync::Mutex::new(gate);
+
+        // a = src * 3 + 7; [callback]; b = a; b = b * m + c; b[..4] = 0x1234_5678.
+        let mut cb = exec.create_command_buffer();
+        cb.memcpy_d2d(&src, &a).unwrap();
+        cb.launch(128, 8, &k, (a.ptr(), N as u32, 3, 7)).unwrap();
+        cb.host_callback_with_status(move || {
+            reached.send(()).map_err(|_| Error::HostCallback {
+                detail: "the test stopped listening".into(),
+            })?;
+            gate.lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(20))
+                .map_err(|_| Error::HostCallback {
+                    detail: "the gate was never opened".into(),
+                })
+        })
+        .unwrap();
+        cb.memcpy_d2d(&a, &b).unwrap();
+        let second = cb.launch(128, 8, &k, (b.ptr(), N as u32, 5, 1)).unwrap();
+        cb.memset32(b.slice(0..4).unwrap(), 0x1234_5678).unwrap();
+        cb.finalize().unwrap();
+        assert_eq!(cb.replay_kind(), expected_kind(exec), "{cb:?}");
+
+        let mut s = exec.create_stream().unwrap();
+        for (round, (mul, add)) in [(5, 1), (11, 2)].into_iter().enumerate() {
+            if round == 1 {
+                cb.update(&second, (b.ptr(), N as u32, mul, add)).unwrap();
+                exec.synchronous_memcpy_h2d(&[POISON_U32; N], &a).unwrap();
+                exec.synchronous_memcpy_h2d(&[POISON_U32; N], &b).unwrap();
+            }
+            s.then_submit(&cb);
+            at_callback
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the callback ran");
+            // At the callback: the first run is done, the second has not started.
+            let mut wa = input.clone();
+            kernels::affine_ref(&mut wa, 3, 7);
+            assert_eq!(
+                exec.copy_to_vec(&a).unwrap(),
+                wa,
+                "round {round}: first run"
+            );
+            assert_eq!(
+                exec.copy_to_vec(&b).unwrap(),
+                vec![POISON_U32; N],
+                "round {round}: the second run started before the callback returned"
+            );
+            open.send(()).unwrap();
+            s.block_host_until_done().unwrap();
+            let mut wb = wa.clone();
+            kernels::affine_ref(&mut wb, mul, add);
+            wb[..4].fill(0x1234_5678);
+            assert_eq!(exec.copy_to_vec(&a).unwrap(), wa, "round {round}");
+            assert_eq!(exec.copy_to_vec(&b).unwrap(), wb, "round {round}");
+        }
+    });
+}
+
+/// The same buffer submitted many times back to back, without waiting in between (on OpenCL:
+/// each enqueue while earlier ones are still pending), on one stream and then alternating
+/// between two streams ordered by events: every replay runs, in order.
+#[test]
+fn a_buffer_submitted_many_times_without_waiting_replays_in_order() {
+    on_each_platform(|exec| {
+        const REPLAYS: usize = 100;
+        let mut r = rng("command_buffer_back_to_back");
+        let k: Affine = exec.get_kernel(&kernels::affine()).unwrap();
+        let input = random_u32s(&mut r, N, u32::MAX);
+        let x = exec.copy_to_device(&input).unwrap();
+        let y = exec.copy_to_device(&[POISON_U32; N]).unwrap();
+        // x = x * 3 + 1; y = x; y = y * 5 + 2: not commutative across replays.
+        let mut cb = exec.create_command_buffer();
+        cb.launch(128, 8, &k, (x.ptr(), N as u32, 3, 1)).unwrap();
+        cb.memcpy_d2d(&x, &y).unwrap();
+        cb.launch(128, 8, &k, (y.ptr(), N as u32, 5, 2)).unwrap();
+        cb.finalize().unwrap();
+        assert_eq!(cb.replay_kind(), expected_kind(exec), "{cb:?}");
+        let want = |replays: usize, x0: &[u32]| {
+            let mut wx = x0.to_vec();
+            for _ in 0..replays {
+                kernels::affine_ref(&mut wx, 3, 1);
+            }
+            let mut wy = wx.clone();
+            kernels::affine_ref(&mut wy, 5, 2);
+            (wx, wy)
+        };
+
+        let mut s = exec.create_stream().unwrap();
+        for _ in 0..REPLAYS {
+            s.then_submit(&cb);
+        }
+        s.block_host_until_done().unwrap();
+        let (wx, wy) = want(REPLAYS, &input);
+        assert_eq!(exec.copy_to_vec(&x).unwrap(), wx, "one stream");
+        assert_eq!(exec.copy_to_vec(&y).unwrap(), wy, "one stream");
+
+        let mut s2 = exec.create_stream().unwrap();
+        for i in 0..REPLAYS {
+            let (from, to) = if i % 2 == 0 {
+                (&mut s2, &mut s)
+            } else {
+                (&mut s, &mut s2)
+            };
+            to.then_wait_for(&*from).then_submit(&cb);
+        }
+        s.block_host_until_done().unwrap();
+        s2.block_host_until_done().unwrap();
+        let (wx, wy) = want(REPLAYS, &wx);
+        assert_eq!(exec.copy_to_vec(&x).unwrap(), wx, "two streams");
+        assert_eq!(exec.copy_to_vec(&y).unwrap(), wy, "two streams");
     });
 }

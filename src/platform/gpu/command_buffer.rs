@@ -241,17 +241,8 @@ impl<D: Driver> CommandBufferInterface for GpuCommandBuffer<D> {
                     });
                     r?;
                 }
-                // SAFETY (both): the command was validated at record time.
-                Segment::Stream(Command::HostCallback(f)) => {
-                    let f = f.clone();
-                    stream.host_callback(Box::new(move || f()))?;
-                }
-                Segment::Stream(Command::WaitEvent(e)) => stream.wait_event(e)?,
-                Segment::Stream(_) => {
-                    return Err(Error::internal(
-                        "then_submit: a device command outside a graph segment",
-                    ));
-                }
+                // SAFETY: a host callback or event wait, validated at record time.
+                Segment::Stream(c) => unsafe { c.enqueue_on(stream)? },
             }
         }
         Ok(())

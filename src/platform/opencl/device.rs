@@ -14,6 +14,7 @@ use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 use parking_lot::{Mutex, RwLock};
 
+use super::khr_command_buffer::CommandBufferSupport;
 use super::memory::{ClAlloc, Reaper, reap};
 use super::queue::StreamShared;
 use super::status::{PLATFORM, cl_error, error_text};
@@ -46,6 +47,8 @@ pub(crate) struct OpenClExecutor {
     /// first use.
     pub(super) builtins: Mutex<HashMap<BuiltinKey, Arc<dyn KernelInterface>>>,
     pub(super) me: Weak<OpenClExecutor>,
+    /// `cl_khr_command_buffer` support, or why there is none (`command_buffer.rs`).
+    pub(super) command_buffers: std::result::Result<Arc<CommandBufferSupport>, String>,
 }
 
 // SAFETY: OpenCL contexts, devices and queues are thread-safe handles (OpenCL 1.1+); the
@@ -61,6 +64,7 @@ impl OpenClExecutor {
         let queue =
             CommandQueue::create_default_with_properties(&context, CL_QUEUE_PROFILING_ENABLE, 0)
                 .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))?;
+        let command_buffers = CommandBufferSupport::detect(device, &context).map(Arc::new);
         Ok(Arc::new_cyclic(|me| OpenClExecutor {
             description,
             context,
@@ -73,6 +77,7 @@ impl OpenClExecutor {
             host_unified: Device::new(device).host_unified_memory().unwrap_or(false),
             builtins: Mutex::new(HashMap::new()),
             me: me.clone(),
+            command_buffers,
         }))
     }
 

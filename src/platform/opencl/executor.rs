@@ -14,6 +14,7 @@ use opencl3::memory::{
 use opencl3::types::{CL_BLOCKING, cl_mem};
 use parking_lot::Mutex;
 
+use super::command_buffer::OpenClCommandBuffer;
 use super::device::{OFFSET_BITS, OpenClExecutor};
 use super::event::OpenClEvent;
 use super::kernel::OpenClKernel;
@@ -21,11 +22,18 @@ use super::memory::{ClAlloc, ClMemory, reap};
 use super::status::{PLATFORM, cl_error, error_text};
 use super::stream::OpenClStream;
 use crate::error::{Error, Result};
-use crate::interface::{EventInterface, KernelInterface, StreamExecutorInterface, StreamInterface};
+use crate::interface::{
+    Command, CommandBufferInterface, EventInterface, KernelInterface, StreamExecutorInterface,
+    StreamInterface,
+};
 use crate::types::{
     AlignedHostBuffer, DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage,
     MultiKernelLoaderSpec,
 };
+
+/// `STREAMEXEC_OPENCL_COMMAND_BUFFER=0` turns `cl_khr_command_buffer` off: finalized command
+/// buffers replay plainly (for comparison, e.g. in benches).
+pub(crate) const COMMAND_BUFFER_ENV: &str = "STREAMEXEC_OPENCL_COMMAND_BUFFER";
 
 /// Page-locked host memory: a `CL_MEM_ALLOC_HOST_PTR` buffer, mapped for its whole life.
 struct PinnedHost {
@@ -246,6 +254,26 @@ impl StreamExecutorInterface for OpenClExecutor {
         let stream = OpenClStream::new(me)?;
         self.streams.insert(stream.shared());
         Ok(Box::new(stream))
+    }
+
+    fn create_command_buffer(
+        &self,
+        commands: &[Command],
+    ) -> Result<Option<Box<dyn CommandBufferInterface>>> {
+        let Ok(support) = &self.command_buffers else {
+            return Ok(None);
+        };
+        if std::env::var_os(COMMAND_BUFFER_ENV).is_some_and(|v| v == "0") {
+            return Ok(None);
+        }
+        let me = self.me.upgrade().ok_or_else(|| {
+            Error::invalid("CommandBuffer::finalize", "executor is shutting down")
+        })?;
+        Ok(Some(Box::new(OpenClCommandBuffer::new(
+            me,
+            support.clone(),
+            commands,
+        )?)))
     }
 
     fn create_event(&self) -> Result<Arc<dyn EventInterface>> {

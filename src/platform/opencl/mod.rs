@@ -16,6 +16,8 @@
 //! | `event.rs` | `OpenClEvent`: the marker of the latest record, or a deferred record |
 //! | `kernel.rs` | `OpenClKernel` and the `clGetKernelArgInfo` signature check |
 //! | `memory.rs` | `ClAlloc`: `cl_mem` buffers and fine-grained SVM behind one type, the enqueue helpers for each, keeping memory alive until a command completes, and the SVM reaper |
+//! | `command_buffer.rs` | `OpenClCommandBuffer`: command buffers on `cl_khr_command_buffer` (segments, submit, update by re-recording) |
+//! | `khr_command_buffer.rs` | the extension as the driver provides it: detection, entry points, an owned `cl_command_buffer_khr` |
 //! | `builtins.rs`, `builtins.cl` | the built-in kernels of BLAS and Philox: source, per-executor cache, launch |
 //! | `blas.rs`, `rng.rs` | `BlasSupport` and `RngSupport` over the built-in kernels |
 //! | `status.rs` | OpenCL status codes as `Error`s |
@@ -59,6 +61,20 @@
 //! callback). SVM still held by a queued command when the executor drops leaks rather than
 //! being freed under it.
 //!
+//! # Command buffers
+//!
+//! Where the device reports `cl_khr_command_buffer` 0.9.0-0.9.4 (PoCL 3.1: 0.9.0), a finalized
+//! `CommandBuffer` records each run of device commands (launches, copies and fills of `cl_mem`
+//! buffers) into one cl command buffer and replays the rest (host callbacks, event waits, SVM
+//! copies and fills) through the stream between them; its `replay_kind` is
+//! `"cl_khr_command_buffer"`. Each replay is enqueued on the submitting stream's queue through
+//! its submission path and kept alive until it completes; an update re-records the run holding
+//! the launch. PoCL 3.1 reads a recorded launch's arguments from the kernel at every enqueue
+//! instead of capturing them, so every recorded launch gets a private clone of the kernel. Other
+//! devices, and other versions of the provisional extension (whose signatures differ), replay
+//! plainly. `STREAMEXEC_OPENCL_COMMAND_BUFFER=0` in the environment (read at each `finalize`)
+//! forces plain replay, to compare the two. Details in `command_buffer.rs`.
+//!
 //! # BLAS and random numbers
 //!
 //! Built-in kernels (`builtins.cl`: tiled local-memory GEMM, GEMV, level 1, one-work-group
@@ -70,10 +86,12 @@
 
 mod blas;
 mod builtins;
+mod command_buffer;
 mod device;
 mod event;
 mod executor;
 mod kernel;
+mod khr_command_buffer;
 mod memory;
 mod queue;
 mod rng;

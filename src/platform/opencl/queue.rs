@@ -8,7 +8,7 @@ use std::sync::Arc;
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::event::{CL_COMPLETE, Event};
-use opencl3::types::cl_event;
+use opencl3::types::{cl_command_queue_properties, cl_event};
 use parking_lot::Mutex;
 
 use super::status::{PLATFORM, cl_error};
@@ -16,6 +16,17 @@ use crate::error::{Error, Result};
 use crate::platform::work_queue::{RunFn, SkipFn, Submitter};
 
 type ErrorSlot = Arc<Mutex<Option<Error>>>;
+
+/// A new in-order profiling queue: a stream's, or one with the same properties (command
+/// buffers are recorded against one and enqueued on the streams' queues, which must have the
+/// properties of the queue recorded against).
+pub(super) fn stream_queue(context: &Context) -> Result<CommandQueue> {
+    CommandQueue::create_default_with_properties(context, STREAM_QUEUE_PROPERTIES, 0)
+        .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))
+}
+
+/// The properties of every stream's queue.
+pub(super) const STREAM_QUEUE_PROPERTIES: cl_command_queue_properties = CL_QUEUE_PROFILING_ENABLE;
 
 /// The part of a stream the executor keeps to synchronise it.
 pub(crate) struct StreamShared {
@@ -35,9 +46,7 @@ unsafe impl Sync for StreamShared {}
 impl StreamShared {
     /// A new in-order profiling queue on `context`, in direct mode.
     pub(super) fn new(context: &Context) -> Result<Self> {
-        let queue =
-            CommandQueue::create_default_with_properties(context, CL_QUEUE_PROFILING_ENABLE, 0)
-                .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))?;
+        let queue = stream_queue(context)?;
         let error: ErrorSlot = Arc::new(Mutex::new(None));
         Ok(StreamShared {
             queue,

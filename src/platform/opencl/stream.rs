@@ -14,7 +14,7 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use opencl3::memory::{Buffer, CL_BUFFER_CREATE_TYPE_REGION, CL_MEM_READ_WRITE, cl_buffer_region};
-use opencl3::types::{CL_NON_BLOCKING, cl_int, cl_mem};
+use opencl3::types::{CL_NON_BLOCKING, cl_int, cl_kernel, cl_mem};
 
 use super::device::OpenClExecutor;
 use super::event::{DeferredRecord, OpenClEvent, WaitTarget, wait_event};
@@ -49,6 +49,10 @@ impl OpenClStream {
 
     pub(crate) fn shared(&self) -> &Arc<StreamShared> {
         &self.shared
+    }
+
+    pub(crate) fn executor(&self) -> &Arc<OpenClExecutor> {
+        &self.exec
     }
 }
 
@@ -164,20 +168,7 @@ impl StreamInterface for OpenClStream {
         let kernel: Arc<OpenClKernel> =
             downcast_arc(kernel, kernel.as_any(), "the kernel passed to then_launch")?;
         // Resolve pointers now, so a bad pointer is an enqueue-time error.
-        let mut resolved = Vec::with_capacity(args.len());
-        for (i, a) in args.iter().enumerate() {
-            resolved.push(match a.view() {
-                ArgView::Pointer { addr, bytes } => {
-                    Some(self.exec.try_resolve(addr, bytes).ok_or_else(|| {
-                        Error::invalid(
-                            format!("then_launch of `{}` (argument {i})", kernel.name()),
-                            format!("{bytes} bytes at {addr} are not inside one live allocation of this device"),
-                        )
-                    })?)
-                }
-                _ => None,
-            });
-        }
+        let resolved = resolve_args(&self.exec, &kernel, args, "then_launch")?;
         let (args, dims) = (args.to_vec(), *dims);
         let shared = self.shared.clone();
         self.shared.submit(
@@ -256,6 +247,10 @@ impl StreamInterface for OpenClStream {
     fn async_error(&self) -> Option<Error> {
         self.shared.error.lock().clone()
     }
+
+    fn native(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 /// Later work of `shared` waits for the latest record of `event`. A failed record fails the
@@ -294,24 +289,64 @@ fn wait(
     }
 }
 
-fn enqueue_kernel(
-    shared: &StreamShared,
+/// The allocation and byte offset behind each argument of a launch (`None` but for pointers).
+pub(super) type ResolvedArgs = Vec<Option<(Arc<ClAlloc>, usize)>>;
+
+/// The allocation and byte offset behind every pointer argument (`None` for other kinds), so
+/// a bad pointer is an error before anything is enqueued or recorded.
+pub(super) fn resolve_args(
+    exec: &OpenClExecutor,
     k: &OpenClKernel,
-    dims: &LaunchDims,
     args: &[PackedArg],
-    resolved: Vec<Option<(Arc<ClAlloc>, usize)>>,
-) -> Result<()> {
-    let name = k.name();
+    what: &str,
+) -> Result<ResolvedArgs> {
+    let mut resolved = Vec::with_capacity(args.len());
+    for (i, a) in args.iter().enumerate() {
+        resolved.push(match a.view() {
+            ArgView::Pointer { addr, bytes } => {
+                Some(exec.try_resolve(addr, bytes).ok_or_else(|| {
+                    Error::invalid(
+                        format!("{what} of `{}` (argument {i})", k.name()),
+                        format!(
+                            "{bytes} bytes at {addr} are not inside one live allocation of \
+                             this device"
+                        ),
+                    )
+                })?)
+            }
+            _ => None,
+        });
+    }
+    Ok(resolved)
+}
+
+/// What [`set_kernel_args`] made or borrowed that must outlive the commands that use the
+/// arguments: sub-buffers for pointers at an offset, and SVM allocations.
+#[derive(Default)]
+pub(super) struct ArgKeep {
+    pub(super) subs: Vec<Buffer<u8>>,
+    pub(super) svm: Vec<Arc<ClAlloc>>,
+}
+
+/// Sets every argument of kernel `kh` (`name` and `what`, the operation, for messages).
+///
+/// # Safety
+/// No other thread sets arguments on `kh` meanwhile (its lock is held, or it is private), its
+/// signature was checked against `args`, and `resolved` is `resolve_args` of `args`.
+pub(super) unsafe fn set_kernel_args(
+    kh: cl_kernel,
+    name: &str,
+    what: &str,
+    args: &[PackedArg],
+    resolved: ResolvedArgs,
+) -> Result<ArgKeep> {
     let set_err = |i: usize, e: cl_int| {
         Error::invalid(
-            format!("then_launch of `{name}`"),
+            format!("{what} of `{name}`"),
             format!("argument {i}: clSetKernelArg failed: {}", error_text(e)),
         )
     };
-    let guard = k.kernel.lock();
-    let kh = guard.get();
-    let mut subs = Vec::new();
-    let mut svm = Vec::new();
+    let mut keep = ArgKeep::default();
     for (i, (a, res)) in args.iter().zip(resolved).enumerate() {
         let r = match (a.view(), res) {
             // SAFETY: `bytes` is the scalar's value, of the size the signature check accepted.
@@ -325,7 +360,7 @@ fn enqueue_kernel(
             },
             (ArgView::Pointer { bytes, .. }, Some((alloc, off))) => {
                 if let Some(p) = alloc.svm_ptr(off) {
-                    svm.push(alloc);
+                    keep.svm.push(alloc);
                     // SAFETY: an SVM pointer into a live fine-grained allocation.
                     unsafe { opencl3::kernel::set_kernel_arg_svm_pointer(kh, i as u32, p) }
                 } else {
@@ -348,7 +383,7 @@ fn enqueue_kernel(
                         }
                         .map_err(|e| {
                             Error::invalid(
-                                format!("then_launch of `{name}`"),
+                                format!("{what} of `{name}`"),
                                 format!(
                                     "argument {i}: a sub-slice at byte offset {off} needs a sub-buffer, \
                                      which failed: {}; slice at multiples of the device's base address \
@@ -357,7 +392,7 @@ fn enqueue_kernel(
                                 ),
                             )
                         })?;
-                        subs.push(Buffer::<u8>::new(sub));
+                        keep.subs.push(Buffer::<u8>::new(sub));
                         sub
                     };
                     // SAFETY: a cl_mem argument by value.
@@ -384,6 +419,11 @@ fn enqueue_kernel(
         };
         r.map_err(|e| set_err(i, e))?;
     }
+    Ok(keep)
+}
+
+/// The 3-D global and local work sizes of a launch.
+pub(super) fn work_sizes(dims: &LaunchDims) -> ([usize; 3], [usize; 3]) {
     let (t, b) = (dims.threads.0, dims.blocks.0);
     let local = [t.x as usize, t.y as usize, t.z as usize];
     let global = [
@@ -391,6 +431,23 @@ fn enqueue_kernel(
         local[1] * b.y as usize,
         local[2] * b.z as usize,
     ];
+    (global, local)
+}
+
+fn enqueue_kernel(
+    shared: &StreamShared,
+    k: &OpenClKernel,
+    dims: &LaunchDims,
+    args: &[PackedArg],
+    resolved: ResolvedArgs,
+) -> Result<()> {
+    let name = k.name();
+    let guard = k.kernel.lock();
+    let kh = guard.get();
+    // SAFETY: the kernel's lock is held; its signature was checked at launch and the pointers
+    // resolved by `launch`.
+    let keep = unsafe { set_kernel_args(kh, name, "then_launch", args, resolved)? };
+    let (global, local) = work_sizes(dims);
     // SAFETY: every argument is set; the sizes describe a 3-D range.
     let raw = unsafe {
         opencl3::command_queue::enqueue_nd_range_kernel(
@@ -409,11 +466,11 @@ fn enqueue_kernel(
         kernel: name.to_string(),
         detail: format!("clEnqueueNDRangeKernel failed: {} ({e})", error_text(e)),
     })?;
-    drop(subs); // OpenCL keeps sub-buffers alive for the enqueued command
+    drop(keep.subs); // OpenCL keeps sub-buffers alive for the enqueued command
     drop(guard);
     let ev = shared.track(raw);
-    if !svm.is_empty() {
-        keep_until_complete(&ev, Box::new(svm)); // SVM must outlive the kernel
+    if !keep.svm.is_empty() {
+        keep_until_complete(&ev, Box::new(keep.svm)); // SVM must outlive the kernel
     }
     Ok(())
 }
