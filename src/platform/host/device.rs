@@ -80,4 +80,22 @@ impl HostExecutor {
             .resolve(addr, bytes)
             .ok_or_else(|| status::not_live(addr, bytes, what))
     }
+
+    /// As [`pin`](Self::pin), for pointer argument `i` of a launch of `kernel` (the message is
+    /// only built on failure: this runs per pointer per launch).
+    pub(crate) fn pin_arg(
+        &self,
+        addr: DeviceAddress,
+        bytes: u64,
+        kernel: &str,
+        i: usize,
+    ) -> Result<memory::Pinned> {
+        self.table.resolve(addr, bytes).ok_or_else(|| {
+            status::not_live(
+                addr,
+                bytes,
+                &format!("then_launch of `{kernel}` (argument {i})"),
+            )
+        })
+    }
 }

@@ -248,11 +248,7 @@ pub(super) fn launch_op(
     let mut dynamic = 0u64;
     for (i, a) in args.iter().enumerate() {
         match a.view() {
-            ArgView::Pointer { addr, bytes } => pins.push(exec.pin(
-                addr,
-                bytes,
-                &format!("then_launch of `{name}` (argument {i})"),
-            )?),
+            ArgView::Pointer { addr, bytes } => pins.push(exec.pin_arg(addr, bytes, &name, i)?),
             ArgView::SharedMemory { bytes, .. } => {
                 placed.push(a.placed_at(dynamic));
                 dynamic += bytes.next_multiple_of(16);

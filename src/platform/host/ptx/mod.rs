@@ -272,11 +272,7 @@ pub(crate) fn prepare(
                         p.name, p.size
                     )));
                 }
-                pins.push(exec.pin(
-                    addr,
-                    bytes,
-                    &format!("then_launch of `{name}` (argument {i})"),
-                )?);
+                pins.push(exec.pin_arg(addr, bytes, &name, i)?);
                 params[at..at + 8].copy_from_slice(&addr.raw().to_le_bytes());
             }
             ArgView::SharedMemory { .. } => {}
