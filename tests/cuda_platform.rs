@@ -248,3 +248,42 @@ fn a_driver_that_reports_no_device_gives_a_clean_error() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A kernel fault on the CPU libcuda (sticky for the context) must not leave
+/// `Event::ready` or `Stream::done` waiting forever: both resolve, to the fault. CUDA never
+/// calls a host function on a faulted context, so `ready`'s host-function path alone would
+/// hang here; the executor's notifier thread resolves it.
+#[test]
+fn futures_resolve_after_a_kernel_fault() {
+    let Ok(exec) =
+        PlatformManager::platform_with_name("cuda").and_then(|p| p.executor_for_device(0))
+    else {
+        eprintln!("skipped: no cuda platform");
+        return;
+    };
+    // Spins a while, then stores through address 8: the fault comes after `ready` was polled
+    // and its driver host function queued.
+    const PTX: &str = ".version 7.0\n.target sm_70\n.address_size 64\n\
+        .visible .entry poke(.param .u64 p) {\n.reg .b64 %rd<2>;\n.reg .b32 %r<2>;\n\
+        .reg .pred %p<2>;\nmov.u32 %r1, 0;\nLOOP:\nadd.u32 %r1, %r1, 1;\n\
+        setp.lt.u32 %p1, %r1, 3000000;\n@%p1 bra LOOP;\n\
+        ld.param.u64 %rd1, [p];\nst.global.u32 [%rd1], 1;\nret;\n}\n";
+    let spec = MultiKernelLoaderSpec::new(1).add_cuda_ptx_in_memory(PTX, "poke");
+    let k: streamexec::TypedKernel<(u64,)> = exec.get_kernel(&spec).unwrap();
+    let ev = exec.create_event().unwrap();
+    let mut s = exec.create_stream_non_blocking().unwrap();
+    s.then_launch(1, 1, &k, (8u64,)).then_record_event(&ev);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let started = std::time::Instant::now();
+    std::thread::spawn(move || {
+        let ready = futures::executor::block_on(ev.ready());
+        let _ = tx.send(ready);
+    });
+    let ready = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("Event::ready never resolved after a kernel fault");
+    eprintln!("ready after the fault, {:?}: {ready:?}", started.elapsed());
+    assert!(ready.is_err(), "the record never completed: {ready:?}");
+    let done = futures::executor::block_on(s.done());
+    assert!(done.is_err(), "the stream reports the fault: {done:?}");
+}

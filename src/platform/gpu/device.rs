@@ -45,6 +45,8 @@ pub(crate) struct GpuExecutor<D: Driver> {
     parked: Mutex<Vec<Parked<D>>>,
     /// Built-in kernels (Philox fills, rng.rs), by name.
     pub(super) builtins: Mutex<HashMap<&'static str, Arc<dyn KernelInterface>>>,
+    /// Backs `Event::ready` up (see event.rs).
+    pub(super) notifier: Arc<super::event::Notifier>,
     pub(super) me: Weak<GpuExecutor<D>>,
 }
 
@@ -59,6 +61,7 @@ impl<D: Driver> GpuExecutor<D> {
             allocs: Mutex::new(HashMap::new()),
             parked: Mutex::new(Vec::new()),
             builtins: Mutex::new(HashMap::new()),
+            notifier: Arc::default(),
             me: me.clone(),
         }))
     }

@@ -24,6 +24,7 @@ use super::{Driver, RawEvent, RawStream};
 use crate::error::{Error, Result};
 use crate::interface::{EventInterface, EventStatus, ReadyFn};
 use crate::platform::downcast::downcast;
+use crate::platform::work_queue::WorkQueue;
 
 /// One driver event, destroyed when the last user drops it (the driver defers destroying a
 /// recorded event until it completes).
@@ -36,6 +37,37 @@ impl<D: Driver> Drop for DriverEvent<D> {
     fn drop(&mut self) {
         // SAFETY: ours; waits already enqueued on it hold the driver's own reference.
         unsafe { self.drv.event_destroy(self.raw) };
+    }
+}
+
+/// The thread that backs `notify_complete` up (one per executor, started on first use): it
+/// blocks in `event_synchronize` for each notification in turn. A driver host function
+/// delivers the completion first in the normal case; this path delivers it when the context
+/// has faulted, where CUDA documents that host functions are never called.
+#[derive(Default)]
+pub(crate) struct Notifier {
+    queue: std::sync::OnceLock<Arc<WorkQueue>>,
+}
+
+impl Notifier {
+    fn queue(&self, platform: &str) -> Result<&Arc<WorkQueue>> {
+        if let Some(q) = self.queue.get() {
+            return Ok(q);
+        }
+        let q = Arc::new(WorkQueue::default());
+        q.spawn(format!("streamexec-{platform}-event-notifier"), platform)?;
+        if let Err(q) = self.queue.set(q) {
+            q.close(); // another thread won the race
+        }
+        Ok(self.queue.get().expect("set above")) // ok: set by us or the winner
+    }
+}
+
+impl Drop for Notifier {
+    fn drop(&mut self) {
+        if let Some(q) = self.queue.get() {
+            q.close();
+        }
     }
 }
 
@@ -112,6 +144,8 @@ pub(crate) enum WaitTarget<D: Driver> {
 pub(crate) struct GpuEvent<D: Driver> {
     drv: Arc<D>,
     timing: bool,
+    /// The executor's notifier (`None` for internal fences, which nobody awaits).
+    notifier: Option<Arc<Notifier>>,
     state: Mutex<Generations<D>>,
     published: Condvar,
 }
@@ -121,9 +155,17 @@ impl<D: Driver> GpuEvent<D> {
         Ok(GpuEvent {
             drv,
             timing,
+            notifier: None,
             state: Mutex::new(Generations::default()),
             published: Condvar::new(),
         })
+    }
+
+    /// An event `Event::ready` may await: completions also go through `notifier`.
+    pub(crate) fn awaitable(drv: Arc<D>, notifier: Arc<Notifier>) -> Result<Self> {
+        let mut ev = Self::new(drv, true)?;
+        ev.notifier = Some(notifier);
+        Ok(ev)
     }
 
     /// Reserves the next generation for a record about to be enqueued.
@@ -276,32 +318,46 @@ impl<D: Driver> GpuEvent<D> {
         }
     }
 
-    /// Calls `ready` from a driver host function once `ev` completes: a private stream waits
-    /// for the event, then runs it (the stream is destroyed at once; the driver finishes its
-    /// work first).
+    /// Calls `ready` once `ev` completes: from a driver host function on a private stream
+    /// that waits for the event (the stream is destroyed at once; the driver finishes its work
+    /// first), or from the executor's notifier thread when the context has faulted and the
+    /// host function never runs, whichever comes first.
     fn notify_driver(&self, ev: Arc<DriverEvent<D>>, ready: ReadyFn) {
         let slot = Arc::new(Mutex::new(Some(ready)));
+        let fire = move |slot: &Mutex<Option<ReadyFn>>, r: Result<()>| {
+            if let Some(f) = slot.lock().take() {
+                f(r);
+            }
+        };
         let in_fn = slot.clone();
         let issued = self.drv.stream_create().and_then(|s| {
             let r = self.drv.stream_wait_event(s, ev.raw).and_then(|()| {
-                self.drv.launch_host_fn(
-                    s,
-                    Box::new(move || {
-                        if let Some(f) = in_fn.lock().take() {
-                            f(Ok(()));
-                        }
-                    }),
-                )
+                self.drv
+                    .launch_host_fn(s, Box::new(move || fire(&in_fn, Ok(()))))
             });
             // SAFETY: our own stream, not used again; queued work still runs.
             unsafe { self.drv.stream_destroy(s) };
             r
         });
-        // Only a failed issue takes the callback back: otherwise the host function owns it.
-        if let Err(e) = issued
-            && let Some(f) = slot.lock().take()
-        {
-            f(Err(e));
+        if let Err(e) = issued {
+            fire(&slot, Err(e));
+            return;
+        }
+        let queue = self.notifier.as_ref().map(|n| n.queue(D::PLATFORM));
+        match queue {
+            Some(Ok(q)) => {
+                let drv = self.drv.clone();
+                q.push(
+                    Box::new(move || {
+                        let r = drv.event_synchronize(ev.raw);
+                        fire(&slot, r);
+                        Ok(())
+                    }),
+                    None,
+                );
+            }
+            Some(Err(e)) => fire(&slot, Err(e)),
+            None => {}
         }
     }
 }

@@ -220,7 +220,10 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     }
 
     fn create_event(&self) -> Result<Arc<dyn EventInterface>> {
-        Ok(Arc::new(GpuEvent::new(self.drv.clone(), true)?))
+        Ok(Arc::new(GpuEvent::awaitable(
+            self.drv.clone(),
+            self.notifier.clone(),
+        )?))
     }
 
     fn synchronize_all(&self) -> Result<()> {
