@@ -14,37 +14,17 @@
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use streamexec::{
-    CommandBuffer, DeviceMemory, DevicePtr, HostKernel, MultiKernelLoaderSpec, PlatformManager,
-    Stream, StreamExecutor, TypedKernel,
-};
+use streamexec::{CommandBuffer, DeviceMemory, PlatformManager, Stream, StreamExecutor};
 
 const LAUNCHES: usize = 64;
 const N: usize = 32;
 
-type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
+/// The conformance suite's kernels (`affine` in PTX, OpenCL C and as a host kernel).
+#[path = "../tests/conformance/kernels.rs"]
+#[allow(dead_code)]
+mod kernels;
 
-fn affine_spec() -> MultiKernelLoaderSpec {
-    MultiKernelLoaderSpec::new(4)
-        .add_cuda_ptx_in_memory(include_str!("../kernels/ptx/conformance.O3.ptx"), "affine")
-        .add_opencl_text_in_memory(
-            "__kernel void affine(__global uint* x, uint n, uint mul, uint add) {
-                 uint i = get_global_id(0);
-                 if (i < n) x[i] = x[i] * mul + add;
-             }",
-            "affine",
-        )
-        .add_host_kernel(HostKernel::new(
-            "affine",
-            |ctx, (x, n, mul, add): (DevicePtr<u32>, u32, u32, u32)| {
-                let i = ctx.global_id_x();
-                if i < n as usize {
-                    let x = ctx.global(x);
-                    x.set(i, x.get(i).wrapping_mul(mul).wrapping_add(add));
-                }
-            },
-        ))
-}
+use kernels::{Affine, affine as affine_spec};
 
 struct Setup {
     stream: Stream,

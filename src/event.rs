@@ -110,14 +110,9 @@ impl Future for EventReady<'_> {
                 s
             }
         };
-        {
-            // The waker goes in before the outcome is read: a callback that fires after the
-            // read finds it and wakes this task.
-            let mut slot = signal.waker.lock();
-            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *slot = Some(cx.waker().clone());
-            }
-        }
+        // The waker goes in before the outcome is read: a callback that fires after the read
+        // finds it and wakes this task.
+        crate::stream::store_waker(&signal.waker, cx);
         match signal.outcome.lock().take() {
             Some(outcome) => Poll::Ready(outcome),
             None => Poll::Pending,

@@ -451,6 +451,14 @@ impl Stream {
     }
 }
 
+/// Keeps `cx`'s waker in `slot` for a completion callback to wake (a future's poll).
+pub(crate) fn store_waker(slot: &Mutex<Option<Waker>>, cx: &Context<'_>) {
+    let mut slot = slot.lock();
+    if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+        *slot = Some(cx.waker().clone());
+    }
+}
+
 /// Runs a user's host callback: a panic in it is the stream's `HostCallback` error.
 pub(crate) fn run_caught(f: impl FnOnce() -> Result<()>) -> Result<()> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
@@ -587,14 +595,9 @@ impl Future for StreamDone<'_> {
                 s
             }
         };
-        {
-            // The waker goes in before `fired` is read: a callback that fires after the read
-            // finds it and wakes this task.
-            let mut slot = signal.waker.lock();
-            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *slot = Some(cx.waker().clone());
-            }
-        }
+        // The waker goes in before `fired` is read: a callback that fires after the read
+        // finds it and wakes this task.
+        store_waker(&signal.waker, cx);
         if signal.fired.load(Ordering::SeqCst) {
             // Everything has finished: this only collects the result (at most a moment's wait
             // for the worker to finish the bookkeeping of the op that fired).
