@@ -497,3 +497,33 @@ fn a_buffer_submitted_many_times_without_waiting_replays_in_order() {
         assert_eq!(exec.copy_to_vec(&y).unwrap(), wy, "two streams");
     });
 }
+
+/// A buffer of PTX launches where the platform loads PTX (on host the engine's launch state is
+/// per run, so its launches are prepared at each submit): replays and an update are correct.
+#[test]
+fn ptx_launches_replay_and_update() {
+    on_each_platform(|exec| {
+        let spec = streamexec::MultiKernelLoaderSpec::new(4)
+            .add_cuda_ptx_in_memory(kernels::PTX, "affine");
+        let k: Affine = match exec.get_kernel(&spec) {
+            Ok(k) => k,
+            Err(Error::NoSuitableFormat { .. }) => return,
+            Err(e) => panic!("{e}"),
+        };
+        let mut r = rng("command_buffer_ptx");
+        let input = random_u32s(&mut r, N, 1 << 20);
+        let x = exec.copy_to_device(&input).unwrap();
+        let mut cb = exec.create_command_buffer();
+        let l = cb.launch(128, 8, &k, (x.ptr(), N as u32, 3, 1)).unwrap();
+        cb.finalize().unwrap();
+        let mut s = exec.create_stream().unwrap();
+        s.then_submit(&cb).then_submit(&cb);
+        cb.update(&l, (x.ptr(), N as u32, 7, 2)).unwrap();
+        s.then_submit(&cb).block_host_until_done().unwrap();
+        let mut want = input.clone();
+        kernels::affine_ref(&mut want, 3, 1);
+        kernels::affine_ref(&mut want, 3, 1);
+        kernels::affine_ref(&mut want, 7, 2);
+        assert_eq!(exec.copy_to_vec(&x).unwrap(), want);
+    });
+}

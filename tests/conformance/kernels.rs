@@ -4,7 +4,7 @@
 use std::cell::Cell;
 
 /// PTX of kernels/conformance.cu (regenerate with scripts/gen-ptx.sh).
-const PTX: &str = include_str!("../../kernels/ptx/conformance.O3.ptx");
+pub const PTX: &str = include_str!("../../kernels/ptx/conformance.O3.ptx");
 
 use streamexec::{
     DevicePtr, HostKernel, MultiKernelLoaderSpec, SharedMemory, ThreadCtx, TypedKernel,

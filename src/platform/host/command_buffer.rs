@@ -1,53 +1,91 @@
-//! Host command buffers: the validated command list, replayed as **one** queued operation.
+//! Host command buffers: the validated command list, prepared once, replayed as **one** queued
+//! operation.
 //!
-//! A stream queues every operation alone (a hand-off to its worker thread each); a submit of
-//! this buffer prepares every command's closure on the caller's thread (pinning memory and
-//! packing kernel parameters, no checks above the backend's own) and queues them as a single
-//! operation that runs them in order and stops at the first failure, which fails the stream.
+//! A stream queues every operation alone (a hand-off to its worker thread each). This buffer
+//! prepares its commands when it is made (and a launch again when it is updated): memory
+//! pinned, kernel arguments bound, each command a closure that may run any number of times.
+//! A submit queues a single operation that runs them in order and stops at the first
+//! failure, which fails the stream. What cannot be prepared once is prepared at each submit,
+//! on the submitting thread: PTX launches (the engine's launch state is per run) and event
+//! waits (a wait is for the record current at the submit).
 
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use super::device::HostExecutor;
-use super::stream::{HostStream, d2d_op, launch_op, memset8_op, memset32_op, wait_op};
+use super::stream::{
+    HostStream, ReplayFn, d2d_op, launch_op, memset8_op, memset32_op, replayable_launch, wait_op,
+};
 use crate::error::{Error, Result};
 use crate::interface::{Command, CommandBufferInterface, StreamInterface};
 use crate::platform::downcast::downcast;
 use crate::platform::work_queue::RunFn;
 use crate::types::PackedArg;
 
-/// The command list of one buffer; launches' arguments change under `update_launch`.
+/// One command, prepared as far as it can be.
+#[derive(Clone)]
+enum Prepared {
+    /// Runs as is at every replay.
+    Ready(ReplayFn),
+    /// Prepared at each submit.
+    PerSubmit(Command),
+}
+
+/// What a replay runs, step by step.
+enum Step {
+    Ready(ReplayFn),
+    Once(RunFn),
+}
+
+/// The prepared commands of one buffer.
 pub(crate) struct HostCommandBuffer {
     exec: Arc<HostExecutor>,
-    commands: Mutex<Vec<Command>>,
+    /// Each command as recorded (or updated), and its prepared form.
+    prepared: Mutex<Vec<(Command, Prepared)>>,
+}
+
+/// `c` prepared once where it can be.
+///
+/// # Safety
+/// As `CommandBufferInterface::submit`.
+unsafe fn prepare_once(exec: &HostExecutor, c: &Command) -> Result<Prepared> {
+    Ok(match c {
+        Command::Launch { kernel, dims, args } => {
+            match replayable_launch(exec, kernel, dims, args)? {
+                Some(f) => Prepared::Ready(f),
+                None => Prepared::PerSubmit(c.clone()),
+            }
+        }
+        Command::MemcpyD2D { src, dst, bytes } => {
+            Prepared::Ready(d2d_op(exec, *src, *dst, *bytes)?)
+        }
+        Command::Memset8 { dst, value, bytes } => {
+            Prepared::Ready(memset8_op(exec, *dst, *value, *bytes)?)
+        }
+        Command::Memset32 { dst, value, count } => {
+            Prepared::Ready(memset32_op(exec, *dst, *value, *count)?)
+        }
+        Command::HostCallback(f) => Prepared::Ready(f.clone()),
+        Command::WaitEvent(_) => Prepared::PerSubmit(c.clone()),
+    })
 }
 
 impl HostCommandBuffer {
-    pub(crate) fn new(exec: Arc<HostExecutor>, commands: &[Command]) -> Self {
-        HostCommandBuffer {
-            exec,
-            commands: Mutex::new(commands.to_vec()),
-        }
-    }
-
-    /// The closure of one command, made for one replay.
+    /// Prepares `commands`.
     ///
     /// # Safety
-    /// As `CommandBufferInterface::submit`.
-    unsafe fn prepare(&self, c: &Command) -> Result<RunFn> {
-        let exec = &self.exec;
-        match c {
-            Command::Launch { kernel, dims, args } => launch_op(exec, kernel, dims, args),
-            Command::MemcpyD2D { src, dst, bytes } => d2d_op(exec, *src, *dst, *bytes),
-            Command::Memset8 { dst, value, bytes } => memset8_op(exec, *dst, *value, *bytes),
-            Command::Memset32 { dst, value, count } => memset32_op(exec, *dst, *value, *count),
-            Command::HostCallback(f) => {
-                let f = f.clone();
-                Ok(Box::new(move || f()))
-            }
-            Command::WaitEvent(e) => wait_op(e, "a command buffer's wait", true),
-        }
+    /// As `CommandBufferInterface::submit` for the commands.
+    pub(crate) unsafe fn new(exec: Arc<HostExecutor>, commands: &[Command]) -> Result<Self> {
+        let prepared = commands
+            .iter()
+            // SAFETY: the caller's guarantee for the list.
+            .map(|c| Ok((c.clone(), unsafe { prepare_once(&exec, c) }?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(HostCommandBuffer {
+            exec,
+            prepared: Mutex::new(prepared),
+        })
     }
 }
 
@@ -63,28 +101,53 @@ impl CommandBufferInterface for HostCommandBuffer {
                 "the stream belongs to another host device than the command buffer",
             ));
         }
-        let ops = {
-            let commands = self.commands.lock();
-            commands
-                .iter()
-                // SAFETY: the caller's guarantee for the list (see the trait).
-                .map(|c| unsafe { self.prepare(c) })
-                .collect::<Result<Vec<RunFn>>>()?
-        };
-        stream.push_op(Box::new(move || ops.into_iter().try_for_each(|op| op())))
+        let steps = self
+            .prepared
+            .lock()
+            .iter()
+            .map(|(_, p)| {
+                Ok(match p {
+                    Prepared::Ready(f) => Step::Ready(f.clone()),
+                    Prepared::PerSubmit(Command::WaitEvent(e)) => {
+                        Step::Once(wait_op(e, "a command buffer's wait", true)?)
+                    }
+                    Prepared::PerSubmit(Command::Launch { kernel, dims, args }) => {
+                        Step::Once(launch_op(&self.exec, kernel, dims, args)?)
+                    }
+                    Prepared::PerSubmit(_) => {
+                        return Err(Error::internal(
+                            "then_submit: a host command left to prepare per submit",
+                        ));
+                    }
+                })
+            })
+            .collect::<Result<Vec<Step>>>()?;
+        stream.push_op(Box::new(move || {
+            steps.into_iter().try_for_each(|s| match s {
+                Step::Ready(f) => f(),
+                Step::Once(f) => f(),
+            })
+        }))
     }
 
     unsafe fn update_launch(&self, index: usize, args: &[PackedArg]) -> Result<()> {
-        match self.commands.lock().get_mut(index) {
-            Some(Command::Launch { args: old, .. }) => {
-                *old = args.to_vec();
-                Ok(())
-            }
-            _ => Err(Error::invalid(
+        let mut prepared = self.prepared.lock();
+        let Some((Command::Launch { kernel, dims, .. }, _)) = prepared.get(index) else {
+            return Err(Error::invalid(
                 "CommandBuffer::update",
                 format!("command {index} is not a launch"),
-            )),
-        }
+            ));
+        };
+        let command = Command::Launch {
+            kernel: kernel.clone(),
+            dims: *dims,
+            args: args.to_vec(),
+        };
+        // SAFETY: the caller's guarantee for the new arguments. Replays already queued hold
+        // the old prepared launch (an `Arc`), so they keep their arguments.
+        let fresh = unsafe { prepare_once(&self.exec, &command) }?;
+        prepared[index] = (command, fresh);
+        Ok(())
     }
 
     fn kind(&self) -> &'static str {

@@ -123,7 +123,10 @@ impl StreamExecutorInterface for HostExecutor {
         let me = self.me.upgrade().ok_or_else(|| {
             Error::invalid("CommandBuffer::finalize", "executor is shutting down")
         })?;
-        Ok(Some(Box::new(HostCommandBuffer::new(me, commands))))
+        // SAFETY: the handle layer validated every command and pins its memory while the
+        // buffer lives.
+        let cb = unsafe { HostCommandBuffer::new(me, commands) }?;
+        Ok(Some(Box::new(cb)))
     }
 
     fn create_event(&self) -> Result<Arc<dyn EventInterface>> {

@@ -117,15 +117,15 @@ impl StreamInterface for HostStream {
     }
 
     unsafe fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
-        self.push(d2d_op(&self.exec, src, dst, bytes)?, None)
+        self.push(once(d2d_op(&self.exec, src, dst, bytes)?), None)
     }
 
     unsafe fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
-        self.push(memset8_op(&self.exec, dst, value, bytes)?, None)
+        self.push(once(memset8_op(&self.exec, dst, value, bytes)?), None)
     }
 
     unsafe fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
-        self.push(memset32_op(&self.exec, dst, value, count)?, None)
+        self.push(once(memset32_op(&self.exec, dst, value, count)?), None)
     }
 
     unsafe fn launch(
@@ -181,8 +181,17 @@ impl StreamInterface for HostStream {
     }
 }
 
-// The operations as queueable closures: a stream queues each alone, a command buffer (see
-// command_buffer.rs) queues a whole replay as one. Each pins what it touches for its lifetime.
+// The operations as closures: a stream queues each alone, a command buffer (see
+// command_buffer.rs) prepares them once and queues a whole replay as one. Each pins what it
+// touches for its lifetime, and may run any number of times, concurrently too.
+
+/// An operation that may run again (a command buffer's, prepared once).
+pub(super) type ReplayFn = Arc<dyn Fn() -> Result<()> + Send + Sync>;
+
+/// `op` as a stream's one-shot operation.
+fn once(op: ReplayFn) -> RunFn {
+    Box::new(move || op())
+}
 
 /// A device-to-device copy of `bytes`.
 pub(super) fn d2d_op(
@@ -190,10 +199,10 @@ pub(super) fn d2d_op(
     src: DeviceAddress,
     dst: DeviceAddress,
     bytes: u64,
-) -> Result<RunFn> {
+) -> Result<ReplayFn> {
     let src = exec.pin(src, bytes, "then_memcpy_d2d")?;
     let dst = exec.pin(dst, bytes, "then_memcpy_d2d")?;
-    Ok(Box::new(move || {
+    Ok(Arc::new(move || {
         // SAFETY: both pinned for `bytes` bytes.
         unsafe { device_bytes::copy_device(dst.as_ptr(), src.as_ptr(), bytes as usize) };
         Ok(())
@@ -206,9 +215,9 @@ pub(super) fn memset8_op(
     dst: DeviceAddress,
     value: u8,
     bytes: u64,
-) -> Result<RunFn> {
+) -> Result<ReplayFn> {
     let dst = exec.pin(dst, bytes, "then_memset")?;
-    Ok(Box::new(move || {
+    Ok(Arc::new(move || {
         // SAFETY: pinned for `bytes` bytes.
         unsafe { device_bytes::fill_u8(dst.as_ptr(), value, bytes as usize) };
         Ok(())
@@ -221,9 +230,9 @@ pub(super) fn memset32_op(
     dst: DeviceAddress,
     value: u32,
     count: u64,
-) -> Result<RunFn> {
+) -> Result<ReplayFn> {
     let dst = exec.pin(dst, count * 4, "then_memset32")?;
-    Ok(Box::new(move || {
+    Ok(Arc::new(move || {
         // SAFETY: pinned for `4 * count` bytes; the caller checked 4-byte alignment.
         unsafe { device_bytes::fill_u32(dst.as_ptr(), value, count as usize) };
         Ok(())
@@ -241,6 +250,31 @@ pub(super) fn launch_op(
     if let Some(pk) = kernel.as_any().downcast_ref::<super::ptx::PtxKernel>() {
         return super::ptx::prepare(exec, pk, dims, args);
     }
+    native_launch(exec, kernel, dims, args).map(once)
+}
+
+/// A launch prepared once to run any number of times: native kernels (`None` for PTX, whose
+/// launch state is per run: a command buffer prepares those at each submit).
+pub(super) fn replayable_launch(
+    exec: &HostExecutor,
+    kernel: &Arc<dyn KernelInterface>,
+    dims: &LaunchDims,
+    args: &[PackedArg],
+) -> Result<Option<ReplayFn>> {
+    if kernel.as_any().is::<super::ptx::PtxKernel>() {
+        return Ok(None);
+    }
+    native_launch(exec, kernel, dims, args).map(Some)
+}
+
+/// A native kernel's launch. Memory its threads reach through pointers that are not arguments
+/// is pinned on first use for as long as the launch lives (`LaunchCtx::extra`).
+fn native_launch(
+    exec: &HostExecutor,
+    kernel: &Arc<dyn KernelInterface>,
+    dims: &LaunchDims,
+    args: &[PackedArg],
+) -> Result<ReplayFn> {
     let hk = downcast::<HostKernel>(kernel.as_any(), "the kernel passed to then_launch")?;
     let name = hk.name().to_string();
     let mut placed = Vec::with_capacity(args.len());
@@ -281,7 +315,7 @@ pub(super) fn launch_op(
         extra: Default::default(),
     };
     let pool = exec.pool.clone();
-    Ok(Box::new(move || {
-        run_grid(&pool, &launch, &body).map_err(|detail| status::kernel_fault(name, detail))
+    Ok(Arc::new(move || {
+        run_grid(&pool, &launch, &body).map_err(|detail| status::kernel_fault(name.clone(), detail))
     }))
 }
