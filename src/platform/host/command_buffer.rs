@@ -23,15 +23,6 @@ use crate::platform::downcast::downcast;
 use crate::platform::work_queue::RunFn;
 use crate::types::PackedArg;
 
-/// One command, prepared as far as it can be.
-#[derive(Clone)]
-enum Prepared {
-    /// Runs as is at every replay.
-    Ready(ReplayFn),
-    /// Prepared at each submit.
-    PerSubmit(Command),
-}
-
 /// What a replay runs, step by step.
 enum Step {
     Ready(ReplayFn),
@@ -41,33 +32,27 @@ enum Step {
 /// The prepared commands of one buffer.
 pub(crate) struct HostCommandBuffer {
     exec: Arc<HostExecutor>,
-    /// Each command as recorded (or updated), and its prepared form.
-    prepared: Mutex<Vec<(Command, Prepared)>>,
+    /// Each command as recorded (or updated), and its prepared form: `None` for one prepared
+    /// at each submit.
+    prepared: Mutex<Vec<(Command, Option<ReplayFn>)>>,
 }
 
-/// `c` prepared once where it can be.
+/// `c` prepared once, where it can be.
 ///
 /// # Safety
 /// As `CommandBufferInterface::submit`.
-unsafe fn prepare_once(exec: &HostExecutor, c: &Command) -> Result<Prepared> {
+unsafe fn prepare_once(exec: &HostExecutor, c: &Command) -> Result<Option<ReplayFn>> {
     Ok(match c {
-        Command::Launch { kernel, dims, args } => {
-            match replayable_launch(exec, kernel, dims, args)? {
-                Some(f) => Prepared::Ready(f),
-                None => Prepared::PerSubmit(c.clone()),
-            }
-        }
-        Command::MemcpyD2D { src, dst, bytes } => {
-            Prepared::Ready(d2d_op(exec, *src, *dst, *bytes)?)
-        }
+        Command::Launch { kernel, dims, args } => replayable_launch(exec, kernel, dims, args)?,
+        Command::MemcpyD2D { src, dst, bytes } => Some(Arc::new(d2d_op(exec, *src, *dst, *bytes)?)),
         Command::Memset8 { dst, value, bytes } => {
-            Prepared::Ready(memset8_op(exec, *dst, *value, *bytes)?)
+            Some(Arc::new(memset8_op(exec, *dst, *value, *bytes)?))
         }
         Command::Memset32 { dst, value, count } => {
-            Prepared::Ready(memset32_op(exec, *dst, *value, *count)?)
+            Some(Arc::new(memset32_op(exec, *dst, *value, *count)?))
         }
-        Command::HostCallback(f) => Prepared::Ready(f.clone()),
-        Command::WaitEvent(_) => Prepared::PerSubmit(c.clone()),
+        Command::HostCallback(f) => Some(f.clone()),
+        Command::WaitEvent(_) => None,
     })
 }
 
@@ -105,16 +90,16 @@ impl CommandBufferInterface for HostCommandBuffer {
             .prepared
             .lock()
             .iter()
-            .map(|(_, p)| {
-                Ok(match p {
-                    Prepared::Ready(f) => Step::Ready(f.clone()),
-                    Prepared::PerSubmit(Command::WaitEvent(e)) => {
+            .map(|(c, prepared)| {
+                Ok(match (prepared, c) {
+                    (Some(f), _) => Step::Ready(f.clone()),
+                    (None, Command::WaitEvent(e)) => {
                         Step::Once(wait_op(e, "a command buffer's wait", true)?)
                     }
-                    Prepared::PerSubmit(Command::Launch { kernel, dims, args }) => {
+                    (None, Command::Launch { kernel, dims, args }) => {
                         Step::Once(launch_op(&self.exec, kernel, dims, args)?)
                     }
-                    Prepared::PerSubmit(_) => {
+                    (None, _) => {
                         return Err(Error::internal(
                             "then_submit: a host command left to prepare per submit",
                         ));

@@ -117,15 +117,15 @@ impl StreamInterface for HostStream {
     }
 
     unsafe fn memcpy_d2d(&self, src: DeviceAddress, dst: DeviceAddress, bytes: u64) -> Result<()> {
-        self.push(once(d2d_op(&self.exec, src, dst, bytes)?), None)
+        self.push(Box::new(d2d_op(&self.exec, src, dst, bytes)?), None)
     }
 
     unsafe fn memset8(&self, dst: DeviceAddress, value: u8, bytes: u64) -> Result<()> {
-        self.push(once(memset8_op(&self.exec, dst, value, bytes)?), None)
+        self.push(Box::new(memset8_op(&self.exec, dst, value, bytes)?), None)
     }
 
     unsafe fn memset32(&self, dst: DeviceAddress, value: u32, count: u64) -> Result<()> {
-        self.push(once(memset32_op(&self.exec, dst, value, count)?), None)
+        self.push(Box::new(memset32_op(&self.exec, dst, value, count)?), None)
     }
 
     unsafe fn launch(
@@ -188,10 +188,9 @@ impl StreamInterface for HostStream {
 /// An operation that may run again (a command buffer's, prepared once).
 pub(super) type ReplayFn = Arc<dyn Fn() -> Result<()> + Send + Sync>;
 
-/// `op` as a stream's one-shot operation.
-fn once(op: ReplayFn) -> RunFn {
-    Box::new(move || op())
-}
+/// What the `*_op` builders return: boxed once for a stream, shared for a command buffer.
+pub(super) trait Op: Fn() -> Result<()> + Send + Sync + 'static {}
+impl<F: Fn() -> Result<()> + Send + Sync + 'static> Op for F {}
 
 /// A device-to-device copy of `bytes`.
 pub(super) fn d2d_op(
@@ -199,14 +198,14 @@ pub(super) fn d2d_op(
     src: DeviceAddress,
     dst: DeviceAddress,
     bytes: u64,
-) -> Result<ReplayFn> {
+) -> Result<impl Op> {
     let src = exec.pin(src, bytes, "then_memcpy_d2d")?;
     let dst = exec.pin(dst, bytes, "then_memcpy_d2d")?;
-    Ok(Arc::new(move || {
+    Ok(move || {
         // SAFETY: both pinned for `bytes` bytes.
         unsafe { device_bytes::copy_device(dst.as_ptr(), src.as_ptr(), bytes as usize) };
         Ok(())
-    }))
+    })
 }
 
 /// Sets `bytes` bytes at `dst` to `value`.
@@ -215,13 +214,13 @@ pub(super) fn memset8_op(
     dst: DeviceAddress,
     value: u8,
     bytes: u64,
-) -> Result<ReplayFn> {
+) -> Result<impl Op> {
     let dst = exec.pin(dst, bytes, "then_memset")?;
-    Ok(Arc::new(move || {
+    Ok(move || {
         // SAFETY: pinned for `bytes` bytes.
         unsafe { device_bytes::fill_u8(dst.as_ptr(), value, bytes as usize) };
         Ok(())
-    }))
+    })
 }
 
 /// Sets `count` words at `dst` (4-byte aligned, checked by the caller) to `value`.
@@ -230,13 +229,13 @@ pub(super) fn memset32_op(
     dst: DeviceAddress,
     value: u32,
     count: u64,
-) -> Result<ReplayFn> {
+) -> Result<impl Op> {
     let dst = exec.pin(dst, count * 4, "then_memset32")?;
-    Ok(Arc::new(move || {
+    Ok(move || {
         // SAFETY: pinned for `4 * count` bytes; the caller checked 4-byte alignment.
         unsafe { device_bytes::fill_u32(dst.as_ptr(), value, count as usize) };
         Ok(())
-    }))
+    })
 }
 
 /// A kernel launch (PTX on the engine, or a native kernel).
@@ -250,7 +249,7 @@ pub(super) fn launch_op(
     if let Some(pk) = kernel.as_any().downcast_ref::<super::ptx::PtxKernel>() {
         return super::ptx::prepare(exec, pk, dims, args);
     }
-    native_launch(exec, kernel, dims, args).map(once)
+    Ok(Box::new(native_launch(exec, kernel, dims, args)?))
 }
 
 /// A launch prepared once to run any number of times: native kernels (`None` for PTX, whose
@@ -264,7 +263,7 @@ pub(super) fn replayable_launch(
     if kernel.as_any().is::<super::ptx::PtxKernel>() {
         return Ok(None);
     }
-    native_launch(exec, kernel, dims, args).map(Some)
+    Ok(Some(Arc::new(native_launch(exec, kernel, dims, args)?)))
 }
 
 /// A native kernel's launch. Memory its threads reach through pointers that are not arguments
@@ -274,7 +273,7 @@ fn native_launch(
     kernel: &Arc<dyn KernelInterface>,
     dims: &LaunchDims,
     args: &[PackedArg],
-) -> Result<ReplayFn> {
+) -> Result<impl Op> {
     let hk = downcast::<HostKernel>(kernel.as_any(), "the kernel passed to then_launch")?;
     let name = hk.name().to_string();
     let mut placed = Vec::with_capacity(args.len());
@@ -315,7 +314,7 @@ fn native_launch(
         extra: Default::default(),
     };
     let pool = exec.pool.clone();
-    Ok(Arc::new(move || {
+    Ok(move || {
         run_grid(&pool, &launch, &body).map_err(|detail| status::kernel_fault(name.clone(), detail))
-    }))
+    })
 }
