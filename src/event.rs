@@ -3,14 +3,13 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
-
-use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::executor::StreamExecutor;
 use crate::interface::{EventInterface, EventStatus};
+use crate::stream::Signal;
 
 /// A marker recorded into a stream with `then_record_event`; completes when the work before it
 /// has. Other streams wait for it with `then_wait_for(&event)`. Re-recording moves the marker.
@@ -80,14 +79,7 @@ impl std::fmt::Debug for Event {
 pub struct EventReady<'a> {
     event: &'a Event,
     /// Set at the first poll, when the completion callback is registered.
-    signal: Option<Arc<ReadySignal>>,
-}
-
-/// Shared by the future and the backend's completion callback.
-#[derive(Default)]
-struct ReadySignal {
-    outcome: Mutex<Option<Result<()>>>,
-    waker: Mutex<Option<Waker>>,
+    signal: Option<Arc<Signal<Result<()>>>>,
 }
 
 impl Future for EventReady<'_> {
@@ -98,22 +90,16 @@ impl Future for EventReady<'_> {
         let signal = match &this.signal {
             Some(s) => s.clone(),
             None => {
-                let s = Arc::new(ReadySignal::default());
+                let s = Arc::new(Signal::default());
                 let fire = s.clone();
-                this.event.inner.notify_complete(Box::new(move |outcome| {
-                    *fire.outcome.lock() = Some(outcome);
-                    if let Some(w) = fire.waker.lock().take() {
-                        w.wake();
-                    }
-                }))?;
+                this.event
+                    .inner
+                    .notify_complete(Box::new(move |outcome| fire.fire(outcome)))?;
                 this.signal = Some(s.clone());
                 s
             }
         };
-        // The waker goes in before the outcome is read: a callback that fires after the read
-        // finds it and wakes this task.
-        crate::stream::store_waker(&signal.waker, cx);
-        match signal.outcome.lock().take() {
+        match signal.poll(cx) {
             Some(outcome) => Poll::Ready(outcome),
             None => Poll::Pending,
         }

@@ -10,7 +10,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Waker};
 
 use bytemuck::Pod;
@@ -451,14 +450,6 @@ impl Stream {
     }
 }
 
-/// Keeps `cx`'s waker in `slot` for a completion callback to wake (a future's poll).
-pub(crate) fn store_waker(slot: &Mutex<Option<Waker>>, cx: &Context<'_>) {
-    let mut slot = slot.lock();
-    if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-        *slot = Some(cx.waker().clone());
-    }
-}
-
 /// Runs a user's host callback: a panic in it is the stream's `HostCallback` error.
 pub(crate) fn run_caught(f: impl FnOnce() -> Result<()>) -> Result<()> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
@@ -554,22 +545,45 @@ pub(crate) fn check_launch(
 pub struct StreamDone<'a> {
     stream: &'a mut Stream,
     /// Set at the first poll, when the completion callback is queued.
-    signal: Option<Arc<DoneSignal>>,
+    signal: Option<Arc<Signal<()>>>,
 }
 
-/// Shared by the future and the backend's completion callback.
-#[derive(Default)]
-struct DoneSignal {
-    fired: AtomicBool,
+/// Shared by a future and the backend's completion callback: the outcome once delivered, and
+/// the task to wake then. `Stream::done` and `Event::ready` use it.
+pub(crate) struct Signal<T> {
+    outcome: Mutex<Option<T>>,
     waker: Mutex<Option<Waker>>,
 }
 
-impl DoneSignal {
-    fn fire(&self) {
-        self.fired.store(true, Ordering::SeqCst);
+impl<T> Default for Signal<T> {
+    fn default() -> Self {
+        Signal {
+            outcome: Mutex::new(None),
+            waker: Mutex::new(None),
+        }
+    }
+}
+
+impl<T> Signal<T> {
+    /// Delivers the outcome and wakes the waiting task (the completion callback's part).
+    pub(crate) fn fire(&self, outcome: T) {
+        *self.outcome.lock() = Some(outcome);
         if let Some(w) = self.waker.lock().take() {
             w.wake();
         }
+    }
+
+    /// The future's part: the outcome if delivered, else keeps `cx`'s waker for `fire`. The
+    /// waker goes in before the outcome is read, so a callback that fires after the read finds
+    /// it and wakes the task.
+    pub(crate) fn poll(&self, cx: &Context<'_>) -> Option<T> {
+        {
+            let mut slot = self.waker.lock();
+            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *slot = Some(cx.waker().clone());
+            }
+        }
+        self.outcome.lock().take()
     }
 }
 
@@ -581,12 +595,12 @@ impl Future for StreamDone<'_> {
         let signal = match &this.signal {
             Some(s) => s.clone(),
             None => {
-                let s = Arc::new(DoneSignal::default());
+                let s = Arc::new(Signal::default());
                 let fire = s.clone();
                 if let Err(e) = this
                     .stream
                     .iface()
-                    .notify_done(Box::new(move || fire.fire()))
+                    .notify_done(Box::new(move || fire.fire(())))
                 {
                     this.stream.error.get_or_insert(e.clone());
                     return Poll::Ready(Err(e));
@@ -595,10 +609,7 @@ impl Future for StreamDone<'_> {
                 s
             }
         };
-        // The waker goes in before `fired` is read: a callback that fires after the read
-        // finds it and wakes this task.
-        store_waker(&signal.waker, cx);
-        if signal.fired.load(Ordering::SeqCst) {
+        if signal.poll(cx).is_some() {
             // Everything has finished: this only collects the result (at most a moment's wait
             // for the worker to finish the bookkeeping of the op that fired).
             Poll::Ready(this.stream.block_host_until_done())
