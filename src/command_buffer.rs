@@ -55,7 +55,7 @@ use crate::executor::{AllocationPin, StreamExecutor};
 use crate::interface::{Command, CommandBufferInterface};
 use crate::kernel::{Kernel, TypedKernel};
 use crate::memory::DeviceSlice;
-use crate::stream::{Stream, check_launch, run_caught};
+use crate::stream::{Stream, check_d2d_len, check_launch, check_words, run_caught};
 use crate::types::{ArgList, ArgView, BlockDim, KernelArgs, PackedArg, ThreadDim};
 
 /// A recorded sequence of stream operations; see the module docs. Made by
@@ -286,16 +286,7 @@ impl CommandBuffer {
         const OP: &str = "CommandBuffer::memcpy_d2d";
         self.check_recording(OP)?;
         let (src, dst) = (src.into(), dst.into());
-        if src.len() != dst.len() {
-            return Err(Error::bounds(
-                OP,
-                format!(
-                    "source has {} elements, destination {}; slice one side",
-                    src.len(),
-                    dst.len()
-                ),
-            ));
-        }
+        check_d2d_len(src.len(), dst.len(), OP)?;
         let pins = vec![self.pin_slice(&src, OP)?, self.pin_slice(&dst, OP)?];
         let command = Command::MemcpyD2D {
             src: src.address(),
@@ -333,16 +324,7 @@ impl CommandBuffer {
         const OP: &str = "CommandBuffer::memset32";
         self.check_recording(OP)?;
         let dst = dst.into();
-        if dst.size_bytes() % 4 != 0 || dst.address().raw() % 4 != 0 {
-            return Err(Error::invalid(
-                OP,
-                format!(
-                    "{} bytes at {}: size and address must be multiples of 4",
-                    dst.size_bytes(),
-                    dst.address()
-                ),
-            ));
-        }
+        check_words(&dst, OP)?;
         let pins = vec![self.pin_slice(&dst, OP)?];
         let command = Command::Memset32 {
             dst: dst.address(),

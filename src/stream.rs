@@ -267,16 +267,7 @@ impl Stream {
         self.enqueue(|s| {
             s.check_slice(&src, "then_memcpy_d2d")?;
             s.check_slice(&dst, "then_memcpy_d2d")?;
-            if src.len() != dst.len() {
-                return Err(Error::bounds(
-                    "then_memcpy_d2d",
-                    format!(
-                        "source has {} elements, destination {}; slice one side",
-                        src.len(),
-                        dst.len()
-                    ),
-                ));
-            }
+            check_d2d_len(src.len(), dst.len(), "then_memcpy_d2d")?;
             // SAFETY: both slices borrow live memory of this executor (owners checked) and
             // have the same size.
             unsafe {
@@ -305,16 +296,7 @@ impl Stream {
                     "the source belongs to another platform; stage the copy through host memory",
                 ));
             }
-            if src.len() != dst.len() {
-                return Err(Error::bounds(
-                    "then_memcpy_peer",
-                    format!(
-                        "source has {} elements, destination {}; slice one side",
-                        src.len(),
-                        dst.len()
-                    ),
-                ));
-            }
+            check_d2d_len(src.len(), dst.len(), "then_memcpy_peer")?;
             // SAFETY: `src` borrows live memory of `src_exec`, `dst` of this executor (owners
             // checked), both of the same size.
             unsafe {
@@ -351,16 +333,7 @@ impl Stream {
         let dst = dst.into();
         self.enqueue(|s| {
             s.check_slice(&dst, "then_memset32")?;
-            if dst.size_bytes() % 4 != 0 || dst.address().raw() % 4 != 0 {
-                return Err(Error::invalid(
-                    "then_memset32",
-                    format!(
-                        "{} bytes at {}: size and address must be multiples of 4",
-                        dst.size_bytes(),
-                        dst.address()
-                    ),
-                ));
-            }
+            check_words(&dst, "then_memset32")?;
             // SAFETY: `dst` borrows live memory of this executor (owner checked), 4-aligned
             // and a whole number of words.
             unsafe {
@@ -448,6 +421,32 @@ impl Stream {
             signal: None,
         }
     }
+}
+
+/// `OutOfBounds` unless a device-to-device copy's two sides have the same length.
+pub(crate) fn check_d2d_len(src: usize, dst: usize, operation: &str) -> Result<()> {
+    if src != dst {
+        return Err(Error::bounds(
+            operation,
+            format!("source has {src} elements, destination {dst}; slice one side"),
+        ));
+    }
+    Ok(())
+}
+
+/// `InvalidArgument` unless `dst` is whole, 4-aligned 32-bit words (a `memset32`).
+pub(crate) fn check_words<T: Pod>(dst: &DeviceSlice<'_, T>, operation: &str) -> Result<()> {
+    if !dst.size_bytes().is_multiple_of(4) || !dst.address().raw().is_multiple_of(4) {
+        return Err(Error::invalid(
+            operation,
+            format!(
+                "{} bytes at {}: size and address must be multiples of 4",
+                dst.size_bytes(),
+                dst.address()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Runs a user's host callback: a panic in it is the stream's `HostCallback` error.
