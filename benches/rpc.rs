@@ -5,15 +5,98 @@
 //! - `throughput/{1,8,64}`: that many client threads calling at once (each gets its own port;
 //!   the server has 64), reported per call.
 //!
+//! - `spin_clients/{1,2,4,8,32}`: that many clients that only spin (as GPU lanes and LLVM's
+//!   own client do: no notify, no yield, no sleep), each echoing 0..=5000 random bytes per call
+//!   (every byte checked), per call; against the same clients served by a thread that calls
+//!   `poll` in a loop and never parks (the best polling server we can build from the same
+//!   protocol code).
+//!
 //! Run with `cargo bench --bench rpc`.
 
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use crossbeam_channel::{Sender, bounded, unbounded};
-use streamexec::rpc::{Client, Layout, Server, ServerThread};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use streamexec::rpc::{Client, Layout, Port, Server, ServerThread, Wait};
 
 const OP: u32 = 0x5500_0000;
+const ECHO: u32 = 0x5500_0001;
+
+fn echo(port: &mut Port<'_>) -> streamexec::Result<()> {
+    let lanes = port.recv_n()?;
+    port.send_n(|l| &lanes[l])
+}
+
+/// A spin-only client of `server`, as a device would be (from the client image).
+fn spin_client(server: &Server) -> Client {
+    // SAFETY: the block is host memory that the server keeps alive for the whole bench; the
+    // bench's spin clients are the only users of its client side.
+    unsafe { Client::from_image_waiting(&server.client_image(), 1, Wait::Spin) }.expect("client")
+}
+
+/// 64 messages of 0..=5000 pseudo-random bytes (xorshift), different per client.
+fn messages(seed: u64) -> Vec<Vec<u8>> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    (0..64)
+        .map(|_| {
+            let n = (next() % 5001) as usize;
+            (0..n).map(|_| next() as u8).collect()
+        })
+        .collect()
+}
+
+fn echo_calls(c: &Client, msgs: &[Vec<u8>], n: u64) {
+    for i in 0..n as usize {
+        let m = &msgs[i % msgs.len()];
+        assert!(c.call(ECHO, m).expect("rpc") == *m, "echo differs");
+    }
+}
+
+/// A server driven by a thread that polls without ever parking or sleeping.
+struct PollingServer {
+    server: Arc<Server>,
+    stop: Arc<AtomicBool>,
+    join: Option<std::thread::JoinHandle<()>>,
+}
+
+impl PollingServer {
+    fn new() -> Self {
+        let server = Arc::new(Server::new(Layout::Current, 64, 1).expect("server"));
+        server.register(ECHO, echo);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (s, st) = (server.clone(), stop.clone());
+        let join = std::thread::spawn(move || {
+            while !st.load(Ordering::Relaxed) {
+                if s.poll().expect("poll") == 0 {
+                    std::hint::spin_loop();
+                }
+            }
+        });
+        PollingServer {
+            server,
+            stop,
+            join: Some(join),
+        }
+    }
+}
+
+impl Drop for PollingServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
 
 fn rpc_server() -> ServerThread {
     let s = Server::new(Layout::Current, 64, 1).expect("server");
@@ -88,6 +171,42 @@ fn bench(c: &mut Criterion) {
     g.finish();
     drop(tx);
     handle.join().expect("channel server");
+
+    let ours = {
+        let s = Server::new(Layout::Current, 64, 1).expect("server");
+        s.register(ECHO, echo);
+        s.spawn()
+    };
+    let ours_client = spin_client(&ours);
+    let mut g = c.benchmark_group("spin_clients");
+    g.sample_size(10).measurement_time(Duration::from_secs(4));
+    for threads in [1u64, 2, 4, 8, 32] {
+        let mut run = |name: &str, client: &Client| {
+            let clients: Vec<(Client, Vec<Vec<u8>>)> = (0..threads)
+                .map(|t| (client.clone(), messages(t + 1)))
+                .collect();
+            g.bench_function(format!("{name}/{threads}"), |b| {
+                b.iter_custom(|n| {
+                    let per = n.div_ceil(threads);
+                    let start = Instant::now();
+                    std::thread::scope(|s| {
+                        for (c, m) in &clients {
+                            s.spawn(move || echo_calls(c, m, per));
+                        }
+                    });
+                    start.elapsed()
+                })
+            });
+        };
+        // The polling server's thread exists only while it is measured: it never parks, so it
+        // would take a core from the other runs. One client half per block (its lock bitmap
+        // is the clients' only port arbitration).
+        let polling = PollingServer::new();
+        run("polling", &spin_client(&polling.server));
+        drop(polling);
+        run("ours", &ours_client);
+    }
+    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -6,7 +6,9 @@ mod common;
 
 use rand::{Rng, RngExt};
 use streamexec::Error;
-use streamexec::rpc::{Layout, Port, RPC_ERROR, RPC_UNHANDLED_OPCODE, Server, error_reply};
+use streamexec::rpc::{
+    Client, Layout, Port, RPC_ERROR, RPC_UNHANDLED_OPCODE, Server, Wait, error_reply,
+};
 
 const ECHO: u32 = 0x1234_0001;
 const INCREMENT: u32 = 0x1234_0002;
@@ -234,25 +236,42 @@ fn with_memory_uses_the_callers_block() {
 
 /// 256 client threads × 200 calls through send_n / recv_n, echoed and verified byte for byte.
 /// One call in 50 draws its size from 0..=64 KiB, the others from 0..=256 B: the debug build
-/// moves only a few MB/s through 64-byte hand-offs on this 2-core VM, and the uniform
-/// 0..=64 KiB run (`stress_uniform_sizes`, ignored) takes many minutes there.
+/// moves only a few MB/s through 64-byte hand-offs on this 2-core VM.
 #[test]
 fn stress_256_threads_200_calls_each() {
-    stress(256, 200, 50);
+    stress(Clients::InProcess, 256, 200, 50);
 }
 
-/// The same with every size uniform in 0..=64 KiB (`cargo test --release --test rpc --
-/// --ignored`).
+/// 64 clients that only spin (as GPU lanes and LLVM's own client do: they never yield, sleep or
+/// wake the server), far more than this machine's cores, × 20 calls each of uniform 0..=64 KiB,
+/// every byte checked. Run by the README's test command in a release build (`cargo test
+/// --release --test rpc -- --ignored`); a debug build takes minutes.
 #[test]
 #[ignore]
-fn stress_uniform_sizes() {
-    stress(256, 200, 1);
+fn stress_spinning_clients_uniform_sizes() {
+    stress(Clients::Spinning, 64, 20, 1);
 }
 
-fn stress(threads: usize, calls: usize, large_one_in: u32) {
+/// Who calls in `stress`.
+#[derive(Clone, Copy)]
+enum Clients {
+    /// The server's in-process client (parks, wakes the server).
+    InProcess,
+    /// A client over the client image that only spins.
+    Spinning,
+}
+
+fn stress(kind: Clients, threads: usize, calls: usize, large_one_in: u32) {
     let seed: u64 = common::rng("stress").random();
     let thread = server(Layout::Current, 64, 1).spawn();
-    let client = thread.client();
+    let client = match kind {
+        Clients::InProcess => thread.client(),
+        // SAFETY: the block is the server's own host memory, alive until `thread` drops after
+        // the calls; this is the only client half over it.
+        Clients::Spinning => unsafe {
+            Client::from_image_waiting(&thread.client_image(), 1, Wait::Spin).unwrap()
+        },
+    };
     let bytes = std::sync::atomic::AtomicU64::new(0);
     let t0 = std::time::Instant::now();
     std::thread::scope(|scope| {
@@ -283,4 +302,40 @@ fn stress(threads: usize, calls: usize, large_one_in: u32) {
         bytes.into_inner() / 1024,
         t0.elapsed()
     );
+    assert!(thread.take_errors().is_empty());
+}
+
+/// A client that cannot wake the server (one over the client image, as a device is) is served
+/// by a server thread that has been idle long enough to park for its longest, with no kernel
+/// marked in flight; it rings the doorbell, which the server fills in and takes back.
+#[test]
+fn a_client_that_cannot_wake_the_server_is_served_by_an_idle_server() {
+    let thread = server(Layout::Current, 8, 1).spawn();
+    let base = thread.buffer();
+    let word = |off: usize| {
+        // SAFETY: the block is 8-aligned host memory of the running server, at least 64 bytes,
+        // and its doorbell words are only accessed atomically.
+        unsafe { std::sync::atomic::AtomicU64::from_ptr(base.add(off) as *mut u64) }
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let dev = thread.device_address();
+    assert_eq!((word(0), word(8), word(16)), (dev + 32, dev + 40, 0));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for wait in [Wait::Spin, Wait::GiveWay] {
+        // SAFETY: as in `stress`; one client half at a time.
+        let client = unsafe { Client::from_image_waiting(&thread.client_image(), 1, wait) }.unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            let got = client.call(ECHO, &[7; 1000]);
+            let _ = tx.send((got, t0.elapsed()));
+        });
+        let (got, took) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the idle server never served a client that cannot wake it");
+        assert_eq!(got.unwrap(), vec![7; 1000]);
+        eprintln!("{wait:?} client served by an idle server in {took:?}");
+        assert_eq!(word(32), 0, "every ring taken back");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
 }

@@ -284,7 +284,9 @@ fn file_opcodes() {
     std::fs::remove_dir(&dir).unwrap();
 }
 
-/// The server thread of an idle executor is parked: it stays asleep and uses no CPU time.
+/// The server thread of an idle executor is parked: it is asleep, and over a second it uses at
+/// most one clock tick of CPU time (it wakes up to 100 times a second to look for clients
+/// that cannot wake it).
 #[test]
 fn an_idle_server_uses_no_cpu() {
     let exec = host();
@@ -313,18 +315,18 @@ fn an_idle_server_uses_no_cpu() {
             })
             .collect::<Vec<_>>()
     };
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    std::thread::sleep(std::time::Duration::from_millis(300));
     let before = find();
     assert!(!before.is_empty(), "no streamexec-rpc thread");
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    std::thread::sleep(std::time::Duration::from_millis(1000));
     let after = find();
-    // Other tests' servers may be busy; at least one idle server (ours) must be asleep with
-    // unchanged CPU time.
+    // Other tests' servers may be busy; at least one idle server (ours) must be asleep having
+    // used at most one tick.
     assert!(
         before
             .iter()
             .zip(&after)
-            .any(|(b, a)| a.0 == "S" && a.1 == b.1),
+            .any(|(b, a)| a.0 == "S" && a.1 <= b.1 + 1),
         "{before:?} -> {after:?}"
     );
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::layout::{Geometry, Layout, Packet};
-use super::mem::HostMem;
+use super::mem::{HostMem, Wait};
 use super::opcode;
 use super::port::{Port, Process};
 use super::server::{Inner, Server};
@@ -62,8 +62,9 @@ impl Client {
     /// `Client` struct (what [`Server::client_image`](super::Server::client_image) gives and
     /// the executor writes into `__llvm_rpc_client`), as code built against LLVM's GPU libc
     /// does, with `lane_size` packet slots per port (the device's warp size). The layout comes
-    /// from the image's size. It waits by polling, never by waking the server, so the server
-    /// must be polling (a kernel in flight) or be driven with `poll`.
+    /// from the image's size. It rings the doorbell but never wakes the server: a server thread
+    /// sees it within its idle park (1 ms at most). It waits by spinning, then yielding and
+    /// sleeping ([`Wait::GiveWay`]).
     ///
     /// # Safety
     /// The image's pointers must be host-accessible addresses of a live block of that geometry
@@ -74,6 +75,16 @@ impl Client {
         unsafe { Self::from_image_with_stop(image, lane_size, None) }
     }
 
+    /// [`from_image`](Self::from_image) waiting the `wait` way: [`Wait::Spin`] is a client
+    /// that only spins, as a GPU lane or LLVM's own client on a CPU thread does.
+    ///
+    /// # Safety
+    /// As for `from_image`.
+    pub unsafe fn from_image_waiting(image: &[u8], lane_size: usize, wait: Wait) -> Result<Client> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_image_with(image, lane_size, None, wait) }
+    }
+
     /// [`from_image`](Self::from_image) whose waits give up once `stop` is true.
     ///
     /// # Safety
@@ -82,6 +93,18 @@ impl Client {
         image: &[u8],
         lane_size: usize,
         stop: Option<Arc<AtomicBool>>,
+    ) -> Result<Client> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_image_with(image, lane_size, stop, Wait::GiveWay) }
+    }
+
+    /// # Safety
+    /// As for `from_image`.
+    unsafe fn from_image_with(
+        image: &[u8],
+        lane_size: usize,
+        stop: Option<Arc<AtomicBool>>,
+        wait: Wait,
     ) -> Result<Client> {
         let bad = |detail: String| Error::invalid("rpc::Client::from_image", detail);
         let layout = Layout::from_client_size(image.len()).ok_or_else(|| {
@@ -109,7 +132,7 @@ impl Client {
         let mem = unsafe { HostMem::new(base as *mut u8, geo.allocation_size()) };
         Ok(Client {
             side: Side::Image(Arc::new(ImageSide {
-                process: Process::new(mem, geo, false, stop, None, None),
+                process: Process::new(mem, geo, false, stop, None, None).with_wait(wait),
                 next_port: AtomicUsize::new(0),
             })),
         })

@@ -67,6 +67,13 @@ pub const CLIENT_SYMBOL: &str = "__llvm_rpc_client";
 /// server exists.
 pub const EXECUTOR_PORTS: usize = 64;
 
+/// Offset of the doorbell's counter in the block (current layout): inside the doorbell's own
+/// padding, so it lives wherever the block does. The doorbell's `value` points here.
+pub const DOORBELL_COUNTER: usize = 32;
+/// Offset of the doorbell's event mailbox (its `mailbox` points here; a first ring stores the
+/// `event_id`, 0, here).
+pub const DOORBELL_EVENT: usize = 40;
+
 /// Byte size of one packet slot (`rpc::Buffer`).
 pub const PACKET_BYTES: usize = 64;
 /// One 64-byte packet slot, as eight little-endian words.

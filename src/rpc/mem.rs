@@ -58,10 +58,58 @@ pub trait Mem: sealed::Sealed + Send + Sync {
     fn acquire(&self);
     /// Release fence (system scope).
     fn release(&self);
-    /// One waiting step; `step` counts the steps of this wait so far.
-    fn pause(&self, step: u32);
+    /// One waiting step of a side that waits the `wait` way; `step` counts the steps of this
+    /// wait so far.
+    fn pause(&self, step: u32, wait: Wait);
     /// The host address of byte `off`, used as a parking key (0 where nothing parks).
     fn addr(&self, off: usize) -> usize;
+    /// Relaxed wrapping add of `delta` to the 64-bit doorbell counter at `off`; returns the old
+    /// value. Memory without a doorbell (the model check's) ignores it and returns 0.
+    fn counter_add(&self, off: usize, delta: u64) -> u64 {
+        let _ = (off, delta);
+        0
+    }
+    /// Relaxed load of the 64-bit word at `off` (the doorbell's counter and pointers); 0 for
+    /// memory without a doorbell.
+    fn load_u64(&self, off: usize) -> u64 {
+        let _ = off;
+        0
+    }
+}
+
+/// How one side of a block waits for the other to hand a port over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Wait {
+    /// Spin briefly, then yield, then sleep a little longer each time (up to 200 µs): a CPU
+    /// thread that shares cores with the server gives it the CPU. The clients' default.
+    #[default]
+    GiveWay,
+    /// `spin_loop` only: never yield, sleep or wake the server, the way a GPU lane (or LLVM's
+    /// own client on a CPU thread) waits. What the server must stay fast under.
+    Spin,
+    /// The server in the middle of a call: spin, then yield now and then, never sleep, so a
+    /// message of many packets is not stretched by timer sleeps.
+    Serve,
+}
+
+impl Wait {
+    /// Spin steps (each a short `spin_loop` burst) before [`Wait::Serve`] starts yielding.
+    const SERVE_SPINS: u32 = 1 << 12;
+
+    /// One waiting step on real memory.
+    pub(crate) fn pause(self, step: u32) {
+        match self {
+            Wait::GiveWay => backoff(step),
+            Wait::Spin => std::hint::spin_loop(),
+            Wait::Serve => {
+                if step >= Self::SERVE_SPINS && step.is_multiple_of(64) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
 }
 
 /// The shared block in ordinary (or pinned, or SVM) host memory.
@@ -135,12 +183,26 @@ impl Mem for HostMem {
         std::sync::atomic::fence(Ordering::Release)
     }
 
-    fn pause(&self, step: u32) {
-        backoff(step)
+    fn pause(&self, step: u32, wait: Wait) {
+        wait.pause(step)
     }
 
     fn addr(&self, off: usize) -> usize {
         self.base as usize + off
+    }
+
+    fn counter_add(&self, off: usize, delta: u64) -> u64 {
+        let p = self.at(off, 8);
+        // SAFETY: in bounds (checked), 8-aligned (doorbell layout), live, accessed atomically
+        // by every side (devices do relaxed system-scope atomics on it).
+        let word = unsafe { device_bytes::atomic::<u64>(p) };
+        word.fetch_add(delta, Ordering::Relaxed)
+    }
+
+    fn load_u64(&self, off: usize) -> u64 {
+        let p = self.at(off, 8);
+        // SAFETY: as in `counter_add`.
+        unsafe { device_bytes::load_aligned::<u64>(p as *const u8) }
     }
 }
 
@@ -265,7 +327,7 @@ pub(crate) mod model {
         fn release(&self) {
             loom::sync::atomic::fence(Ordering::Release)
         }
-        fn pause(&self, _step: u32) {
+        fn pause(&self, _step: u32, _wait: Wait) {
             loom::thread::yield_now()
         }
         fn addr(&self, _off: usize) -> usize {

@@ -19,6 +19,7 @@
 #[cfg(target_endian = "big")]
 compile_error!("the RPC block is little-endian; big-endian hosts are not supported");
 
+mod calls;
 mod client;
 pub mod layout;
 mod mem;
@@ -34,7 +35,7 @@ mod tests;
 
 pub use client::{Client, PrintfArg};
 pub use layout::{CLIENT_SYMBOL, EXECUTOR_PORTS, Geometry, Layout, Packet};
-pub use mem::{HostMem, LockWord, Mem};
+pub use mem::{HostMem, LockWord, Mem, Wait};
 pub use opencl::OPENCL_CLIENT_SOURCE;
 #[cfg(feature = "opencl")]
 pub(crate) use opencl::opencl_prelude;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::layout::{Geometry, PACKET_BYTES, Packet};
-use super::mem::{HostMem, LockWord, Mem};
+use super::layout::{DOORBELL_COUNTER, Geometry, Layout, PACKET_BYTES, Packet};
+use super::mem::{HostMem, LockWord, Mem, Wait};
 use super::status::{ERROR_TAG, error_reply, server_error};
 use crate::error::{Error, Result};
 
@@ -28,13 +28,26 @@ pub struct Process<M: Mem = HostMem> {
     pub(crate) mem: M,
     pub(crate) geo: Geometry,
     server: bool,
-    locks: Box<[M::Lock]>,
+    locks: Arc<[M::Lock]>,
+    /// Server: the in-process client half's locks. A port locked there is held by a thread that
+    /// wakes this side when it hands the port over, so a wait on it may park.
+    peer_locks: Option<Arc<[M::Lock]>>,
     stop: Option<Arc<AtomicBool>>,
     wake: Option<Arc<Wake>>,
     /// When set and true, waits park on the mailbox (in-process peers wake them) instead of
     /// only backing off; devices cannot wake a thread, so it stays off for them.
     parking: Option<Arc<AtomicBool>>,
+    /// How this side waits when it cannot park.
+    wait: Wait,
+    /// The block has a doorbell (current layout, pointers filled in): clients ring its
+    /// counter when they open a port, the server takes the ring back when it closes one.
+    doorbell: bool,
 }
+
+/// Spins of a call on the server thread, at most, before it lets the other calls run.
+const CALL_SPINS: u32 = 4096;
+/// A spinning call looks for other work this often (in spins).
+const CALL_CHECK: u32 = 64;
 
 /// Spin and yield steps before a wait parks.
 const SPIN_STEPS: u32 = 32 + 16;
@@ -71,6 +84,7 @@ impl<M: Mem> Process<M> {
         wake: Option<Arc<Wake>>,
         parking: Option<Arc<AtomicBool>>,
     ) -> Self {
+        let doorbell = geo.layout == Layout::Current && mem.load_u64(0) != 0;
         Process {
             wake,
             parking,
@@ -80,8 +94,37 @@ impl<M: Mem> Process<M> {
             locks: (0..geo.port_count.div_ceil(32))
                 .map(|_| M::Lock::zero())
                 .collect(),
+            peer_locks: None,
             stop,
+            wait: if server { Wait::Serve } else { Wait::GiveWay },
+            doorbell,
         }
+    }
+
+    /// This side waits the `wait` way (when it cannot park).
+    pub(crate) fn with_wait(mut self, wait: Wait) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Server: waits on ports that `client` (the in-process half) holds may park.
+    pub(crate) fn watching(mut self, client: &Process<M>) -> Self {
+        self.peer_locks = Some(client.locks.clone());
+        self
+    }
+
+    /// Server: the doorbell's ring count, when the block has a doorbell and the count is one
+    /// the protocol can produce (at most one ring per port); `None` otherwise.
+    pub(crate) fn rings(&self) -> Option<u64> {
+        let n = self.mem.load_u64(DOORBELL_COUNTER);
+        (self.doorbell && n <= self.geo.port_count as u64).then_some(n)
+    }
+
+    /// True when an in-process client (which wakes this side) holds `port`.
+    pub(crate) fn peer_holds(&self, port: usize) -> bool {
+        self.peer_locks
+            .as_ref()
+            .is_some_and(|l| l[port / 32].load() & (1 << (port % 32)) != 0)
     }
 
     /// The geometry of the block.
@@ -185,7 +228,7 @@ impl<M: Mem> Process<M> {
                 // the server hands back after an asynchronous call).
                 super::mem::park(self.free_key(), || true, Duration::from_millis(5));
             } else {
-                self.mem.pause(step);
+                self.mem.pause(step, self.wait);
             }
             step = step.saturating_add(1);
         }
@@ -208,23 +251,40 @@ impl<M: Mem> Process<M> {
         self.mem.acquire();
         self.mem
             .write(self.geo.header(index), &[mask, u64::from(opcode)]);
+        if self.doorbell {
+            self.mem.counter_add(DOORBELL_COUNTER, 1);
+        }
         let mut port = Port::new(self, index, mask, outbox);
         port.opcode = opcode;
         Some(port)
     }
 
+    /// Server: true when port `index` has work for the server (its client handed it over).
+    pub(crate) fn pending(&self, index: usize) -> bool {
+        self.owns(self.load_inbox(index), self.load_outbox(index))
+    }
+
+    /// Server: true when a port other than `index` has work for the server.
+    fn other_work(&self, index: usize) -> bool {
+        (0..self.geo.port_count).any(|p| p != index && self.pending(p))
+    }
+
     /// Server: the first pending port at index `start` or later, locked, with its header read.
     pub(crate) fn try_open(&self, start: usize) -> Option<Port<'_, M>> {
+        (start..self.geo.port_count).find_map(|index| self.open_pending(index))
+    }
+
+    /// Server: port `index`, locked, with its header read, if it is pending.
+    pub(crate) fn open_pending(&self, index: usize) -> Option<Port<'_, M>> {
         debug_assert!(self.server);
-        for index in start..self.geo.port_count {
-            let (inbox, outbox) = (self.load_inbox(index), self.load_outbox(index));
-            if !self.owns(inbox, outbox) || !self.try_lock(index) {
-                continue;
+        {
+            if !self.pending(index) || !self.try_lock(index) {
+                return None;
             }
             let (inbox, outbox) = (self.load_inbox(index), self.load_outbox(index));
             if !self.owns(inbox, outbox) {
                 self.unlock(index);
-                continue;
+                return None;
             }
             let mut header = [0u64; 2];
             self.mem.read(self.geo.header(index), &mut header);
@@ -236,9 +296,8 @@ impl<M: Mem> Process<M> {
             };
             let mut port = Port::new(self, index, header[0] & lanes, outbox);
             port.opcode = header[1] as u32;
-            return Some(port);
+            Some(port)
         }
-        None
     }
 }
 
@@ -308,8 +367,30 @@ impl<'a, M: Mem> Port<'a, M> {
 
     fn wait_for_ownership(&self, mut inbox: u32) -> Result<()> {
         let mut step = 0u32;
-        let parks = self.process.parks();
+        let parks = if self.process.server {
+            self.process.peer_holds(self.index)
+        } else {
+            self.process.parks()
+        };
         while !self.process.owns(inbox, self.out) {
+            if self.process.server && super::calls::in_call() {
+                // A call on the server thread: spin for a running client's answer while no
+                // other port has work (checked every `CALL_CHECK` spins); else let the other
+                // calls run.
+                let spin = step < CALL_SPINS
+                    && (!step.is_multiple_of(CALL_CHECK) || !self.process.other_work(self.index));
+                if spin {
+                    std::hint::spin_loop();
+                } else {
+                    super::calls::suspend();
+                    if self.process.stopped() {
+                        return Err(self.process.stopped_error("rpc wait"));
+                    }
+                }
+                step = step.saturating_add(1);
+                inbox = self.process.load_inbox(self.index);
+                continue;
+            }
             if step >= SPIN_STEPS && step.is_multiple_of(16) && self.process.stopped() {
                 return Err(self.process.stopped_error("rpc wait"));
             }
@@ -322,12 +403,15 @@ impl<'a, M: Mem> Port<'a, M> {
                 };
                 super::mem::park(self.process.mem.addr(off), still, Duration::from_millis(10));
             } else {
-                self.process.mem.pause(step);
+                self.process.mem.pause(step, self.process.wait);
             }
             step = step.saturating_add(1);
             inbox = self.process.load_inbox(self.index);
         }
         self.process.mem.acquire();
+        if self.process.server {
+            super::calls::progressed();
+        }
         Ok(())
     }
 
@@ -485,6 +569,10 @@ impl<M: Mem> Drop for Port<'_, M> {
     fn drop(&mut self) {
         if self.process.server && self.owns_buffer {
             self.flip();
+        }
+        if self.process.server && self.process.rings().is_some_and(|n| n > 0) {
+            // The protocol's `finish`: take back the ring of the client that opened the port.
+            self.process.mem.counter_add(DOORBELL_COUNTER, u64::MAX);
         }
         self.process.unlock(self.index);
         if !self.process.server && self.process.parks() {

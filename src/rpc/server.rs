@@ -9,12 +9,14 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use bytemuck::Pod;
 use parking_lot::{Mutex, RwLock};
 
-use super::layout::{Geometry, Layout};
-use super::mem::{HostMem, backoff};
+use super::calls::Calls;
+use super::layout::{DOORBELL_COUNTER, DOORBELL_EVENT, Geometry, Layout};
+use super::mem::{HostMem, Mem};
 use super::port::{Handler, Port, Process, Wake};
 use super::services::{
     self, Allocator, Emissary, ExitObserver, HostFunction, KernelExit, Service, ServiceState,
@@ -157,6 +159,25 @@ impl Server {
         let in_process = Arc::new(AtomicBool::new(false));
         // SAFETY: caller's contract; both halves only use atomics on it.
         let (m1, m2) = unsafe { (HostMem::new(base, len), HostMem::new(base, len)) };
+        if geo.layout == Layout::Current {
+            // The doorbell: `value` and `mailbox` point at the counter and event word inside
+            // its own padding; `event_id` stays 0. Clients then ring, and the server sees it.
+            m1.write(
+                0,
+                &[
+                    device_base + DOORBELL_COUNTER as u64,
+                    device_base + DOORBELL_EVENT as u64,
+                ],
+            );
+        }
+        let client = Process::new(
+            m2,
+            geo,
+            false,
+            Some(stop.clone()),
+            Some(wake.clone()),
+            Some(Arc::new(AtomicBool::new(true))),
+        );
         let mut inner = Inner {
             server: Process::new(
                 m1,
@@ -165,15 +186,9 @@ impl Server {
                 Some(stop.clone()),
                 None,
                 Some(in_process.clone()),
-            ),
-            client: Process::new(
-                m2,
-                geo,
-                false,
-                Some(stop.clone()),
-                Some(wake.clone()),
-                Some(Arc::new(AtomicBool::new(true))),
-            ),
+            )
+            .watching(&client),
+            client,
             in_process,
             base,
             device_base,
@@ -257,8 +272,9 @@ impl Server {
         let join = std::thread::Builder::new()
             .name("streamexec-rpc".into())
             .spawn(move || {
+                raise_priority();
                 let _ = self.inner.wake.thread.set(std::thread::current());
-                self.inner.run();
+                Inner::run(&self.inner);
                 drop(self);
             })
             .expect("spawning the rpc server thread"); // ok: `spawn` returns no Result (the issue fixes its signature); out of threads is fatal
@@ -268,8 +284,9 @@ impl Server {
         }
     }
 
-    /// Marks one more kernel that may call the server as in flight: the thread polls until a
-    /// matching [`end_kernel`](Self::end_kernel).
+    /// Marks one more kernel that may call the server as in flight: until a matching
+    /// [`end_kernel`](Self::end_kernel) the idle thread parks for at most 100 µs at a time
+    /// (1 ms otherwise), so device clients, which cannot wake it, are served sooner.
     pub fn begin_kernel(&self) {
         self.inner.active.fetch_add(1, Ordering::SeqCst);
         if let Some(t) = self.inner.wake.thread.get() {
@@ -398,33 +415,154 @@ impl Inner {
         port.reply_error(RPC_ERROR);
     }
 
-    /// The server thread: poll while work is pending or kernels are in flight, park otherwise.
-    fn run(&self) {
-        let mut idle = 0u32;
-        while !self.stop.load(Ordering::SeqCst) {
-            if self.poll() > 0 {
-                idle = 0;
+    /// The server thread. Every pending port's handler runs as a call (`calls.rs`); each pass
+    /// resumes the calls in flight and starts calls for newly pending ports. While calls are in
+    /// flight it never sleeps: it spins, yields now and then once a wait grows long, and parks
+    /// only when every call waits on an in-process client (which wakes it). With no call in
+    /// flight it spins for [`IDLE_SPIN`] (a client's next call usually follows within
+    /// microseconds), then parks for a time that doubles up to a cap: [`BUSY_PARK`] while a
+    /// kernel is in flight or the doorbell has rung, [`IDLE_PARK`] otherwise, [`DEEP_PARK`]
+    /// after [`LONG_IDLE`] of quiet. In-process clients unpark it at once; clients that cannot
+    /// (devices, LLVM's own client) are seen within the cap.
+    fn run(self: &Arc<Self>) {
+        let mut calls = Calls::default();
+        let mut quiet_since: Option<Instant> = None;
+        let mut park = PARK_FIRST;
+        let mut passes = 0u32;
+        loop {
+            let stopping = self.stop.load(Ordering::SeqCst);
+            if stopping && calls.len() == 0 {
+                return;
+            }
+            let mut progress = calls.pass();
+            if !stopping {
+                progress |= self.start_calls(&mut calls);
+            }
+            if progress {
+                quiet_since = None;
+                park = PARK_FIRST;
+                passes = 0;
                 continue;
             }
-            if self.active.load(Ordering::SeqCst) > 0 {
-                backoff(idle.min(100));
-                idle = idle.saturating_add(1);
+            passes = passes.saturating_add(1);
+            let quiet = quiet_since.get_or_insert_with(Instant::now).elapsed();
+            if calls.len() > 0 {
+                if quiet >= IDLE_SPIN && calls.ports().all(|p| self.server.peer_holds(p)) {
+                    self.park_unless_pending(BUSY_PARK);
+                } else if passes >= YIELD_AFTER_PASSES && passes.is_multiple_of(64) {
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
                 continue;
             }
-            self.wake.sleeping.store(true, Ordering::Relaxed);
-            // Pairs with the clients' fence in `Wake::notify`.
-            std::sync::atomic::fence(Ordering::SeqCst);
-            if self.poll() == 0
-                && self.active.load(Ordering::SeqCst) == 0
-                && !self.stop.load(Ordering::SeqCst)
-            {
-                std::thread::park();
+            if quiet < IDLE_SPIN {
+                std::hint::spin_loop();
+                continue;
             }
-            self.wake.sleeping.store(false, Ordering::Relaxed);
-            idle = 0;
+            let busy = self.active.load(Ordering::SeqCst) > 0
+                || self.server.rings().is_some_and(|n| n > 0);
+            if self.park_unless_pending(park) {
+                let cap = if busy {
+                    BUSY_PARK
+                } else if quiet < LONG_IDLE {
+                    IDLE_PARK
+                } else {
+                    DEEP_PARK
+                };
+                park = (park * 2).min(cap);
+            } else {
+                quiet_since = None;
+                park = PARK_FIRST;
+            }
         }
     }
+
+    /// Starts a call for every pending port that has none; true when it started one.
+    fn start_calls(self: &Arc<Self>, calls: &mut Calls) -> bool {
+        let mut started = false;
+        for index in 0..self.server.geometry().port_count {
+            if !self.server.pending(index) || calls.serving(index) {
+                continue;
+            }
+            let inner = self.clone();
+            let body = move || {
+                if let Some(mut port) = inner.server.open_pending(index) {
+                    inner.dispatch(&mut port);
+                }
+            };
+            match calls.start(index, body) {
+                Ok(()) => started = true,
+                Err(e) => {
+                    // Out of memory for stacks: the port stays pending for a later pass.
+                    self.record_error(format!("port {index}: {e}"));
+                    break;
+                }
+            }
+        }
+        started
+    }
+
+    /// Parks the thread for up to `timeout` unless a port is pending; true when it parked.
+    /// In-process clients see `sleeping` and unpark it when they hand a port over.
+    fn park_unless_pending(&self, timeout: Duration) -> bool {
+        self.wake.sleeping.store(true, Ordering::Relaxed);
+        // Pairs with the clients' fence in `Wake::notify`: either they see `sleeping`, or the
+        // check below sees their mailbox store.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let pending = (0..self.server.geometry().port_count).any(|p| self.server.pending(p));
+        let parks = !pending && !self.stop.load(Ordering::SeqCst);
+        if parks {
+            std::thread::park_timeout(timeout);
+        }
+        self.wake.sleeping.store(false, Ordering::Relaxed);
+        parks
+    }
 }
+
+/// Passes without progress, with calls in flight, before the thread starts yielding (one pass
+/// in 64) to a client that may be waiting for its core.
+const YIELD_AFTER_PASSES: u32 = 1 << 12;
+/// The server thread's nice value unless `STREAMEXEC_RPC_SERVER_NICE` says otherwise.
+const SERVER_NICE: i32 = -20;
+
+/// Gives the calling (server) thread a higher scheduling priority, where the OS allows it
+/// (root or `CAP_SYS_NICE`; elsewhere this does nothing). Clients that spin on every core (CPU
+/// kernels, LLVM's own client) would otherwise hold the server to a fair share of a core: with
+/// 32 of them on 2 cores, one thirty-third of the machine. The thread only runs while calls
+/// are in flight and parks otherwise, so it takes nothing from the machine when idle.
+/// `STREAMEXEC_RPC_SERVER_NICE` sets the nice value (0 keeps the default priority).
+fn raise_priority() {
+    let nice = std::env::var("STREAMEXEC_RPC_SERVER_NICE")
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .unwrap_or(SERVER_NICE)
+        .clamp(-20, 19);
+    if nice == 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: `gettid` has no preconditions; `setpriority` on our own thread id only changes
+    // its nice value and reports failure (no permission) through its return value, ignored.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice);
+    }
+}
+
+/// How long an idle server thread spins before it parks.
+const IDLE_SPIN: Duration = Duration::from_micros(50);
+/// Its first park.
+const PARK_FIRST: Duration = Duration::from_micros(20);
+/// The longest park while kernels are in flight or the doorbell has rung.
+const BUSY_PARK: Duration = Duration::from_micros(100);
+/// The longest park otherwise, for the first [`LONG_IDLE`] of quiet.
+const IDLE_PARK: Duration = Duration::from_millis(1);
+/// Quiet after which parks grow to [`DEEP_PARK`].
+const LONG_IDLE: Duration = Duration::from_millis(100);
+/// The longest park of a server quiet for [`LONG_IDLE`]: the most a client that cannot wake
+/// the server waits for it, at a cost of 100 wake-ups a second.
+const DEEP_PARK: Duration = Duration::from_millis(10);
 
 /// A server running on its own thread. Stops and joins on drop; in-process clients still
 /// waiting on it then fail with `Error::Rpc` instead of hanging.
