@@ -1075,3 +1075,106 @@ fn param_space_by_address() {
     launch(&exec, 1, 1, &k, (out.ptr(), [1, 20, 300, 4000])).unwrap();
     assert_eq!(exec.copy_to_vec(&out).unwrap(), vec![4020]);
 }
+
+/// `nanosleep.u32` with a register and with an immediate operand: the warp waits (the host
+/// thread sleeps for requests from 50 µs on, at most 1 ms; shorter ones yield the CPU) and
+/// goes on. Each thread writes how long its two sleeps took (`%clock64` counts nanoseconds on
+/// the host) and its id.
+#[test]
+fn nanosleep_waits_and_the_kernel_goes_on() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u64>, u32)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 pout, .param .u32 pns)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [pout];
+    ld.param.u32 %r1, [pns];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mad.lo.u32 %r2, %r2, %r3, %tid.x;
+    mul.wide.u32 %rd2, %r2, 24;
+    add.u64 %rd3, %rd1, %rd2;
+    mov.u64 %rd4, %clock64;
+    nanosleep.u32 %r1;
+    mov.u64 %rd5, %clock64;
+    nanosleep.u32 60000;
+    mov.u64 %rd6, %clock64;
+    nanosleep.u32 0;
+    sub.u64 %rd7, %rd5, %rd4;
+    sub.u64 %rd8, %rd6, %rd5;
+    cvt.u64.u32 %rd9, %r2;
+    st.global.u64 [%rd3], %rd7;
+    st.global.u64 [%rd3+8], %rd8;
+    st.global.u64 [%rd3+16], %rd9;
+    ret;
+}"#,
+        "k",
+    );
+    let (threads, blocks) = (40usize, 2usize);
+    let n = threads * blocks;
+    // A short request (yields), a long one (sleeps), one past the 1 ms cap.
+    for (ns, at_least, below) in [
+        (100u32, 0u64, u64::MAX),
+        (200_000, 200_000, u64::MAX),
+        (u32::MAX, 1_000_000, 2_000_000_000),
+    ] {
+        let out = exec.copy_to_device(&vec![u64::MAX; 3 * n]).unwrap();
+        launch(&exec, threads as u32, blocks as u32, &k, (out.ptr(), ns)).unwrap();
+        let got = exec.copy_to_vec(&out).unwrap();
+        for t in 0..n {
+            let (by_reg, by_imm, id) = (got[3 * t], got[3 * t + 1], got[3 * t + 2]);
+            assert_eq!(id, t as u64, "ns {ns}: thread {t} did not finish");
+            assert!(
+                (at_least..below).contains(&by_reg),
+                "ns {ns}: thread {t} slept {by_reg} ns on `nanosleep.u32 %r1`"
+            );
+            assert!(
+                (60_000..2_000_000_000).contains(&by_imm),
+                "ns {ns}: thread {t} slept {by_imm} ns on `nanosleep.u32 60000`"
+            );
+        }
+    }
+}
+
+/// `nanosleep` takes `.u32` and one register or unsigned 32-bit immediate; anything else is a
+/// load error naming the line and the instruction.
+#[test]
+fn nanosleep_operand_forms_are_checked_at_load() {
+    let exec = host();
+    for bad in [
+        "nanosleep %r1;",
+        "nanosleep.b32 %r1;",
+        "nanosleep.u64 %rd1;",
+        "nanosleep.u32.u32 %r1;",
+        "nanosleep.u32 %r1, %r1;",
+        "nanosleep.u32 -1;",
+        "nanosleep.u32 4294967296;",
+        "nanosleep.u32 1.5;",
+        "nanosleep.u32 %tid.x;",
+        "nanosleep.u32 [%rd1];",
+    ] {
+        let text = format!(
+            "{HEADER}.visible .entry k()\n{{\n    .reg .b32 %r<3>;\n    .reg .b64 %rd<3>;\n    \
+             {bad}\n    ret;\n}}\n"
+        );
+        let spec = MultiKernelLoaderSpec::new(0).add_cuda_ptx_in_memory(&text, "k");
+        let e = exec.get_untyped_kernel(&spec).unwrap_err();
+        let s = e.to_string();
+        assert!(matches!(e, Error::KernelLoad { .. }), "{bad}: {s}");
+        assert!(
+            s.contains("line 8") && s.contains("nanosleep takes the type .u32"),
+            "{bad}: {s}"
+        );
+    }
+    // The accepted forms load.
+    let text = format!(
+        "{HEADER}.visible .entry k()\n{{\n    .reg .b32 %r<3>;\n    mov.u32 %r1, 5;\n    \
+         nanosleep.u32 %r1;\n    nanosleep.u32 0xFFFFFFFF;\n    ret;\n}}\n"
+    );
+    let spec = MultiKernelLoaderSpec::new(0).add_cuda_ptx_in_memory(&text, "k");
+    exec.get_untyped_kernel(&spec)
+        .unwrap_or_else(|e| panic!("{e}"));
+}

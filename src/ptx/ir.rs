@@ -415,6 +415,9 @@ pub enum Op {
     WarpSync { mask: Src },
     /// `membar`, `fence`: ordering points with nothing to do here.
     Nop,
+    /// `nanosleep.u32 t`: the warp waits about `t` nanoseconds (the largest `t` of the
+    /// executing lanes, at most 1 ms), giving its host thread's CPU away meanwhile.
+    Nanosleep { t: Src },
     /// `shfl.sync`.
     Shfl {
         mode: ShflMode,

@@ -59,7 +59,9 @@ static uint se_rpc_load_inbox(const se_rpc_port *p) {
                               memory_order_relaxed, SE_RPC_SYSTEM);
 }
 
-/* Waits until the client owns the port (inbox == outbox), then an acquire fence. */
+/* Waits until the client owns the port (inbox == outbox), then an acquire fence. The loop only
+ * spins: OpenCL C cannot give the CPU away, and PoCL's CPU driver refuses a kernel that declares
+ * a libc function such as sched_yield ("Cannot find symbol sched_yield in kernel library"). */
 static void se_rpc_wait(se_rpc_port *p) {
   uint in = p->owns ? p->out : se_rpc_load_inbox(p);
   while (in != p->out)

@@ -438,7 +438,33 @@ impl ProgramBuilder<'_> {
                     mask,
                 }
             }
-            "prefetch" | "prefetchu" | "pmevent" | "nanosleep" => Op::Nop,
+            "nanosleep" => {
+                // `nanosleep.u32 t`: `t` nanoseconds in a register or a 32-bit immediate.
+                let bad = || {
+                    self.err(
+                        line,
+                        format!(
+                            "`{i}`: nanosleep takes the type .u32 and one operand, a register \
+                             or an unsigned 32-bit immediate"
+                        ),
+                    )
+                };
+                if m.list != ["u32"] || ops.len() != 1 {
+                    return Err(bad());
+                }
+                let t = match &ops[0] {
+                    Operand::Imm(ast::Imm::Int(v)) if (0..=u32::MAX as i64).contains(v) => {
+                        Src::Imm(*v as u64)
+                    }
+                    o @ Operand::Reg(_) => match self.src(i, o, Ty::U32)? {
+                        r @ Src::Reg(_) => r,
+                        _ => return Err(bad()),
+                    },
+                    _ => return Err(bad()),
+                };
+                Op::Nanosleep { t }
+            }
+            "prefetch" | "prefetchu" | "pmevent" => Op::Nop,
             _ => {
                 return Err(self.err(
                     line,

@@ -13,6 +13,26 @@ use crate::ptx::ir::{
 /// before those lanes get a turn.
 const SPIN_ROUNDS: u32 = 1 << 12;
 
+/// `nanosleep` requests from this long on put the host thread to sleep; shorter ones only
+/// yield it. A device-side RPC client waits for the server with `nanosleep` in its spin loop
+/// (`include/streamexec_rpc.h` asks for 64 ns), and what matters there is that the server
+/// thread gets a CPU when the spinning threads outnumber the cores: `yield_now` does that at
+/// once. A real sleep would too, but Linux rounds a short sleep up to its timer slack
+/// (about 50 µs, so ~55 µs in all), which would add that to every RPC hand-off; from 50 µs on
+/// the slack is in proportion and sleeping is the better way to wait.
+const NANOSLEEP_SLEEP_FROM_NS: u64 = 50_000;
+/// PTX caps one `nanosleep` at 1 ms.
+const NANOSLEEP_MAX_NS: u64 = 1_000_000;
+
+/// Waits about `ns` nanoseconds (PTX allows anything in `0..=2 * ns`), giving the CPU away.
+fn nanosleep(ns: u64) {
+    if ns >= NANOSLEEP_SLEEP_FROM_NS {
+        std::thread::sleep(std::time::Duration::from_nanos(ns.min(NANOSLEEP_MAX_NS)));
+    } else {
+        std::thread::yield_now();
+    }
+}
+
 /// Records a shared or global access for the race checker (when it is on).
 #[inline(always)]
 fn record(
@@ -665,6 +685,13 @@ impl Warp {
                     }
                 }
                 Op::Nop => std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst),
+                Op::Nanosleep { t } => {
+                    // The lanes run in lock-step: the warp waits once, as long as the longest
+                    // request of its executing lanes.
+                    if let Some(ns) = lanes(mask).map(|l| self.val(env, *t, l) as u32).max() {
+                        nanosleep(ns as u64);
+                    }
+                }
                 Op::Shfl {
                     mode,
                     d,

@@ -29,6 +29,10 @@
 //!   instructions, so the lock holder can finish. `bar.warp.sync mask` waits until every lane of
 //!   the mask that has not exited is at it (the group is set aside meanwhile), so lanes that ran
 //!   ahead of a spinning one meet it there; a missing lane waiting at `bar.sync` is a fault.
+//!   `nanosleep.u32 t` gives the block's host thread's CPU away once per warp instruction (the
+//!   longest `t` of the executing lanes, capped at PTX's 1 ms): `yield_now` below 50 µs, a real
+//!   sleep from there on (`exec.rs` says why), so device-side RPC clients that spin with it leave
+//!   the RPC server thread a core when they outnumber the cores.
 //! - **Memory** (`mem.rs`): generic addresses are device addresses (host pointers, below 2^47),
 //!   shared memory at `0xA000_0000_0000_0000 + offset`, local memory at `0xB000_...`; `cvta` adds
 //!   or removes the window. Every access is checked: alignment (to the access size), bounds
