@@ -26,6 +26,8 @@ cargo test --all-targets
 # Two CPU CUDA devices: the multi-device paths (peer access, peer copies) of the CUDA backend.
 STREAMEXEC_CUDA_DEVICES=2 cargo test --test conformance
 cargo test --doc
+# The RPC stress test with spin-only clients (uniform 0..=64 KiB echoes) needs a release build.
+cargo test --release --test rpc -- --ignored
 cargo test --features noop --test conformance  # + the noop template backend (unsupported.rs)
 # The libraries' own unit tests; then their debug builds go (they would shadow the release ones).
 cargo test -p streamexec-libcuda -p streamexec-libnvrtc --lib

@@ -323,7 +323,8 @@ fn a_client_that_cannot_wake_the_server_is_served_by_an_idle_server() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     for wait in [Wait::Spin, Wait::GiveWay] {
         // SAFETY: as in `stress`; one client half at a time.
-        let client = unsafe { Client::from_image_waiting(&thread.client_image(), 1, wait) }.unwrap();
+        let client =
+            unsafe { Client::from_image_waiting(&thread.client_image(), 1, wait) }.unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let t0 = std::time::Instant::now();
