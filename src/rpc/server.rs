@@ -485,6 +485,14 @@ impl Inner {
             if !self.server.pending(index) || calls.serving(index) {
                 continue;
             }
+            if cfg!(miri) {
+                // Miri cannot switch stacks: one call at a time, as `poll` serves them.
+                if let Some(mut port) = self.server.open_pending(index) {
+                    self.dispatch(&mut port);
+                    started = true;
+                }
+                continue;
+            }
             let inner = self.clone();
             let body = move || {
                 if let Some(mut port) = inner.server.open_pending(index) {
@@ -541,7 +549,7 @@ fn raise_priority() {
     if nice == 0 {
         return;
     }
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(miri)))]
     // SAFETY: `gettid` has no preconditions; `setpriority` on our own thread id only changes
     // its nice value and reports failure (no permission) through its return value, ignored.
     unsafe {
