@@ -3,7 +3,8 @@
  *
  * The loader puts this file in front of a kernel's source when the spec asks for RPC
  * (MultiKernelLoaderSpec::with_rpc), after defining the block's geometry:
- *   SE_RPC_PORTS, SE_RPC_INBOX, SE_RPC_OUTBOX, SE_RPC_HEADERS, SE_RPC_PACKETS, SE_RPC_LOCKS
+ *   SE_RPC_PORTS, SE_RPC_INBOX, SE_RPC_OUTBOX, SE_RPC_HEADERS, SE_RPC_PACKETS, SE_RPC_LOCKS,
+ *   SE_RPC_DOORBELL_COUNTER
  * (byte offsets into the shared block; SE_RPC_LOCKS is this side's port lock bitmap, kept in
  * the same fine-grained SVM allocation after the protocol's bytes so that every kernel of the
  * executor shares it).
@@ -109,11 +110,14 @@ se_rpc_port se_rpc_open(__global void *rpc, uint opcode) {
     __global ulong *header = (__global ulong *)(p.base + SE_RPC_HEADERS + (ulong)i * 16);
     header[0] = 1ul; /* lane mask: one lane */
     *(__global uint *)(header + 1) = opcode;
-    /* Doorbell (Current layout): a non-null counter pointer gets a relaxed increment. */
+    /* Doorbell (Current layout): when the server filled it in (its `value` pointer is not
+       null), ring its counter with a relaxed increment. The counter is reached at its offset in
+       the block, not through `value`: that pointer is a device address of the executor's
+       address space, which need not be this kernel's pointer to the block. */
 #if defined(cl_khr_int64_base_atomics)
-    __global atomic_ulong *bell = *(__global atomic_ulong *__global *)p.base;
-    if (bell)
-      atomic_fetch_add_explicit(bell, 1ul, memory_order_relaxed, SE_RPC_SYSTEM);
+    if (*(__global ulong *)p.base != 0)
+      atomic_fetch_add_explicit((__global atomic_ulong *)(p.base + SE_RPC_DOORBELL_COUNTER), 1ul,
+                                memory_order_relaxed, SE_RPC_SYSTEM);
 #endif
     p.index = i;
     p.out = out;

@@ -3,7 +3,7 @@
 //!
 //! [`MultiKernelLoaderSpec::with_rpc`]: crate::MultiKernelLoaderSpec::with_rpc
 
-use super::layout::{EXECUTOR_PORTS, Geometry, Layout};
+use super::layout::{DOORBELL_COUNTER, EXECUTOR_PORTS, Geometry, Layout};
 
 /// The OpenCL C client source (lane size 1, Current layout). See the comment at its top for
 /// the functions kernels call.
@@ -23,6 +23,7 @@ pub(crate) fn opencl_prelude() -> String {
     format!(
         "#define SE_RPC_PORTS {}\n#define SE_RPC_INBOX {}\n#define SE_RPC_OUTBOX {}\n\
          #define SE_RPC_HEADERS {}\n#define SE_RPC_PACKETS {}\n#define SE_RPC_LOCKS {}\n\
+         #define SE_RPC_DOORBELL_COUNTER {DOORBELL_COUNTER}\n\
          {OPENCL_CLIENT_SOURCE}\n#line 1\n",
         g.port_count,
         g.client_inbox(),
@@ -48,6 +49,7 @@ mod tests {
             "SE_RPC_HEADERS 576\n",
             "SE_RPC_PACKETS 1600\n",
             "SE_RPC_LOCKS 5696\n",
+            "SE_RPC_DOORBELL_COUNTER 32\n",
         ] {
             assert!(p.contains(&format!("#define {d}")), "{d}");
         }
