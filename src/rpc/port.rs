@@ -378,7 +378,8 @@ impl<'a, M: Mem> Port<'a, M> {
                 // other port has work (checked every `CALL_CHECK` spins); else let the other
                 // calls run.
                 let spin = step < CALL_SPINS
-                    && (!step.is_multiple_of(CALL_CHECK) || !self.process.other_work(self.index));
+                    && (step % CALL_CHECK != CALL_CHECK - 1
+                        || !self.process.other_work(self.index));
                 if spin {
                     std::hint::spin_loop();
                 } else {
