@@ -113,11 +113,11 @@ impl<M: Mem> Process<M> {
         self
     }
 
-    /// Server: the doorbell's ring count, when the block has a doorbell and the count is one
-    /// the protocol can produce (at most one ring per port); `None` otherwise.
-    pub(crate) fn rings(&self) -> Option<u64> {
+    /// Server: true when the block has a doorbell whose count of rings not yet taken back is
+    /// non-zero and one the protocol can produce (at most one ring per port).
+    pub(crate) fn rung(&self) -> bool {
         let n = self.mem.load_u64(DOORBELL_COUNTER);
-        (self.doorbell && n <= self.geo.port_count as u64).then_some(n)
+        self.doorbell && n > 0 && n <= self.geo.port_count as u64
     }
 
     /// True when an in-process client (which wakes this side) holds `port`.
@@ -264,12 +264,13 @@ impl<M: Mem> Process<M> {
         self.owns(self.load_inbox(index), self.load_outbox(index))
     }
 
-    /// Server: true when a port other than `index` has work for the server.
-    fn other_work(&self, index: usize) -> bool {
-        (0..self.geo.port_count).any(|p| p != index && self.pending(p))
+    /// Server: true when a port other than `except` has work for the server.
+    pub(crate) fn any_pending(&self, except: Option<usize>) -> bool {
+        (0..self.geo.port_count).any(|p| Some(p) != except && self.pending(p))
     }
 
     /// Server: the first pending port at index `start` or later, locked, with its header read.
+    #[cfg(test)]
     pub(crate) fn try_open(&self, start: usize) -> Option<Port<'_, M>> {
         (start..self.geo.port_count).find_map(|index| self.open_pending(index))
     }
@@ -277,27 +278,25 @@ impl<M: Mem> Process<M> {
     /// Server: port `index`, locked, with its header read, if it is pending.
     pub(crate) fn open_pending(&self, index: usize) -> Option<Port<'_, M>> {
         debug_assert!(self.server);
-        {
-            if !self.pending(index) || !self.try_lock(index) {
-                return None;
-            }
-            let (inbox, outbox) = (self.load_inbox(index), self.load_outbox(index));
-            if !self.owns(inbox, outbox) {
-                self.unlock(index);
-                return None;
-            }
-            let mut header = [0u64; 2];
-            self.mem.read(self.geo.header(index), &mut header);
-            // Lanes past the lane size cannot exist; a device that sets them is ignored there.
-            let lanes = if self.geo.lane_size == 64 {
-                u64::MAX
-            } else {
-                (1u64 << self.geo.lane_size) - 1
-            };
-            let mut port = Port::new(self, index, header[0] & lanes, outbox);
-            port.opcode = header[1] as u32;
-            Some(port)
+        if !self.pending(index) || !self.try_lock(index) {
+            return None;
         }
+        // Another server thread may have served it between the check and the lock.
+        if !self.pending(index) {
+            self.unlock(index);
+            return None;
+        }
+        let mut header = [0u64; 2];
+        self.mem.read(self.geo.header(index), &mut header);
+        // Lanes past the lane size cannot exist; a device that sets them is ignored there.
+        let lanes = if self.geo.lane_size == 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.geo.lane_size) - 1
+        };
+        let mut port = Port::new(self, index, header[0] & lanes, self.load_outbox(index));
+        port.opcode = header[1] as u32;
+        Some(port)
     }
 }
 
@@ -379,7 +378,7 @@ impl<'a, M: Mem> Port<'a, M> {
                 // calls run.
                 let spin = step < CALL_SPINS
                     && (step % CALL_CHECK != CALL_CHECK - 1
-                        || !self.process.other_work(self.index));
+                        || !self.process.any_pending(Some(self.index)));
                 if spin {
                     std::hint::spin_loop();
                 } else {
@@ -571,7 +570,7 @@ impl<M: Mem> Drop for Port<'_, M> {
         if self.process.server && self.owns_buffer {
             self.flip();
         }
-        if self.process.server && self.process.rings().is_some_and(|n| n > 0) {
+        if self.process.server && self.process.rung() {
             // The protocol's `finish`: take back the ring of the client that opened the port.
             self.process.mem.counter_add(DOORBELL_COUNTER, u64::MAX);
         }

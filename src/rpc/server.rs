@@ -382,14 +382,18 @@ impl Inner {
     }
 
     pub(crate) fn poll(&self) -> usize {
-        let mut served = 0;
-        let mut start = 0;
-        while let Some(mut port) = self.server.try_open(start) {
-            start = port.index() + 1;
-            self.dispatch(&mut port);
-            served += 1;
-        }
-        served
+        (0..self.server.geometry().port_count)
+            .filter(|&index| self.serve(index))
+            .count()
+    }
+
+    /// Serves port `index` if it is pending; true when it did.
+    fn serve(&self, index: usize) -> bool {
+        let Some(mut port) = self.server.open_pending(index) else {
+            return false;
+        };
+        self.dispatch(&mut port);
+        true
     }
 
     fn dispatch(&self, port: &mut Port<'_>) {
@@ -460,8 +464,7 @@ impl Inner {
                 std::hint::spin_loop();
                 continue;
             }
-            let busy = self.active.load(Ordering::SeqCst) > 0
-                || self.server.rings().is_some_and(|n| n > 0);
+            let busy = self.active.load(Ordering::SeqCst) > 0 || self.server.rung();
             if self.park_unless_pending(park) {
                 let cap = if busy {
                     BUSY_PARK
@@ -487,19 +490,13 @@ impl Inner {
             }
             if cfg!(miri) {
                 // Miri cannot switch stacks: one call at a time, as `poll` serves them.
-                if let Some(mut port) = self.server.open_pending(index) {
-                    self.dispatch(&mut port);
-                    started = true;
-                }
+                started |= self.serve(index);
                 continue;
             }
             let inner = self.clone();
-            let body = move || {
-                if let Some(mut port) = inner.server.open_pending(index) {
-                    inner.dispatch(&mut port);
-                }
-            };
-            match calls.start(index, body) {
+            match calls.start(index, move || {
+                inner.serve(index);
+            }) {
                 Ok(()) => started = true,
                 Err(e) => {
                     // Out of memory for stacks: the port stays pending for a later pass.
@@ -518,8 +515,7 @@ impl Inner {
         // Pairs with the clients' fence in `Wake::notify`: either they see `sleeping`, or the
         // check below sees their mailbox store.
         std::sync::atomic::fence(Ordering::SeqCst);
-        let pending = (0..self.server.geometry().port_count).any(|p| self.server.pending(p));
-        let parks = !pending && !self.stop.load(Ordering::SeqCst);
+        let parks = !self.server.any_pending(None) && !self.stop.load(Ordering::SeqCst);
         if parks {
             std::thread::park_timeout(timeout);
         }
