@@ -282,10 +282,8 @@ impl CommandBufferSupport {
         local: &[usize; 3],
         after: Option<cl_sync_point_khr>,
     ) -> std::result::Result<cl_sync_point_khr, cl_int> {
-        let (n, wait) = wait_list(&after);
-        let mut point = 0;
         // SAFETY: per the contract; the sizes point at three values each.
-        let status = unsafe {
+        recorded(after, |n, wait, point| unsafe {
             (self.nd_range)(
                 cb.raw,
                 std::ptr::null_mut(),
@@ -297,11 +295,10 @@ impl CommandBufferSupport {
                 local.as_ptr(),
                 n,
                 wait,
-                &mut point,
+                point,
                 std::ptr::null_mut(),
             )
-        };
-        if status == 0 { Ok(point) } else { Err(status) }
+        })
     }
 
     /// Records a copy of `len` bytes between two buffers after sync point `after`.
@@ -316,10 +313,8 @@ impl CommandBufferSupport {
         len: usize,
         after: Option<cl_sync_point_khr>,
     ) -> std::result::Result<cl_sync_point_khr, cl_int> {
-        let (n, wait) = wait_list(&after);
-        let mut point = 0;
         // SAFETY: per the contract.
-        let status = unsafe {
+        recorded(after, |n, wait, point| unsafe {
             (self.copy_buffer)(
                 cb.raw,
                 std::ptr::null_mut(),
@@ -330,11 +325,10 @@ impl CommandBufferSupport {
                 len,
                 n,
                 wait,
-                &mut point,
+                point,
                 std::ptr::null_mut(),
             )
-        };
-        if status == 0 { Ok(point) } else { Err(status) }
+        })
     }
 
     /// Records a fill of `len` bytes at byte `off` of `buffer` with `pattern` (copied at record
@@ -352,10 +346,8 @@ impl CommandBufferSupport {
         len: usize,
         after: Option<cl_sync_point_khr>,
     ) -> std::result::Result<cl_sync_point_khr, cl_int> {
-        let (n, wait) = wait_list(&after);
-        let mut point = 0;
         // SAFETY: per the contract; the pattern is read during the call.
-        let status = unsafe {
+        recorded(after, |n, wait, point| unsafe {
             (self.fill_buffer)(
                 cb.raw,
                 std::ptr::null_mut(),
@@ -366,11 +358,10 @@ impl CommandBufferSupport {
                 len,
                 n,
                 wait,
-                &mut point,
+                point,
                 std::ptr::null_mut(),
             )
-        };
-        if status == 0 { Ok(point) } else { Err(status) }
+        })
     }
 
     /// Enqueues finalized `cb` on `queue` (in place of the queue it was recorded against): its
@@ -398,11 +389,20 @@ impl CommandBufferSupport {
     }
 }
 
-/// The wait list of a command recorded after `after` (none for the first).
-fn wait_list(after: &Option<cl_sync_point_khr>) -> (cl_uint, *const cl_sync_point_khr) {
-    match after {
+/// Records one command with `record` (given the wait list of sync point `after`, none for the
+/// first command, and where to put its own sync point): the new sync point, or the status.
+fn recorded(
+    after: Option<cl_sync_point_khr>,
+    record: impl FnOnce(cl_uint, *const cl_sync_point_khr, *mut cl_sync_point_khr) -> cl_int,
+) -> std::result::Result<cl_sync_point_khr, cl_int> {
+    let (n, wait) = match &after {
         Some(p) => (1, p as *const cl_sync_point_khr),
         None => (0, std::ptr::null()),
+    };
+    let mut point = 0;
+    match record(n, wait, &mut point) {
+        0 => Ok(point),
+        status => Err(status),
     }
 }
 
