@@ -120,10 +120,22 @@ impl Stream {
 
     /// Runs `op` unless the stream has failed; stores its error if it fails.
     pub(crate) fn enqueue(&mut self, op: impl FnOnce(&Stream) -> Result<()>) -> &mut Self {
+        self.enqueue_or_skip(op, |_| {})
+    }
+
+    /// [`enqueue`](Self::enqueue), calling `skipped` with the stream's error instead of `op`
+    /// when the stream has failed. One check decides: a failure that arrives from the device
+    /// meanwhile cannot both pass a caller's check and skip `op`.
+    pub(crate) fn enqueue_or_skip(
+        &mut self,
+        op: impl FnOnce(&Stream) -> Result<()>,
+        skipped: impl FnOnce(Error),
+    ) -> &mut Self {
         if self.error.is_none() {
             self.error = self.iface().async_error();
         }
-        if self.error.is_some() {
+        if let Some(e) = &self.error {
+            skipped(e.clone());
             return self;
         }
         // The default stream's implicit waits (stream_order.rs), then the operation.
@@ -368,15 +380,13 @@ impl Stream {
     /// Records `event` after earlier work. On a failed stream the event is marked failed, so
     /// streams waiting for it fail instead of waiting forever.
     pub fn then_record_event(&mut self, event: &Event) -> &mut Self {
-        if let Some(e) = self.first_error() {
-            event.inner.record_failure(e.clone());
-            self.error.get_or_insert(e);
-            return self;
-        }
-        self.enqueue(|s| {
-            s.check_same_platform(event.executor(), "then_record_event", "event")?;
-            s.iface().record_event(&event.inner)
-        })
+        self.enqueue_or_skip(
+            |s| {
+                s.check_same_platform(event.executor(), "then_record_event", "event")?;
+                s.iface().record_event(&event.inner)
+            },
+            |e| event.inner.record_failure(e),
+        )
     }
 
     /// Later work waits for `other` (an [`Event`], or everything enqueued so far on another
