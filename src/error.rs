@@ -187,6 +187,22 @@ pub enum Error {
         detail: String,
     },
 
+    /// An emissary call (a kernel calling a host API through `OFFLOAD_EMISSARY`) was refused or
+    /// failed: the device got a reply with `status` (`rpc::EmissaryStatus`) instead of a result.
+    #[error("emissary `{function}` of API `{api}` (lane {lane}): {detail}")]
+    Emissary {
+        /// The API's name (or id).
+        api: String,
+        /// The function's name (or index).
+        function: String,
+        /// The calling lane.
+        lane: usize,
+        /// The reply's status word.
+        status: u64,
+        /// What was wrong.
+        detail: String,
+    },
+
     /// A file named by a loader spec could not be read.
     #[error("cannot read `{path}`: {detail}")]
     Io {

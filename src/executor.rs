@@ -39,6 +39,8 @@ pub(crate) struct LiveAllocations {
 struct Allocation {
     base: u64,
     bytes: u64,
+    /// The host address of unified memory (where kernels on some platforms see it: OpenCL SVM).
+    host: Option<u64>,
     /// Command buffers holding it.
     pins: u64,
     /// Its owner has freed it (only while pinned: then the last unpin deallocates).
@@ -59,11 +61,17 @@ impl Allocation {
 impl LiveAllocations {
     /// Registers an allocation; returns its id.
     fn insert(&self, addr: DeviceAddress, bytes: u64) -> u64 {
+        self.insert_with_host(addr, bytes, None)
+    }
+
+    /// Registers an allocation, with the host address of unified memory; returns its id.
+    fn insert_with_host(&self, addr: DeviceAddress, bytes: u64, host: Option<u64>) -> u64 {
         static NEXT_ALLOCATION: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ALLOCATION.fetch_add(1, Ordering::Relaxed);
         let a = Allocation {
             base: addr.raw(),
             bytes,
+            host,
             pins: 0,
             freed: false,
         };
@@ -105,6 +113,33 @@ impl LiveAllocations {
             }
             _ => false,
         }
+    }
+
+    /// Finds and pins the live allocation holding `[addr, addr + bytes)`, at its device
+    /// address or (unified memory) its host address: its id, and the range's host pointer
+    /// when it is unified memory.
+    fn pin_range(&self, addr: u64, bytes: u64) -> Option<(u64, Option<u64>)> {
+        let mut map = self.map.lock();
+        let inside = |base: u64, len: u64| {
+            addr >= base
+                && addr
+                    .checked_add(bytes)
+                    .is_some_and(|end| end <= base.saturating_add(len))
+        };
+        let (id, a, host) = map.iter_mut().find_map(|(id, a)| {
+            if a.freed {
+                None
+            } else if inside(a.base, a.bytes) {
+                let host = a.host.map(|h| h + (addr - a.base));
+                Some((*id, a, host))
+            } else if a.host.is_some_and(|h| inside(h, a.bytes)) {
+                Some((*id, a, Some(addr)))
+            } else {
+                None
+            }
+        })?;
+        a.pins += 1;
+        Some((id, host))
     }
 
     /// Drops one pin of `id`: its base address when that was the last pin of a freed
@@ -341,6 +376,36 @@ impl StreamExecutor {
         ))
     }
 
+    /// Pins the live allocation of this executor that holds `bytes` bytes at `addr`, found by
+    /// its device address or, for unified memory, its host address (what OpenCL kernels see):
+    /// the pin, and the range's host pointer when it is unified memory. For an address
+    /// a kernel passed to the host (emissary calls), which carries no allocation id.
+    pub(crate) fn pin_address(
+        &self,
+        addr: u64,
+        bytes: u64,
+    ) -> Result<(AllocationPin, Option<u64>)> {
+        let (id, host) = self.inner.live.pin_range(addr, bytes).ok_or_else(|| {
+            Error::invalid(
+                "emissary pointer",
+                format!(
+                    "{bytes} bytes at {addr:#x} are not inside one live allocation of this {} \
+                     device {} (executor #{}); pass device or unified memory of the executor \
+                     that runs the kernel",
+                    self.platform_name(),
+                    self.device_ordinal(),
+                    self.id()
+                ),
+            )
+        })?;
+        let pin = AllocationPin {
+            iface: self.inner.iface.clone(),
+            live: self.inner.live.clone(),
+            id,
+        };
+        Ok((pin, host))
+    }
+
     /// `bytes` of device memory, registered as live: its address and allocation id.
     fn allocate_raw(&self, bytes: u64) -> Result<(DeviceAddress, u64)> {
         let addr = self.inner.iface.allocate(bytes)?;
@@ -466,7 +531,10 @@ impl StreamExecutor {
     pub fn allocate_unified<T: Pod>(&self, len: usize) -> Result<UnifiedMemory<T>> {
         let bytes = self.bytes_for::<T>(len, "allocate_unified")?;
         let (addr, host) = self.inner.iface.allocate_unified(bytes)?;
-        let alloc = self.inner.live.insert(addr, bytes);
+        let alloc = self
+            .inner
+            .live
+            .insert_with_host(addr, bytes, Some(host as u64));
         let mem = DeviceMemory::from_raw(self.clone(), addr, len, alloc);
         Ok(UnifiedMemory::from_raw(mem, host))
     }

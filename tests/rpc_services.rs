@@ -144,7 +144,16 @@ fn typed_services_emissary_and_host_calls() {
     let e = server.register_service(Reserved).unwrap_err();
     assert!(e.to_string().contains("reserved"), "{e}");
     assert!(rpc::check_user_opcode(opcode::offload(7)).is_err());
-    server.expose(7, 1, |(a, b): (i32, f64)| f64::from(a) * b);
+    server
+        .register_emissary(
+            rpc::EmissaryApi::new(7, "scale").function(1, "mul", 2, |c| {
+                let b = f64::from_bits(c.u64(1)?);
+                Ok(rpc::EmissaryReply::ret(
+                    (f64::from(c.i32(0)?) * b).to_bits() as i64,
+                ))
+            }),
+        )
+        .unwrap();
     extern "C" fn sum_bytes(p: *mut std::ffi::c_void) -> u64 {
         // SAFETY: the test passes a 16-byte blob.
         let b = unsafe { std::slice::from_raw_parts(p as *const u8, 16) };
@@ -167,12 +176,23 @@ fn typed_services_emissary_and_host_calls() {
     assert!(bad.to_string().contains("RPC_ERROR"), "{bad}");
 
     let (a, b): (i32, f64) = (rng.random_range(-50..50), rng.random());
-    let mut packed = a.to_le_bytes().to_vec();
-    packed.extend_from_slice(&b.to_le_bytes());
-    let r = c.emissary(7, 1, &packed).unwrap();
-    assert_eq!(f64::from_le_bytes(r.try_into().unwrap()), f64::from(a) * b);
-    assert!(c.emissary(7, 2, &packed).is_err(), "not exposed");
-    assert!(c.emissary(7, 1, &packed[..5]).is_err(), "too few bytes");
+    let args = [rpc::EmissaryArg::i32(a), rpc::EmissaryArg::u64(b.to_bits())];
+    let r = c.emissary(7, 1, &args).unwrap();
+    assert_eq!(f64::from_bits(r.ret as u64), f64::from(a) * b);
+    let e = c.emissary(7, 2, &args).unwrap_err();
+    assert!(e.to_string().contains("UnknownFunction"), "{e}");
+    let e = c.emissary(7, 1, &args[..1]).unwrap_err();
+    assert!(e.to_string().contains("BadArguments"), "{e}");
+    let logged = t.server().take_errors();
+    assert!(
+        logged
+            .iter()
+            .any(|m| m.contains("function 2 of API `scale`"))
+            && logged
+                .iter()
+                .any(|m| m.contains("takes 2 arguments; the call sent 1")),
+        "{logged:?}"
+    );
 
     let blob: [u8; 16] = rng.random();
     let want: u64 = blob.iter().map(|&x| u64::from(x)).sum();
@@ -329,4 +349,125 @@ fn an_idle_server_uses_no_cpu() {
             .any(|(b, a)| a.0 == "S" && a.1 <= b.1 + 1),
         "{before:?} -> {after:?}"
     );
+}
+
+/// API 21 for the pointer tests: `negate(ptr, n)` negates `n` i32s and answers whether they
+/// were used in place (out value 0) and their old sum (the return value).
+fn negate_api() -> rpc::EmissaryApi {
+    rpc::EmissaryApi::new(21, "negate").function(1, "negate", 2, |c| {
+        let n = c.i32(1)? as usize;
+        let buf = c.buffer(0, 4 * n as u64)?;
+        let mut sum = 0i64;
+        for k in 0..n {
+            // SAFETY: `buf` holds 4 * n bytes.
+            unsafe {
+                let p = buf.as_mut_ptr().add(4 * k).cast::<i32>();
+                sum += i64::from(p.read_unaligned());
+                p.write_unaligned(p.read_unaligned().wrapping_neg());
+            }
+        }
+        let in_place = buf.is_in_place();
+        buf.write_back()?;
+        let mut r = rpc::EmissaryReply::ret(sum);
+        r.outs[0] = u64::from(in_place);
+        Ok(r)
+    })
+}
+
+/// Emissary pointer arguments on every platform's server: device memory is used in place on
+/// host and staged (copied in, then back) elsewhere; unified memory is in place at the address
+/// kernels see; pointers outside live allocations, freed memory and overlong ranges are
+/// refused with BAD_POINTER and the reason logged, and the server goes on.
+#[test]
+fn emissary_pointers_are_resolved_in_place_or_staged() {
+    let mut rng = common::rng("emissary_pointers_are_resolved_in_place_or_staged");
+    for exec in common::executors() {
+        let name = exec.platform_name();
+        let Ok(rpc) = exec.rpc() else {
+            eprintln!("{name}: no RPC; skipped");
+            continue;
+        };
+        rpc.server().register_emissary(negate_api()).unwrap();
+        let client = rpc.client();
+        let n = 257;
+        let values: Vec<i32> = (0..n).map(|_| rng.random()).collect();
+        let (lo, hi) = (rng.random_range(0..n / 2), rng.random_range(n / 2..n));
+        let call = |addr: u64, count: usize| {
+            client.emissary(
+                21,
+                1,
+                &[
+                    rpc::EmissaryArg::Device(addr),
+                    rpc::EmissaryArg::i32(count as i32),
+                ],
+            )
+        };
+        let want_sum: i64 = values[lo..hi].iter().map(|&v| i64::from(v)).sum();
+        let want: Vec<i32> = (0..n)
+            .map(|k| {
+                if (lo..hi).contains(&k) {
+                    values[k].wrapping_neg()
+                } else {
+                    values[k]
+                }
+            })
+            .collect();
+
+        let dev = exec.copy_to_device(&values).unwrap();
+        let r = call(dev.address().raw() + 4 * lo as u64, hi - lo).unwrap();
+        assert_eq!(r.ret, want_sum, "{name}");
+        assert_eq!(
+            r.outs[0],
+            u64::from(name == "host"),
+            "{name}: in place on host only"
+        );
+        assert_eq!(
+            exec.copy_to_vec(&dev).unwrap(),
+            want,
+            "{name}: device memory"
+        );
+
+        if let Ok(uni) = exec.allocate_unified::<i32>(n) {
+            for (k, &v) in values.iter().enumerate() {
+                uni.store(k, v);
+            }
+            // Where a kernel sees unified memory: its host address on OpenCL (SVM), its
+            // device address elsewhere.
+            let seen = if name == "opencl" {
+                uni.host_ptr() as u64
+            } else {
+                uni.ptr().address().raw()
+            };
+            let r = call(seen + 4 * lo as u64, hi - lo).unwrap();
+            assert_eq!(
+                (r.ret, r.outs[0]),
+                (want_sum, 1),
+                "{name}: unified in place"
+            );
+            let got: Vec<i32> = (0..n).map(|k| uni.load(k)).collect();
+            assert_eq!(got, want, "{name}: unified memory");
+        }
+
+        rpc.server().take_errors();
+        let base = dev.address().raw();
+        for (addr, count, why) in [
+            (base + 4, n, "not inside one live allocation"),
+            (8, 1, "not inside one live allocation"),
+        ] {
+            let e = call(addr, count).unwrap_err();
+            assert!(e.to_string().contains("BadPointer"), "{name}: {e}");
+            let logged = rpc.server().take_errors();
+            assert!(
+                logged.len() == 1 && logged[0].contains(why),
+                "{name}: {logged:?}"
+            );
+        }
+        drop(dev);
+        let e = call(base, 1).unwrap_err();
+        assert!(
+            e.to_string().contains("BadPointer"),
+            "{name}: freed memory: {e}"
+        );
+        rpc.server().take_errors();
+    }
 }

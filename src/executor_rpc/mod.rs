@@ -6,9 +6,12 @@
 //!
 //! - this file: [`ExecutorRpc`] and the executor side (`StreamExecutor::rpc`, attaching a
 //!   module's `__llvm_rpc_client`);
+//! - `emissary_memory.rs`: emissary pointer arguments resolved against the executor's
+//!   allocations (in place or staged);
 //! - `launches.rs`: RPC launches (`Stream::then_launch_with_rpc`) and which of them an
 //!   `exit`/`abort` is charged to.
 
+mod emissary_memory;
 mod launches;
 
 use std::collections::{HashMap, HashSet};
@@ -103,6 +106,9 @@ impl ExecutorRpc {
         ));
         let launches = Arc::new(Launches::default());
         server.set_exit_observer(Some(launches.clone()));
+        server.set_emissary_memory(Arc::new(emissary_memory::ExecutorMemory {
+            exec: exec.downgrade(),
+        }));
         Ok(ExecutorRpc {
             thread: server.spawn(),
             block,

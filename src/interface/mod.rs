@@ -82,6 +82,18 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// Allocates `bytes` of zeroed host memory, page-locked where the platform has it.
     fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>>;
 
+    /// In-place host access to `[addr, addr + bytes)` of device memory, where the host can
+    /// address it (the host platform): its host pointer and what keeps it alive. `None` (the
+    /// default) means the host reaches it only through copies (`memcpy_*_sync`). Emissary calls
+    /// use this to hand device buffers to host APIs without staging.
+    fn host_view(
+        &self,
+        _addr: DeviceAddress,
+        _bytes: u64,
+    ) -> Option<(*mut u8, Box<dyn Send + Sync>)> {
+        None
+    }
+
     /// Allocates `bytes` of unified memory: one zeroed allocation that kernels reach through the
     /// returned `DeviceAddress` (as any device memory: kernel arguments, copies, fills) and the
     /// host through the returned pointer, both at once, with atomics on both sides (fine-grained

@@ -5,12 +5,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use super::emissary::{EmissaryArg, EmissaryReply, EmissaryStatus, encode};
 use super::layout::{Geometry, Layout, Packet};
 use super::mem::{HostMem, Wait};
 use super::opcode;
 use super::port::{Port, Process};
 use super::server::{Inner, Server};
-use super::services::{EMISSARY_OPCODE, Service};
+use super::services::Service;
 use super::status::{error_reply, server_error};
 use crate::error::{Error, Result};
 
@@ -309,16 +310,34 @@ impl Client {
         })
     }
 
-    /// Calls the Emissary function (`service`, `index`) with a packed argument buffer; returns
-    /// the result bytes.
-    pub fn emissary(&self, service: u32, index: u32, packed_args: &[u8]) -> Result<Vec<u8>> {
-        let mut port = self.open(EMISSARY_OPCODE)?;
-        port.send(|_, p| {
-            p[0] = u64::from(service);
-            p[1] = u64::from(index);
-        })?;
-        port.send_n(|_| packed_args)?;
-        Ok(std::mem::take(&mut port.recv_n()?[0]))
+    /// Calls function `function` of Emissary API `api` with `args` (one lane); an `Err` when
+    /// the host refused or failed the call (its reason is in the server's `take_errors`).
+    pub fn emissary(&self, api: u32, function: u32, args: &[EmissaryArg]) -> Result<EmissaryReply> {
+        let buffer = encode(api, function, args);
+        let mut port = self.open(opcode::OFFLOAD_EMISSARY)?;
+        port.send_n(|_| &buffer)?;
+        let mut w = [0u64; 8];
+        port.recv(|_, p| w = *p)?;
+        match EmissaryStatus::from_word(w[0]) {
+            Some(EmissaryStatus::Ok) => {
+                let mut outs = [0u64; 6];
+                outs.copy_from_slice(&w[2..]);
+                Ok(EmissaryReply {
+                    ret: w[1] as i64,
+                    outs,
+                })
+            }
+            status => Err(Error::Emissary {
+                api: api.to_string(),
+                function: function.to_string(),
+                lane: 0,
+                status: w[0],
+                detail: format!(
+                    "the host answered {} (its reason is in rpc::Server::take_errors)",
+                    status.map_or_else(|| format!("status {}", w[0]), |s| format!("{s:?}"))
+                ),
+            }),
+        }
     }
 
     /// `HOST_CALL`: calls the registered host function `function` with a copy of `args`.

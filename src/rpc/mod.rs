@@ -11,7 +11,10 @@
 //! - [`Server`] / [`ServerThread`]: the standalone server; [`Client`]: the in-process client
 //!   host kernels and tests use; [`opcode`]: the libc and offload opcode numbers.
 //! - `services.rs`: the built-in services (write, printf, malloc, exit, files, host calls),
-//!   typed user services and the Emissary-style dispatcher.
+//!   typed user services, and the opcode of the Emissary dispatcher.
+//! - `emissary.rs`: the Emissary layer (LLVM offload's design): one opcode, one argument buffer
+//!   per lane, per-API tables of host wrappers ([`EmissaryApi`]), pointer arguments resolved by
+//!   an [`EmissaryMemory`].
 //! - `status.rs`: handler statuses and the error reply ([`error_reply`]).
 //! - `client.cl`: the OpenCL C client ([`OPENCL_CLIENT_SOURCE`]), prepended to a kernel's source
 //!   when its spec says [`with_rpc`](crate::MultiKernelLoaderSpec::with_rpc).
@@ -21,6 +24,7 @@ compile_error!("the RPC block is little-endian; big-endian hosts are not support
 
 mod calls;
 mod client;
+mod emissary;
 pub mod layout;
 mod mem;
 mod opencl;
@@ -34,6 +38,11 @@ mod status;
 mod tests;
 
 pub use client::{Client, PrintfArg};
+pub use emissary::{
+    EMISSARY_API_MPI, EMISSARY_ARG_BYTES, EMISSARY_HEADER_BYTES, EMISSARY_MAX_ARGS, EmissaryApi,
+    EmissaryArg, EmissaryCall, EmissaryFn, EmissaryMemory, EmissaryReply, EmissaryStatus,
+    HostBuffer, decode as decode_emissary, encode as encode_emissary,
+};
 pub use layout::{CLIENT_SYMBOL, EXECUTOR_PORTS, Geometry, Layout, Packet};
 pub use mem::{HostMem, LockWord, Mem, Wait};
 pub use opencl::OPENCL_CLIENT_SOURCE;
@@ -42,9 +51,7 @@ pub(crate) use opencl::opencl_prelude;
 pub use port::{Handler, MAX_STREAM_BYTES, Port, Process};
 pub use server::{Server, ServerThread};
 pub(crate) use services::ExitObserver;
-pub use services::{
-    EMISSARY_OPCODE, Emissary, HostFunction, KernelExit, Service, StdStream, check_user_opcode,
-};
+pub use services::{HostFunction, KernelExit, Service, StdStream, check_user_opcode};
 pub use status::{ERROR_TAG, RPC_ERROR, RPC_SUCCESS, RPC_UNHANDLED_OPCODE, error_reply};
 
 /// Opcode numbers (rpc-protocol.md section 10).
@@ -119,6 +126,7 @@ pub mod opcode {
     pub const SYSTEM: u32 = libc(29);
     /// The offload runtime's host call.
     pub const OFFLOAD_HOST_CALL: u32 = offload(0);
-    /// The Emissary dispatcher: (service id, function index) and a packed argument buffer.
+    /// The Emissary dispatcher (LLVM offload's `OFFLOAD_EMISSARY`): one argument buffer per
+    /// lane (API id, function index, arguments), one reply packet per lane.
     pub const OFFLOAD_EMISSARY: u32 = offload(1);
 }

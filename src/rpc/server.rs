@@ -11,15 +11,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytemuck::Pod;
 use parking_lot::{Mutex, RwLock};
 
 use super::calls::Calls;
+use super::emissary::{EmissaryApi, EmissaryMemory};
 use super::layout::{DOORBELL_COUNTER, DOORBELL_EVENT, Geometry, Layout};
 use super::mem::{HostMem, Mem};
 use super::port::{Handler, Port, Process, Wake};
 use super::services::{
-    self, Allocator, Emissary, ExitObserver, HostFunction, KernelExit, Service, ServiceState,
+    self, Allocator, ExitObserver, HostFunction, KernelExit, Service, ServiceState,
     check_user_opcode,
 };
 use super::status::{RPC_ERROR, RPC_UNHANDLED_OPCODE};
@@ -258,9 +258,12 @@ impl Server {
         Ok(self.inner.poll())
     }
 
-    /// Messages of handler failures and unhandled opcodes since the last call.
+    /// Messages of handler failures, unhandled opcodes and refused emissary calls since the
+    /// last call.
     pub fn take_errors(&self) -> Vec<String> {
-        std::mem::take(&mut *self.inner.errors.lock())
+        let mut e = std::mem::take(&mut *self.inner.errors.lock());
+        e.extend(self.inner.services.emissary.take_errors());
+        e
     }
 
     /// Runs the server on its own thread until the returned handle is stopped or dropped.
@@ -317,16 +320,17 @@ impl Server {
         Ok(())
     }
 
-    /// Exposes `f` to kernels as Emissary function (`service`, `index`): the device sends the
-    /// pair and a packed argument buffer, `f` gets the arguments unpacked, and its result goes
-    /// back as bytes.
-    pub fn expose<A: Emissary, R: Pod>(
-        &self,
-        service: u32,
-        index: u32,
-        f: impl Fn(A) -> R + Send + Sync + 'static,
-    ) {
-        self.inner.services.expose(service, index, f)
+    /// Serves the Emissary API `api` (its table of host wrappers, by function index) through
+    /// `OFFLOAD_EMISSARY`, replacing an earlier table with its id. Refuses id 0 and index 0
+    /// (reserved as invalid).
+    pub fn register_emissary(&self, api: EmissaryApi) -> Result<()> {
+        self.inner.services.emissary.register(api)
+    }
+
+    /// Resolves emissary pointer arguments with `memory` from now on (an executor's server
+    /// installs one over its allocations; a standalone server refuses pointers).
+    pub fn set_emissary_memory(&self, memory: Arc<dyn EmissaryMemory>) {
+        self.inner.services.emissary.set_memory(memory)
     }
 
     /// Lets kernels call `f` through `HOST_CALL` / `OFFLOAD_HOST_CALL`; returns the value they

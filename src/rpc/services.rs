@@ -1,8 +1,9 @@
-//! Built-in services (rpc-protocol.md section 10.1), typed user services, and the Emissary-style
-//! dispatcher: handlers over a [`ServiceState`], knowing nothing of the server they run in. A
-//! new server installs every built-in ([`builtins`]) as a plain handler, so a user may replace
-//! one with `Server::register`; the server's methods that configure them (`set_stdout`,
-//! `expose`, `register_service`, `take_exits`, ...) delegate to the state here.
+//! Built-in services (rpc-protocol.md section 10.1), typed user services, and the Emissary
+//! dispatcher's opcode (`emissary.rs`): handlers over a [`ServiceState`], knowing nothing of
+//! the server they run in. A new server installs every built-in ([`builtins`]) as a plain
+//! handler, so a user may replace one with `Server::register`; the server's methods that
+//! configure them (`set_stdout`, `register_emissary`, `register_service`, `take_exits`, ...)
+//! delegate to the state here.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -60,16 +61,12 @@ pub(crate) struct ServiceState {
     allocator: RwLock<Option<Allocator>>,
     host_blocks: Mutex<HashMap<u64, Box<[u64]>>>,
     host_functions: RwLock<HashMap<u64, HostFunction>>,
-    emissary: RwLock<HashMap<(u32, u32), EmissaryFn>>,
+    pub(crate) emissary: Arc<super::emissary::Dispatcher>,
     files: files::Files,
 }
 
 /// A host function kernels may call through `HOST_CALL`: it gets the argument blob.
 pub type HostFunction = extern "C" fn(*mut std::ffi::c_void) -> u64;
-type EmissaryFn = Arc<dyn Fn(&[u8]) -> Result<Vec<u8>> + Send + Sync>;
-
-/// Streamexec's Emissary opcode (`'s' 'E'` in the top bytes, outside the reserved ranges).
-pub const EMISSARY_OPCODE: u32 = 0x7345_0000;
 
 /// `Ok` unless `opcode` is in the libc (`'c'`) or offload (`'o'`) range, which user services
 /// may not take.
@@ -104,45 +101,6 @@ pub trait Service: Send + Sync + 'static {
     fn call(&self, request: Self::Request) -> Result<Self::Response>;
 }
 
-/// Tuples of `Pod` values read from a packed (unpadded) argument buffer.
-pub trait Emissary: Sized {
-    /// Reads `Self` from the front of `bytes`; `None` if it is too short.
-    fn unpack(bytes: &[u8]) -> Option<Self>;
-}
-
-fn take<T: Pod>(bytes: &mut &[u8]) -> Option<T> {
-    let n = std::mem::size_of::<T>();
-    let v = bytemuck::try_pod_read_unaligned(bytes.get(..n)?).ok()?;
-    *bytes = &bytes[n..];
-    Some(v)
-}
-
-impl Emissary for () {
-    fn unpack(_: &[u8]) -> Option<Self> {
-        Some(())
-    }
-}
-impl<A: Pod> Emissary for (A,) {
-    fn unpack(mut b: &[u8]) -> Option<Self> {
-        Some((take(&mut b)?,))
-    }
-}
-impl<A: Pod, B: Pod> Emissary for (A, B) {
-    fn unpack(mut b: &[u8]) -> Option<Self> {
-        Some((take(&mut b)?, take(&mut b)?))
-    }
-}
-impl<A: Pod, B: Pod, C: Pod> Emissary for (A, B, C) {
-    fn unpack(mut b: &[u8]) -> Option<Self> {
-        Some((take(&mut b)?, take(&mut b)?, take(&mut b)?))
-    }
-}
-impl<A: Pod, B: Pod, C: Pod, D: Pod> Emissary for (A, B, C, D) {
-    fn unpack(mut b: &[u8]) -> Option<Self> {
-        Some((take(&mut b)?, take(&mut b)?, take(&mut b)?, take(&mut b)?))
-    }
-}
-
 fn lane_error(opcode: u32, what: String) -> Error {
     Error::Rpc {
         detail: format!("opcode {opcode:#010x}: {what}"),
@@ -172,31 +130,6 @@ pub(crate) fn service_handler<S: Service>(service: S) -> Handler {
 }
 
 impl ServiceState {
-    /// Exposes `f` as Emissary function (`service`, `index`).
-    pub(crate) fn expose<A: Emissary, R: Pod>(
-        &self,
-        service: u32,
-        index: u32,
-        f: impl Fn(A) -> R + Send + Sync + 'static,
-    ) {
-        let call = move |bytes: &[u8]| {
-            let args = A::unpack(bytes).ok_or_else(|| {
-                lane_error(
-                    EMISSARY_OPCODE,
-                    format!(
-                        "{} argument bytes are too few for {}",
-                        bytes.len(),
-                        std::any::type_name::<A>()
-                    ),
-                )
-            })?;
-            Ok(bytemuck::bytes_of(&f(args)).to_vec())
-        };
-        self.emissary
-            .write()
-            .insert((service, index), Arc::new(call));
-    }
-
     /// Lets kernels call `f` through `HOST_CALL`; the value they pass as its pointer.
     pub(crate) fn register_host_function(&self, f: HostFunction) -> u64 {
         let key = f as usize as u64;
@@ -377,29 +310,9 @@ pub(crate) fn builtins(state: &Arc<ServiceState>) -> Vec<(u32, Handler)> {
             }),
         ));
     }
-    let s = state.clone();
     out.push((
-        EMISSARY_OPCODE,
-        handler(move |port| {
-            let mut ids = vec![(0u32, 0u32); port.lane_size()];
-            port.recv(|l, p| ids[l] = (p[0] as u32, p[1] as u32))?;
-            let args = port.recv_n()?;
-            let mut replies = vec![Vec::new(); args.len()];
-            for l in lanes_of(port) {
-                let f = s.emissary.read().get(&ids[l]).cloned();
-                let f = f.ok_or_else(|| {
-                    lane_error(
-                        EMISSARY_OPCODE,
-                        format!(
-                            "no function exposed as service {} index {}",
-                            ids[l].0, ids[l].1
-                        ),
-                    )
-                })?;
-                replies[l] = f(&args[l])?;
-            }
-            port.send_n(|l| &replies[l])
-        }),
+        op::OFFLOAD_EMISSARY,
+        super::emissary::handler(state.emissary.clone()),
     ));
     files::handlers(state, &mut out);
     out

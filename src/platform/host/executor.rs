@@ -40,6 +40,16 @@ impl StreamExecutorInterface for HostExecutor {
         Ok((addr, ptr))
     }
 
+    fn host_view(
+        &self,
+        addr: DeviceAddress,
+        bytes: u64,
+    ) -> Option<(*mut u8, Box<dyn Send + Sync>)> {
+        // Device memory is host memory; the pin keeps the allocation alive.
+        let p = self.table.resolve(addr, bytes)?;
+        Some((p.as_ptr(), Box::new(p)))
+    }
+
     unsafe fn deallocate(&self, addr: DeviceAddress) {
         // Operations that pinned the allocation keep it alive until they finish.
         self.table.free(addr);
