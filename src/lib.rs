@@ -32,6 +32,8 @@ mod error;
 mod types;
 
 // The PTX front end (a leaf) and the RPC protocol (knows no platform).
+#[cfg(feature = "mpi")]
+pub mod mpi;
 pub mod ptx;
 pub mod rpc;
 

@@ -471,3 +471,95 @@ fn emissary_pointers_are_resolved_in_place_or_staged() {
         rpc.server().take_errors();
     }
 }
+
+/// A whole warp in one round trip: the odd lanes of a 32-lane port each send their own buffer
+/// (some malformed or naming a missing function); every lane gets its own reply, and the bad
+/// lanes do not spoil the good ones.
+#[test]
+fn a_warp_of_emissary_calls_is_one_round_trip_with_a_reply_per_lane() {
+    let mut rng = common::rng("a_warp_of_emissary_calls_is_one_round_trip_with_a_reply_per_lane");
+    let server = Server::new(rpc::Layout::Current, 8, 32).unwrap();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    let seen = calls.clone();
+    server
+        .register_emissary(
+            rpc::EmissaryApi::new(40, "mix").function(2, "mix", 2, move |c| {
+                seen.lock().unwrap().push(c.lane());
+                let (a, b) = (c.i32(0)?, c.u64(1)?);
+                let mut r = rpc::EmissaryReply::ret(i64::from(a) * 3);
+                r.outs = [b, b ^ 1, b ^ 2, b ^ 3, b ^ 4, c.lane() as u64];
+                Ok(r)
+            }),
+        )
+        .unwrap();
+    let t = server.spawn();
+    let c = t.client();
+    let mask: u64 = 0xAAAA_AAAA;
+    let a: Vec<i32> = (0..32).map(|_| rng.random()).collect();
+    let b: Vec<u64> = (0..32).map(|_| rng.random()).collect();
+    let buffers: Vec<Vec<u8>> = (0..32)
+        .map(|l| match l {
+            5 => vec![0u8; 7],
+            7 => rpc::encode_emissary(40, 9, &[]),
+            _ => rpc::encode_emissary(
+                40,
+                2,
+                &[rpc::EmissaryArg::i32(a[l]), rpc::EmissaryArg::u64(b[l])],
+            ),
+        })
+        .collect();
+    let mut port = c.open_lanes(opcode::OFFLOAD_EMISSARY, mask).unwrap();
+    port.send_n(|l| &buffers[l]).unwrap();
+    let mut replies = vec![[u64::MAX; 8]; 32];
+    port.recv(|l, p| replies[l] = *p).unwrap();
+    drop(port);
+    for l in 0..32 {
+        let want = match l {
+            _ if mask >> l & 1 == 0 => [u64::MAX; 8],
+            5 => [
+                rpc::EmissaryStatus::BadArguments as u64,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ],
+            7 => [
+                rpc::EmissaryStatus::UnknownFunction as u64,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+            ],
+            _ => {
+                let x = b[l];
+                [
+                    0,
+                    (i64::from(a[l]) * 3) as u64,
+                    x,
+                    x ^ 1,
+                    x ^ 2,
+                    x ^ 3,
+                    x ^ 4,
+                    l as u64,
+                ]
+            }
+        };
+        assert_eq!(replies[l], want, "lane {l}");
+    }
+    let want_lanes: Vec<usize> = (0..32)
+        .filter(|l| mask >> l & 1 == 1 && *l != 5 && *l != 7)
+        .collect();
+    assert_eq!(
+        *calls.lock().unwrap(),
+        want_lanes,
+        "lanes served in lane order"
+    );
+    let logged = t.server().take_errors();
+    assert_eq!(logged.len(), 2, "{logged:?}");
+}

@@ -44,6 +44,17 @@ pub(crate) fn suspend() {
     CURRENT.with(|c| c.set(y));
 }
 
+/// For a handler waiting on something other than its port (an MPI request, say): inside a
+/// call, suspends it so the server's other calls run meanwhile; elsewhere yields the thread.
+#[cfg(feature = "mpi")]
+pub(crate) fn pause() {
+    if in_call() {
+        suspend();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
 /// Notes that a wait on this thread ended (its port came back): the pass made progress.
 pub(crate) fn progressed() {
     PROGRESS.with(|p| p.set(true));

@@ -37,6 +37,8 @@ mod status;
 #[cfg(test)]
 mod tests;
 
+#[cfg(feature = "mpi")]
+pub(crate) use calls::{in_call, pause as pause_call};
 pub use client::{Client, PrintfArg};
 pub use emissary::{
     EMISSARY_API_MPI, EMISSARY_ARG_BYTES, EMISSARY_HEADER_BYTES, EMISSARY_MAX_ARGS, EmissaryApi,
