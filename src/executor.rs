@@ -664,7 +664,9 @@ impl StreamExecutor {
     /// Loads a kernel for launches with a run-time [`ArgList`](crate::ArgList).
     pub fn get_untyped_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Kernel> {
         let inner = self.inner.iface.load_kernel(spec)?;
-        let rpc = inner.rpc_client_symbol();
+        let rpc = inner
+            .rpc_client_symbol()
+            .filter(|_| !spec.foreign_rpc_client());
         if let Some((symbol, size)) = rpc {
             self.attach_rpc_client(inner.name(), symbol, size)?;
         }

@@ -208,6 +208,64 @@ fn rpc_hello_prints_through_the_server_on_opencl() {
     );
 }
 
+/// The RPC program of `rpc_hello --platform cuda` on the host platform's PTX engine, in both
+/// layouts and at both optimisation levels: the host executor fills in the module's
+/// `__llvm_rpc_client` and serves the engine's warps, which print exactly what they print on
+/// cuda; four blocks of two warps at once all get served.
+#[test]
+fn rpc_hello_ptx_prints_through_the_server_on_the_host_ptx_engine() {
+    for opt in ["O0", "O3"] {
+        for variant in ["", ".pre_doorbell"] {
+            let file = format!("kernels/ptx/rpc_hello{variant}.{opt}.ptx");
+            let (code, out, err) = run_kernel(&[
+                "--platform",
+                "host",
+                "--ptx",
+                &file,
+                "--kernel",
+                "hello",
+                "--grid",
+                "1",
+                "--block",
+                "32",
+                "f32:2.5",
+            ]);
+            assert_eq!(code, Some(0), "{file}: {err}");
+            assert_eq!(out, cuda_hello_lines(), "{file}");
+        }
+    }
+    let (code, out, err) = run_kernel(&[
+        "--platform",
+        "host",
+        "--ptx",
+        "kernels/ptx/rpc_hello.O3.ptx",
+        "--kernel",
+        "hello",
+        "--grid",
+        "4",
+        "--block",
+        "64",
+        "f32:-0.75",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let mut want = Vec::new();
+    for _ in 0..4 {
+        want.push("Hello world!".to_string());
+        want.push("answer=42 x=-0.75".to_string());
+        for t in 0..64 {
+            want.push(format!(
+                "lane {t:2} of the warp, one RPC port for all 32: {}, x*lane={:.2}",
+                if t % 2 == 1 { "odd" } else { "even" },
+                -0.75 * f64::from(t)
+            ));
+        }
+    }
+    let mut got: Vec<String> = out.lines().map(String::from).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
+
 /// False (after a note) where platform `name` is missing and not required; a missing platform
 /// that `STREAMEXEC_REQUIRE` names fails the test.
 fn platform_available(name: &str, what: &str) -> bool {

@@ -197,8 +197,11 @@ fn load(ctx: &Context, image: &[u8]) -> CuResult<Module> {
     };
     let mut kernels = HashMap::new();
     for e in entries {
-        let spec =
-            MultiKernelLoaderSpec::new(e.params.len()).add_cuda_ptx_in_memory(&source, &e.name);
+        // The cuda executor above this driver fills in `__llvm_rpc_client` and serves it; the
+        // host executor below must not attach a server of its own.
+        let spec = MultiKernelLoaderSpec::new(e.params.len())
+            .add_cuda_ptx_in_memory(&source, &e.name)
+            .with_foreign_rpc_client();
         let k = drv.exec.get_untyped_kernel(&spec).map_err(|err| {
             release_copy(text, copy);
             match err {

@@ -14,7 +14,7 @@
 mod emissary_memory;
 mod launches;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -26,13 +26,32 @@ use crate::executor::{OwnedAllocation, StreamExecutor};
 use crate::rpc::{CLIENT_SYMBOL, Client, EXECUTOR_PORTS, Geometry, Layout, Server, ServerThread};
 use crate::types::{DeviceAddress, DevicePtr, RpcBlockMemory, RpcCapability, RpcLockPlacement};
 
+/// Ports of one client half of an executor whose device clients keep their port locks in
+/// `__llvm_rpc_client`: the in-process client ([`ExecutorRpc::client`]) has the first range,
+/// each module's image one of the others, so no two lock bitmaps guard the same port.
+pub(crate) const RANGE_PORTS: usize = crate::rpc::EXECUTOR_PORTS;
+/// Ranges of such an executor's block: the in-process client's and one per RPC module.
+pub(crate) const RANGES: usize = 16;
+
+/// The client images written into modules.
+#[derive(Default)]
+struct Images {
+    /// Symbol address → the first port of its range (0 for whole-block images).
+    written: HashMap<u64, usize>,
+    /// Ranges handed out (the in-process client's included).
+    ranges: usize,
+}
+
 /// An executor's RPC server.
 pub struct ExecutorRpc {
     thread: ServerThread,
     /// The block as a kernel argument (`None` for in-process clients, which use [`Client`]).
     block: Option<DevicePtr<u8>>,
-    /// Device addresses of `__llvm_rpc_client` symbols already written (one per module).
-    written: Mutex<HashSet<u64>>,
+    /// The `__llvm_rpc_client` symbols written so far (one per module) and their ports.
+    images: Mutex<Images>,
+    /// Each client half gets its own `RANGE_PORTS` ports (device clients that keep their
+    /// locks in `__llvm_rpc_client`); otherwise every image sees the whole block.
+    ranges: bool,
     /// The RPC launches of this executor, which `exit`/`abort` calls are charged to.
     launches: Arc<Launches>,
     /// The executor's platform, for messages.
@@ -43,7 +62,15 @@ impl ExecutorRpc {
     /// Starts the server of `exec` in the `layout` with the backend's capability `cap`.
     fn start(exec: &StreamExecutor, cap: RpcCapability, layout: Layout) -> Result<Self> {
         let alloc = exec.internal_allocator();
-        let geo = Geometry::new(layout, EXECUTOR_PORTS, cap.lane_size)?;
+        // One lock bitmap per module image: a range of ports for each client half. The other
+        // placements share one set of locks, so every client sees the whole block.
+        let ranges = cap.locks == RpcLockPlacement::ClientSymbol;
+        let ports = if ranges {
+            RANGE_PORTS * RANGES
+        } else {
+            EXECUTOR_PORTS
+        };
+        let geo = Geometry::new(layout, ports, cap.lane_size)?;
         // Device clients that keep their port locks in the block get room after the protocol's
         // bytes; the others keep theirs in `__llvm_rpc_client` or in the server object.
         let locks = match cap.locks {
@@ -62,7 +89,7 @@ impl ExecutorRpc {
                     });
                 }
                 // In-process clients: plain memory, and they wake the thread.
-                (Server::new(layout, EXECUTOR_PORTS, cap.lane_size)?, None)
+                (Server::new(layout, ports, cap.lane_size)?, None)
             }
             RpcBlockMemory::Unified => {
                 let bytes = geo.allocation_size() + locks;
@@ -74,7 +101,7 @@ impl ExecutorRpc {
                 let server = unsafe {
                     Server::with_owner(
                         layout,
-                        EXECUTOR_PORTS,
+                        ports,
                         cap.lane_size,
                         host,
                         device.raw(),
@@ -109,29 +136,71 @@ impl ExecutorRpc {
         server.set_emissary_memory(Arc::new(emissary_memory::ExecutorMemory {
             exec: exec.downgrade(),
         }));
+        let mut images = Images::default();
+        if ranges {
+            // The first range is the in-process client's; the server looks at no other port
+            // until a module's image gets one.
+            server.confine_in_process_ports(0, RANGE_PORTS)?;
+            images.ranges = 1;
+        }
         Ok(ExecutorRpc {
             thread: server.spawn(),
             block,
-            written: Mutex::new(HashSet::new()),
+            images: Mutex::new(images),
+            ranges,
             launches,
             platform: exec.platform_name(),
         })
     }
 
     /// Writes the server's client image into a module's `__llvm_rpc_client` at `symbol`, once
-    /// per symbol (a second write could clear the lock bitmap under running kernels).
-    fn write_client(&self, exec: &StreamExecutor, symbol: DeviceAddress) -> Result<()> {
-        let mut written = self.written.lock();
-        if written.contains(&symbol.raw()) {
+    /// per symbol (a second write could clear the lock bitmap under running kernels). Where
+    /// client halves get ranges, the module gets the next free range of ports: its lock bitmap
+    /// then guards ports no other module and no in-process client opens.
+    fn write_client(
+        &self,
+        exec: &StreamExecutor,
+        kernel: &str,
+        symbol: DeviceAddress,
+    ) -> Result<()> {
+        let mut images = self.images.lock();
+        if images.written.contains_key(&symbol.raw()) {
             return Ok(());
         }
-        let image = self.server().client_image();
+        let (first, image) = if self.ranges {
+            if images.ranges == RANGES {
+                return Err(Error::KernelLoad {
+                    platform: self.platform.into(),
+                    kernel: kernel.into(),
+                    detail: format!(
+                        "`{CLIENT_SYMBOL}`: this executor's RPC server already serves {} \
+                         modules that define it, each on ports of its own, and has no ports \
+                         left for another; load the RPC kernels from fewer modules (one module \
+                         may hold many kernels) or use another executor",
+                        RANGES - 1
+                    ),
+                });
+            }
+            let first = images.ranges * RANGE_PORTS;
+            (first, self.server().client_image_ports(first, RANGE_PORTS)?)
+        } else {
+            (0, self.server().client_image())
+        };
         // SAFETY: the backend reported `symbol` as a global of the module it loaded on this
         // executor (modules live as long as the executor), and the layout was chosen from that
         // global's size, which is exactly the image's size.
         unsafe { exec.interface().memcpy_h2d_sync(&image, symbol)? };
-        written.insert(symbol.raw());
+        images.written.insert(symbol.raw(), first);
+        if self.ranges {
+            images.ranges += 1;
+        }
         Ok(())
+    }
+
+    /// The first port of the range the module image at `symbol` was given (0 where images
+    /// see the whole block), or `None` when no image was written there.
+    pub fn image_first_port(&self, symbol: DeviceAddress) -> Option<usize> {
+        self.images.lock().written.get(&symbol.raw()).copied()
     }
 
     /// The server (register handlers and services, read its log).
@@ -139,7 +208,9 @@ impl ExecutorRpc {
         self.thread.server()
     }
 
-    /// A client for host-platform kernels: capture it in the kernel's closure.
+    /// A client for host-platform kernels: capture it in the kernel's closure. It opens one
+    /// lane of a port (ports are a warp wide where PTX warps call the same server), and only
+    /// ports of its own range where modules' images keep their own locks.
     pub fn client(&self) -> Client {
         self.thread.server().client()
     }
@@ -163,7 +234,8 @@ impl ExecutorRpc {
     /// The shared block as a kernel argument, for kernels built with the OpenCL client
     /// ([`MultiKernelLoaderSpec::with_rpc`](crate::MultiKernelLoaderSpec::with_rpc)): the
     /// kernel declares a `__global void *rpc` parameter and passes it to the `se_rpc_*` calls.
-    /// Host kernels call through [`client`](Self::client) instead (`Unsupported` here).
+    /// Host kernels call through [`client`](Self::client) instead; `Unsupported` where the
+    /// block is plain process memory.
     pub fn block(&self) -> Result<DevicePtr<u8>> {
         self.block.ok_or_else(|| {
             Error::unsupported(
@@ -185,7 +257,7 @@ impl ExecutorRpc {
 
 impl StreamExecutor {
     /// This executor's RPC server, started on first use: the current layout, lane size 1 on
-    /// host and OpenCL, the warp size on CUDA/HIP (unless a module's `__llvm_rpc_client`
+    /// OpenCL, the warp size on host (its PTX engine's warps), CUDA and HIP (unless a module's `__llvm_rpc_client`
     /// started it first with its own layout). `Unsupported` on a platform without
     /// device-initiated RPC.
     pub fn rpc(&self) -> Result<&ExecutorRpc> {
@@ -263,6 +335,6 @@ impl StreamExecutor {
             .rpc_capability()
             .and_then(|cap| self.rpc_with(cap, layout))
             .map_err(|e| fail(format!("`{CLIENT_SYMBOL}`: {e}")))?;
-        rpc.write_client(self, symbol)
+        rpc.write_client(self, kernel, symbol)
     }
 }

@@ -108,32 +108,31 @@ impl Client {
         wait: Wait,
     ) -> Result<Client> {
         let bad = |detail: String| Error::invalid("rpc::Client::from_image", detail);
-        let layout = Layout::from_client_size(image.len()).ok_or_else(|| {
-            bad(format!(
+        let Some(layout) = Layout::from_client_size(image.len()) else {
+            return Err(bad(format!(
                 "a client image has {} or {} bytes, not {}",
                 Layout::Current.client_image_size(),
                 Layout::PreDoorbell.client_image_size(),
                 image.len()
-            ))
-        })?;
-        let word = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().expect("8 bytes")); // ok: in bounds of a checked size
-        let ports = u32::from_le_bytes(image[0..4].try_into().expect("4 bytes")) as usize; // ok: as above
-        let geo = Geometry::new(layout, ports, lane_size)?;
-        // The first pointer is the block's start in both layouts (doorbell, or inbox at 0).
-        let base = word(8);
-        let expected = geo.client_image(base);
-        let pointers = layout.pointers_end();
-        if base == 0 || !base.is_multiple_of(8) || image[..pointers] != expected[..pointers] {
-            return Err(bad(format!(
-                "the image's pointers do not describe one {layout:?} block of {ports} ports \
-                 at {base:#x}"
             )));
-        }
+        };
+        Geometry::new(layout, 1, lane_size)?; // a bad lane size is its own error
+        // The image may see only a range of the block's ports (an executor gives each module
+        // its own); its pointers say which, and how big the block is.
+        let (geo, base, first, count) =
+            Geometry::parse_client_image(image, lane_size).ok_or_else(|| {
+                bad(format!(
+                    "the image's pointers do not describe a range of ports of one {layout:?} \
+                     block"
+                ))
+            })?;
         // SAFETY: the caller's contract: `base` is a live block of `geo`'s size.
         let mem = unsafe { HostMem::new(base as *mut u8, geo.allocation_size()) };
+        let process = Process::new(mem, geo, false, stop, None, None).with_wait(wait);
+        process.set_ports(first, count)?;
         Ok(Client {
             side: Side::Image(Arc::new(ImageSide {
-                process: Process::new(mem, geo, false, stop, None, None).with_wait(wait),
+                process,
                 next_port: AtomicUsize::new(0),
             })),
         })
@@ -173,7 +172,7 @@ impl Client {
                 format!("lane mask {mask:#x} is empty or names lanes past the lane size {lanes}"),
             ));
         }
-        let p = self.process().geometry().port_count;
+        let p = self.process().ports().1;
         let hint = self.next_port().fetch_add(1, Ordering::Relaxed) % p;
         self.process().open(opcode, mask, hint)
     }

@@ -163,22 +163,72 @@ impl Geometry {
     /// The device-side `Client` struct for a block whose first byte the device sees at `base`:
     /// port count, pointers into the block, and a zeroed lock bitmap.
     pub fn client_image(&self, base: u64) -> Vec<u8> {
+        self.client_image_ports(base, 0, self.port_count)
+    }
+
+    /// A device-side `Client` struct that sees only ports `first..first + count` of the block
+    /// at `base`: its port count is `count` and its mailbox, header and packet pointers start
+    /// at port `first`, so its own lock bitmap guards ports no other client half opens. The
+    /// doorbell stays the block's. The caller keeps the range inside the block.
+    pub fn client_image_ports(&self, base: u64, first: usize, count: usize) -> Vec<u8> {
+        debug_assert!(count > 0 && first + count <= self.port_count);
         let mut image = vec![0u8; self.layout.client_image_size()];
-        image[0..4].copy_from_slice(&(self.port_count as u32).to_le_bytes());
+        image[0..4].copy_from_slice(&(count as u32).to_le_bytes());
         let mut pointers = Vec::with_capacity(5);
         if self.layout == Layout::Current {
             pointers.push(base); // the doorbell sits at the start of the block
         }
+        let first = first as u64;
         pointers.extend([
-            base + self.client_inbox() as u64,
-            base + self.client_outbox() as u64,
-            base + self.headers() as u64,
-            base + self.packets() as u64,
+            base + self.client_inbox() as u64 + 4 * first,
+            base + self.client_outbox() as u64 + 4 * first,
+            base + self.headers() as u64 + HEADER_BYTES as u64 * first,
+            base + self.packets() as u64 + (PACKET_BYTES * self.lane_size) as u64 * first,
         ]);
         for (i, p) in pointers.iter().enumerate() {
             image[8 + 8 * i..16 + 8 * i].copy_from_slice(&p.to_le_bytes());
         }
         image
+    }
+
+    /// Reads a client image back: the block's geometry (with `lane_size`), its base address,
+    /// and the ports the image sees (`first`, `count`), or `None` when its pointers describe
+    /// no block of that layout (what [`client_image_ports`](Self::client_image_ports) writes,
+    /// for some port count, base and range).
+    pub fn parse_client_image(
+        image: &[u8],
+        lane_size: usize,
+    ) -> Option<(Geometry, u64, usize, usize)> {
+        let layout = Layout::from_client_size(image.len())?;
+        let word = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().unwrap_or([0; 8]));
+        let count = u32::from_le_bytes(image[0..4].try_into().unwrap_or([0; 4])) as usize;
+        let at = if layout == Layout::Current { 16 } else { 8 };
+        let (inbox, outbox, headers) = (word(at), word(at + 8), word(at + 16));
+        let span = outbox.checked_sub(inbox)?;
+        if span % 4 != 0 {
+            return None;
+        }
+        let ports = usize::try_from(span / 4).ok()?;
+        let geo = Geometry::new(layout, ports, lane_size).ok()?;
+        let (base, first) = if layout == Layout::Current {
+            let base = word(8);
+            let off = inbox.checked_sub(base + geo.client_inbox() as u64)?;
+            (base, off / 4)
+        } else {
+            // inbox = base + 4 first, headers = base + H + 16 first: 12 first = headers - H - inbox.
+            let off = headers.checked_sub(inbox + geo.headers() as u64)?;
+            if off % 12 != 0 {
+                return None;
+            }
+            (inbox.checked_sub(off / 3)?, off / 12)
+        };
+        let first = usize::try_from(first).ok()?;
+        if base == 0 || !base.is_multiple_of(8) || count == 0 || first + count > ports {
+            return None;
+        }
+        let expected = geo.client_image_ports(base, first, count);
+        let end = layout.pointers_end();
+        (image[..end] == expected[..end]).then_some((geo, base, first, count))
     }
 }
 
@@ -257,6 +307,40 @@ mod tests {
             [base, base + 256, base + 512, base + 1536]
         );
         assert!(img[40..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn ranged_images_parse_back_to_their_block_and_range() {
+        let base = 0x7000_0000_1000u64;
+        for layout in [Layout::Current, Layout::PreDoorbell] {
+            for (ports, lanes, first, count) in [
+                (64, 1, 0, 64),
+                (1024, 32, 64, 64),
+                (512, 64, 448, 64),
+                (3, 32, 2, 1),
+            ] {
+                let g = Geometry::new(layout, ports, lanes).unwrap();
+                let img = g.client_image_ports(base, first, count);
+                assert_eq!(
+                    Geometry::parse_client_image(&img, lanes),
+                    Some((g, base, first, count)),
+                    "{layout:?} {ports} {lanes} {first} {count}"
+                );
+                // The range's first mailbox, header and packet are the block's.
+                let word = |at: usize| u64::from_le_bytes(img[at..at + 8].try_into().unwrap());
+                let at = if layout == Layout::Current { 16 } else { 8 };
+                assert_eq!(word(at), base + (g.client_inbox() + 4 * first) as u64);
+                assert_eq!(word(at + 16), base + g.header(first) as u64);
+                assert_eq!(word(at + 24), base + g.packet(first, 0) as u64);
+                // A corrupted pointer or a range past the block is refused.
+                let mut bad = img.clone();
+                bad[at + 16] ^= 8;
+                assert_eq!(Geometry::parse_client_image(&bad, lanes), None);
+                let mut bad = img.clone();
+                bad[0..4].copy_from_slice(&((ports - first + 1) as u32).to_le_bytes());
+                assert_eq!(Geometry::parse_client_image(&bad, lanes), None);
+            }
+        }
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! describe. Both the server and the CPU clients are built on it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::layout::{DOORBELL_COUNTER, Geometry, Layout, PACKET_BYTES, Packet};
@@ -42,6 +43,12 @@ pub struct Process<M: Mem = HostMem> {
     /// The block has a doorbell (current layout, pointers filled in): clients ring its
     /// counter when they open a port, the server takes the ring back when it closes one.
     doorbell: bool,
+    /// Client: the ports it opens (`first`, `count`); unset: all of them. Other client halves
+    /// of the block (device images with their own locks) get other ranges.
+    ports: OnceLock<(usize, usize)>,
+    /// Server: ports `0..scan` are the ones any client half may use, so the only ones looked
+    /// at (the block may have room for client halves not attached yet).
+    scan: AtomicUsize,
 }
 
 /// Spins of a call on the server thread, at most, before it lets the other calls run.
@@ -98,7 +105,56 @@ impl<M: Mem> Process<M> {
             stop,
             wait: if server { Wait::Serve } else { Wait::GiveWay },
             doorbell,
+            ports: OnceLock::new(),
+            scan: AtomicUsize::new(geo.port_count),
         }
+    }
+
+    /// Client: opens only ports `first..first + count` from now on; an error when the range is
+    /// empty, leaves the block, or was set before.
+    pub(crate) fn set_ports(&self, first: usize, count: usize) -> Result<()> {
+        if count == 0 || first + count > self.geo.port_count {
+            return Err(Error::invalid(
+                "rpc client ports",
+                format!(
+                    "ports {first}..{} are not a range of the block's {} ports",
+                    first + count,
+                    self.geo.port_count
+                ),
+            ));
+        }
+        self.ports.set((first, count)).map_err(|_| {
+            Error::invalid(
+                "rpc client ports",
+                "this client half's ports are already set",
+            )
+        })
+    }
+
+    /// Client: the ports it opens (`first`, `count`).
+    pub(crate) fn ports(&self) -> (usize, usize) {
+        self.ports
+            .get()
+            .copied()
+            .unwrap_or((0, self.geo.port_count))
+    }
+
+    /// Server: from now on looks at ports `0..end` (never fewer than before, at most all).
+    pub(crate) fn scan_up_to(&self, end: usize) {
+        self.scan
+            .fetch_max(end.min(self.geo.port_count), Ordering::SeqCst);
+    }
+
+    /// Server: the end of the ports any client half may use.
+    pub(crate) fn scan_end(&self) -> usize {
+        self.scan.load(Ordering::Relaxed)
+    }
+
+    /// Server: looks at ports `0..end` only, until [`scan_up_to`](Self::scan_up_to) widens it
+    /// (before any client half exists).
+    pub(crate) fn scan_only(&self, end: usize) {
+        self.scan
+            .store(end.clamp(1, self.geo.port_count), Ordering::SeqCst);
     }
 
     /// This side waits the `wait` way (when it cannot park).
@@ -212,11 +268,11 @@ impl<M: Mem> Process<M> {
     /// `hint`. Waits while every port is busy.
     pub(crate) fn open(&self, opcode: u32, mask: u64, hint: usize) -> Result<Port<'_, M>> {
         debug_assert!(!self.server);
-        let p = self.geo.port_count;
+        let (first, p) = self.ports();
         let mut step = 0u32;
         loop {
             for k in 0..p {
-                if let Some(port) = self.open_at((hint + k) % p, opcode, mask) {
+                if let Some(port) = self.open_at(first + (hint + k) % p, opcode, mask) {
                     return Ok(port);
                 }
             }
@@ -266,13 +322,13 @@ impl<M: Mem> Process<M> {
 
     /// Server: true when a port other than `except` has work for the server.
     pub(crate) fn any_pending(&self, except: Option<usize>) -> bool {
-        (0..self.geo.port_count).any(|p| Some(p) != except && self.pending(p))
+        (0..self.scan_end()).any(|p| Some(p) != except && self.pending(p))
     }
 
     /// Server: the first pending port at index `start` or later, locked, with its header read.
     #[cfg(test)]
     pub(crate) fn try_open(&self, start: usize) -> Option<Port<'_, M>> {
-        (start..self.geo.port_count).find_map(|index| self.open_pending(index))
+        (start..self.scan_end()).find_map(|index| self.open_pending(index))
     }
 
     /// Server: port `index`, locked, with its header read, if it is pending.

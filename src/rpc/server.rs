@@ -235,7 +235,37 @@ impl Server {
     /// The bytes of the device-side `Client` struct for this block, to copy into the
     /// `__llvm_rpc_client` symbol of a loaded module (2096 or 552 bytes, by layout).
     pub fn client_image(&self) -> Vec<u8> {
+        self.inner.server.scan_up_to(self.geometry().port_count);
         self.geometry().client_image(self.inner.device_base)
+    }
+
+    /// [`client_image`](Self::client_image) for a client half that opens only ports
+    /// `first..first + count` (its own lock bitmap then never races another half's); the
+    /// server looks at those ports from now on. An error for a range outside the block.
+    pub fn client_image_ports(&self, first: usize, count: usize) -> Result<Vec<u8>> {
+        let geo = self.geometry();
+        if count == 0 || first + count > geo.port_count {
+            return Err(Error::invalid(
+                "rpc::Server::client_image_ports",
+                format!(
+                    "ports {first}..{} are not a range of the block's {} ports",
+                    first + count,
+                    geo.port_count
+                ),
+            ));
+        }
+        self.inner.server.scan_up_to(first + count);
+        Ok(geo.client_image_ports(self.inner.device_base, first, count))
+    }
+
+    /// Confines the in-process client half ([`client`](Self::client)) to ports
+    /// `first..first + count`, and the server's scan to those ports until client images of
+    /// other ranges widen it ([`client_image_ports`](Self::client_image_ports)). Call it
+    /// before any client exists.
+    pub(crate) fn confine_in_process_ports(&self, first: usize, count: usize) -> Result<()> {
+        self.inner.client.set_ports(first, count)?;
+        self.inner.server.scan_only(first + count);
+        Ok(())
     }
 
     /// Serves `opcode` with `handler` from now on, replacing any earlier handler. Raw handlers
@@ -386,7 +416,7 @@ impl Inner {
     }
 
     pub(crate) fn poll(&self) -> usize {
-        (0..self.server.geometry().port_count)
+        (0..self.server.scan_end())
             .filter(|&index| self.serve(index))
             .count()
     }
@@ -488,7 +518,7 @@ impl Inner {
     /// Starts a call for every pending port that has none; true when it started one.
     fn start_calls(self: &Arc<Self>, calls: &mut Calls) -> bool {
         let mut started = false;
-        for index in 0..self.server.geometry().port_count {
+        for index in 0..self.server.scan_end() {
             if !self.server.pending(index) || calls.serving(index) {
                 continue;
             }

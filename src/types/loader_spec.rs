@@ -144,6 +144,7 @@ pub struct MultiKernelLoaderSpec {
     host: Option<Arc<dyn InProcessKernel>>,
     opencl_build_options: String,
     rpc: bool,
+    foreign_rpc_client: bool,
 }
 
 impl MultiKernelLoaderSpec {
@@ -160,6 +161,7 @@ impl MultiKernelLoaderSpec {
             host: None,
             opencl_build_options: String::new(),
             rpc: false,
+            foreign_rpc_client: false,
         }
     }
 
@@ -289,6 +291,20 @@ impl MultiKernelLoaderSpec {
     /// Whether the kernel calls the RPC server ([`with_rpc`](Self::with_rpc)).
     pub fn rpc(&self) -> bool {
         self.rpc
+    }
+    /// The module's `__llvm_rpc_client` is someone else's to fill in: the executor neither
+    /// writes its client image there nor starts its server for it, and the kernels are plain
+    /// launches. For a driver built on this executor that serves its own callers' RPC (the CPU
+    /// libcuda runs PTX on the host platform's engine; the cuda executor above it owns the
+    /// server), and where a module's `__llvm_rpc_client` is not LLVM libc's.
+    pub fn with_foreign_rpc_client(mut self) -> Self {
+        self.foreign_rpc_client = true;
+        self
+    }
+    /// Whether the module's `__llvm_rpc_client` is left alone
+    /// ([`with_foreign_rpc_client`](Self::with_foreign_rpc_client)).
+    pub fn foreign_rpc_client(&self) -> bool {
+        self.foreign_rpc_client
     }
     /// An AMD HSACO code object in memory.
     pub fn add_hsaco_in_memory(mut self, hsaco: &[u8], kernel_name: &str) -> Self {

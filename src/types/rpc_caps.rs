@@ -7,7 +7,7 @@
 ///
 /// | backend | `lane_size` | `block` | `locks` |
 /// |---|---|---|---|
-/// | host | 1 (a thread) | [`InProcess`](RpcBlockMemory::InProcess) | [`InServer`](RpcLockPlacement::InServer) |
+/// | host | 32 (a PTX engine warp; Rust host kernels open one lane) | [`Unified`](RpcBlockMemory::Unified) (an allocation of the executor) | [`ClientSymbol`](RpcLockPlacement::ClientSymbol) |
 /// | OpenCL | 1 (a work-item) | [`Unified`](RpcBlockMemory::Unified) (SVM) | [`AfterBlock`](RpcLockPlacement::AfterBlock) |
 /// | CUDA / HIP | the warp size | [`Unified`](RpcBlockMemory::Unified) (mapped pinned memory) | [`ClientSymbol`](RpcLockPlacement::ClientSymbol) |
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,13 +24,15 @@ pub struct RpcCapability {
 /// Where an executor's shared RPC block lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RpcBlockMemory {
-    /// Plain process memory: the clients are in-process (host kernels calling through
-    /// `ExecutorRpc::client`), and they wake the server thread when they hand it a port. There
-    /// is no block to pass to a kernel.
+    /// Plain process memory, for a backend whose clients are all in-process (calling through
+    /// `ExecutorRpc::client`, which wakes the server thread when it hands it a port). There is
+    /// no block to pass to a kernel. (The host platform uses [`Unified`](Self::Unified), so
+    /// that its PTX engine reaches the block too.)
     InProcess,
     /// Unified memory from `StreamExecutorInterface::allocate_unified` (fine-grained SVM on
-    /// OpenCL, mapped page-locked host memory on CUDA/HIP): devices reach it at its device
-    /// address and cannot wake anything, so the server polls while an RPC launch runs.
+    /// OpenCL, mapped page-locked host memory on CUDA/HIP, a live allocation on host): devices
+    /// reach it at its device address and cannot wake anything, so the server polls while an
+    /// RPC launch runs.
     Unified,
 }
 
@@ -43,6 +45,7 @@ pub enum RpcLockPlacement {
     /// kernel of the executor shares one set of locks.
     AfterBlock,
     /// Inside the module's `__llvm_rpc_client` global, written from the server's client image
-    /// when the module loads (CUDA/HIP device code built against LLVM's GPU libc).
+    /// when the module loads (CUDA/HIP device code built against LLVM's GPU libc, and such PTX
+    /// on the host's PTX engine). Each module's image then gets a range of ports of its own.
     ClientSymbol,
 }

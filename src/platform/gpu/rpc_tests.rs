@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::GpuExecutor;
 use super::mock::{DeviceCode, KERNELS_PTX, MockDriver};
+use crate::executor_rpc::RANGE_PORTS;
 use crate::rpc::{CLIENT_SYMBOL, Client, Layout, PrintfArg, Service, opcode};
 use crate::{Error, MultiKernelLoaderSpec, StreamExecutor, TypedKernel};
 
@@ -111,11 +112,19 @@ fn the_symbol_gets_the_client_image_for_both_layouts_and_warp_sizes() {
         assert!(k.kernel.rpc, "kernels of the module are RPC launches");
         let rpc = exec.rpc().unwrap();
         assert_eq!(rpc.config(), (layout, warp as usize));
-        let image = rpc.server().client_image();
+        // The module's image sees the first range after the in-process client's.
+        let (addr, _) = k.kernel.inner.rpc_client_symbol().unwrap();
+        assert_eq!(rpc.image_first_port(addr), Some(RANGE_PORTS));
+        let image = rpc.server().geometry().client_image_ports(
+            rpc.server().device_address(),
+            RANGE_PORTS,
+            RANGE_PORTS,
+        );
         assert_eq!(image.len(), bytes);
         assert_eq!(symbol_bytes(&exec, &k), image, "{layout:?} warp {warp}");
         // The block is the mapped allocation the image points at.
-        let first = u64::from_le_bytes(image[8..16].try_into().unwrap());
+        let (_, first, _, _) =
+            crate::rpc::Geometry::parse_client_image(&image, warp as usize).unwrap();
         assert_eq!(first, rpc.server().device_address());
         assert_eq!(
             rpc.server().buffer() as u64,

@@ -185,12 +185,15 @@ impl StreamExecutorInterface for HostExecutor {
     }
 
     fn rpc_capability(&self) -> Option<crate::RpcCapability> {
-        // Host kernels are in-process clients, one per thread, calling through the server's
-        // own client half (plain memory; they wake the server).
+        // One server serves both kinds of client: PTX modules built against LLVM's GPU libc
+        // (a warp of the engine is one client; the module's `__llvm_rpc_client` holds its
+        // locks) and Rust host kernels (`ExecutorRpc::client`, one lane of a port). The block
+        // is a live allocation of this executor, so the PTX engine reaches it like any device
+        // memory; device memory is host memory here, so in-process clients use it directly.
         Some(crate::RpcCapability {
-            lane_size: 1,
-            block: crate::RpcBlockMemory::InProcess,
-            locks: crate::RpcLockPlacement::InServer,
+            lane_size: self.description.warp_size as usize,
+            block: crate::RpcBlockMemory::Unified,
+            locks: crate::RpcLockPlacement::ClientSymbol,
         })
     }
 }

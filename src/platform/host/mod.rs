@@ -67,6 +67,8 @@ mod launch;
 pub(crate) mod memory;
 pub(crate) mod ptx;
 mod rng;
+#[cfg(test)]
+mod rpc_tests;
 mod status;
 mod stream;
 mod sysinfo;

@@ -119,6 +119,12 @@ impl KernelInterface for PtxKernel {
         let &(off, bytes) = self.module.symbols.get(name)?;
         Some((base.offset(off), bytes))
     }
+    fn rpc_client_symbol(&self) -> Option<(DeviceAddress, usize)> {
+        // A module built against LLVM's GPU libc: the executor writes its server's client
+        // image here (the module's data lives, and stays pinned, as long as the module).
+        self.module_global(crate::rpc::CLIENT_SYMBOL)
+            .map(|(addr, bytes)| (addr, bytes as usize))
+    }
 }
 
 fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<LoadedModule>> {
