@@ -144,6 +144,7 @@ pub struct MultiKernelLoaderSpec {
     host: Option<Arc<dyn InProcessKernel>>,
     opencl_build_options: String,
     rpc: bool,
+    mpi: bool,
 }
 
 impl MultiKernelLoaderSpec {
@@ -160,6 +161,7 @@ impl MultiKernelLoaderSpec {
             host: None,
             opencl_build_options: String::new(),
             rpc: false,
+            mpi: false,
         }
     }
 
@@ -289,6 +291,22 @@ impl MultiKernelLoaderSpec {
     /// Whether the kernel calls the RPC server ([`with_rpc`](Self::with_rpc)).
     pub fn rpc(&self) -> bool {
         self.rpc
+    }
+    /// The kernel calls MPI through the executor's RPC server (implies
+    /// [`with_rpc`](Self::with_rpc)): the OpenCL loader also puts the Emissary client
+    /// ([`rpc::OPENCL_EMISSARY_SOURCE`](crate::rpc::OPENCL_EMISSARY_SOURCE)) and the MPI stubs
+    /// ([`rpc::OPENCL_MPI_SOURCE`](crate::rpc::OPENCL_MPI_SOURCE): `MPI_Send(rpc, ...)`, ...)
+    /// in front of the OpenCL C text. CUDA C kernels include `include/streamexec_mpi.h`
+    /// instead. Buffers the kernel passes to MPI should be unified memory
+    /// ([`allocate_unified`](crate::StreamExecutor::allocate_unified)).
+    pub fn with_mpi(mut self) -> Self {
+        self.rpc = true;
+        self.mpi = true;
+        self
+    }
+    /// Whether the kernel calls MPI ([`with_mpi`](Self::with_mpi)).
+    pub fn mpi(&self) -> bool {
+        self.mpi
     }
     /// An AMD HSACO code object in memory.
     pub fn add_hsaco_in_memory(mut self, hsaco: &[u8], kernel_name: &str) -> Self {
