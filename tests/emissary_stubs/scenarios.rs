@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use rand::RngExt;
 use streamexec::StreamExecutor;
 
 use super::{Call, Mock, Rec, Responder, View, dptr, int};
@@ -520,11 +521,16 @@ pub fn send_recv(p: &dyn Platform) {
     }
 }
 
-/// Allreduce from one thread as rank 2 of 3; the mock adds the other ranks' data to this rank's
-/// (read from the kernel's buffer) and writes the sums. With `corrupt`, one sum is off by one
-/// and the kernel must count exactly that element.
+/// Allreduce from one thread as a random rank of a random world size (n random too); the mock
+/// adds the other ranks' data to this rank's (read from the kernel's buffer) and writes the
+/// sums. With `corrupt`, one random sum is off by one and the kernel must count exactly that
+/// element.
 pub fn allreduce(p: &dyn Platform, threads: u32, corrupt: bool) {
-    let n = 200usize;
+    let mut r = super::common::rng("emissary_allreduce");
+    let size: i32 = r.random_range(2..=5);
+    let rank: i32 = r.random_range(0..size);
+    let n: usize = r.random_range(1..300);
+    let bad = r.random_range(0..n);
     let data = View::new(p.exec(), n, POISON);
     let sum = View::new(p.exec(), n, POISON);
     let errors = View::new(p.exec(), 1, 0);
@@ -532,8 +538,8 @@ pub fn allreduce(p: &dyn Platform, threads: u32, corrupt: bool) {
     let mock = install(p, false, move |lane, c| {
         assert_eq!(lane, 0, "one caller");
         match c.function {
-            10 => ok(0, &[2]),
-            11 => ok(0, &[3]),
+            10 => ok(0, &[rank as u64]),
+            11 => ok(0, &[size as u64]),
             6 => {
                 assert_eq!(
                     c.args,
@@ -548,8 +554,11 @@ pub fn allreduce(p: &dyn Platform, threads: u32, corrupt: bool) {
                 );
                 for i in 0..n {
                     let mine = d.load(d.base + 4 * i as u64);
-                    let others: i32 = [0, 1].iter().map(|q| 1000 * q + i as i32).sum();
-                    let off = i32::from(corrupt && i == 17);
+                    let others: i32 = (0..size)
+                        .filter(|&q| q != rank)
+                        .map(|q| 1000 * q + i as i32)
+                        .sum();
+                    let off = i32::from(corrupt && i == bad);
                     s.store(s.base + 4 * i as u64, mine + others + off);
                 }
                 ok(0, &[])
@@ -567,7 +576,7 @@ pub fn allreduce(p: &dyn Platform, threads: u32, corrupt: bool) {
         })
         .collect();
     assert_eq!(fs, [10, 11, 6]);
-    let want_data: Vec<i32> = (0..n as i32).map(|i| 2000 + i).collect();
+    let want_data: Vec<i32> = (0..n as i32).map(|i| 1000 * rank + i).collect();
     assert_eq!(data.to_vec(), want_data);
     assert_eq!(errors.to_vec(), [i32::from(corrupt)]);
 }
