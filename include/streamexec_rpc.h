@@ -73,10 +73,17 @@ typedef uint32_t se_rpc_mask;
 static __device__ inline uint32_t se_rpc_lane(void) { return __nvvm_read_ptx_sreg_laneid(); }
 static __device__ inline se_rpc_mask se_rpc_active(void) { return __nvvm_activemask(); }
 static __device__ inline uint32_t se_rpc_first(se_rpc_mask mask) { return __builtin_ctz(mask); }
+/* vote.sync and shfl.sync wait for every lane of `mask` on the hardware; the warp barrier in
+ * front makes lanes that diverged before them (the first lane's mailbox store, a rotated loop)
+ * meet there also where the collective only takes the lanes that arrived together, as
+ * streamexec's PTX engine does: without it, a warp whose lanes stream different lengths
+ * (se_rpc_send_n) voted without its first lane and deadlocked. */
 static __device__ inline se_rpc_mask se_rpc_ballot(se_rpc_mask mask, int p) {
+  __nvvm_bar_warp_sync(mask);
   return __nvvm_vote_ballot_sync(mask, p);
 }
 static __device__ inline uint32_t se_rpc_bcast(se_rpc_mask mask, uint32_t v) {
+  __nvvm_bar_warp_sync(mask);
   return (uint32_t)__nvvm_shfl_sync_idx_i32(mask, (int)v, (int)se_rpc_first(mask), 31);
 }
 static __device__ inline void se_rpc_sync(se_rpc_mask mask) { __nvvm_bar_warp_sync(mask); }

@@ -52,8 +52,18 @@ if command -v clang++-19 >/dev/null 2>&1; then
             -Iinclude $define -S tests/c/rpc_header_check_amdgpu.hip -o "$out/amdgpu.s"
         grep -Eq "\.size[[:space:]]+__llvm_rpc_client, $bytes\$" "$out/amdgpu.s"
     done
+    # The Emissary and MPI stubs (streamexec_emissary.h, streamexec_mpi.h), warnings as errors:
+    # every stub once, sending the OFFLOAD_EMISSARY opcode (0x6F000001; the PTX writes it in decimal).
+    clang++-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib \
+        -Xclang -target-feature -Xclang +ptx70 -Iinclude -Wall -Wextra -Werror -S \
+        tests/c/mpi_header_check.cu -o "$out/mpi.ptx"
+    grep -q "1862270977" "$out/mpi.ptx"
+    clang++-19 -x hip --offload-arch=gfx90a -nogpulib -nogpuinc --cuda-device-only \
+        -Iinclude -Wall -Wextra -Werror -S tests/c/mpi_header_check.cu -o "$out/mpi_amdgpu.s"
+    grep -qi "0x6f000001" "$out/mpi_amdgpu.s"
     rm -rf "$out"
     echo "include/streamexec_rpc.h compiles for NVPTX and AMDGPU in both layouts"
+    echo "include/streamexec_mpi.h compiles for NVPTX and AMDGPU"
 else
     echo "note: clang++-19 not installed; skipping the RPC header compile checks"
 fi

@@ -17,7 +17,10 @@
 //!   an [`EmissaryMemory`].
 //! - `status.rs`: handler statuses and the error reply ([`error_reply`]).
 //! - `client.cl`: the OpenCL C client ([`OPENCL_CLIENT_SOURCE`]), prepended to a kernel's source
-//!   when its spec says [`with_rpc`](crate::MultiKernelLoaderSpec::with_rpc).
+//!   when its spec says [`with_rpc`](crate::MultiKernelLoaderSpec::with_rpc);
+//!   `emissary_client.cl` and `mpi_client.cl`: the OpenCL C Emissary client and MPI stubs
+//!   ([`OPENCL_EMISSARY_SOURCE`], [`OPENCL_MPI_SOURCE`]), after it for
+//!   [`with_mpi`](crate::MultiKernelLoaderSpec::with_mpi).
 
 #[cfg(target_endian = "big")]
 compile_error!("the RPC block is little-endian; big-endian hosts are not supported");
@@ -47,9 +50,9 @@ pub use emissary::{
 };
 pub use layout::{CLIENT_SYMBOL, EXECUTOR_PORTS, Geometry, Layout, Packet};
 pub use mem::{HostMem, LockWord, Mem, Wait};
-pub use opencl::OPENCL_CLIENT_SOURCE;
 #[cfg(feature = "opencl")]
 pub(crate) use opencl::opencl_prelude;
+pub use opencl::{OPENCL_CLIENT_SOURCE, OPENCL_EMISSARY_SOURCE, OPENCL_MPI_SOURCE};
 pub use port::{Handler, MAX_STREAM_BYTES, Port, Process};
 pub use server::{Server, ServerThread};
 pub(crate) use services::ExitObserver;

@@ -145,6 +145,7 @@ pub struct MultiKernelLoaderSpec {
     opencl_build_options: String,
     rpc: bool,
     foreign_rpc_client: bool,
+    mpi: bool,
 }
 
 impl MultiKernelLoaderSpec {
@@ -162,6 +163,7 @@ impl MultiKernelLoaderSpec {
             opencl_build_options: String::new(),
             rpc: false,
             foreign_rpc_client: false,
+            mpi: false,
         }
     }
 
@@ -305,6 +307,22 @@ impl MultiKernelLoaderSpec {
     /// ([`with_foreign_rpc_client`](Self::with_foreign_rpc_client)).
     pub fn foreign_rpc_client(&self) -> bool {
         self.foreign_rpc_client
+    }
+    /// The kernel calls MPI through the executor's RPC server (implies
+    /// [`with_rpc`](Self::with_rpc)): the OpenCL loader also puts the Emissary client
+    /// ([`rpc::OPENCL_EMISSARY_SOURCE`](crate::rpc::OPENCL_EMISSARY_SOURCE)) and the MPI stubs
+    /// ([`rpc::OPENCL_MPI_SOURCE`](crate::rpc::OPENCL_MPI_SOURCE): `MPI_Send(rpc, ...)`, ...)
+    /// in front of the OpenCL C text. CUDA C kernels include `include/streamexec_mpi.h`
+    /// instead. Buffers the kernel passes to MPI should be unified memory
+    /// ([`allocate_unified`](crate::StreamExecutor::allocate_unified)).
+    pub fn with_mpi(mut self) -> Self {
+        self.rpc = true;
+        self.mpi = true;
+        self
+    }
+    /// Whether the kernel calls MPI ([`with_mpi`](Self::with_mpi)).
+    pub fn mpi(&self) -> bool {
+        self.mpi
     }
     /// An AMD HSACO code object in memory.
     pub fn add_hsaco_in_memory(mut self, hsaco: &[u8], kernel_name: &str) -> Self {

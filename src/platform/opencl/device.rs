@@ -149,7 +149,7 @@ impl OpenClExecutor {
                         .into(),
                 ));
             }
-            bytes.splice(0..0, crate::rpc::opencl_prelude().into_bytes());
+            bytes.splice(0..0, crate::rpc::opencl_prelude(spec.mpi()).into_bytes());
         }
         let key = (binary, bytes, options);
         if let Some(p) = self.programs.lock().get(&key) {
