@@ -48,6 +48,8 @@ mod executor;
 mod executor_rpc;
 mod kernel;
 mod memory;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod rng;
 mod stream;
 mod stream_order;
