@@ -395,8 +395,59 @@ fn platform(cx: &mut Ctx, plat: &str) {
     );
 }
 
+/// `STREAMEXEC_MPI_DEAD_PEER=exit|exit0|kill`: rank 1 dies (exits with status 3 or 0 without
+/// finalizing, or SIGKILLs itself) while the other ranks wait for it in a receive and an all-reduce. Not a case of the
+/// suite: scripts/test-mpi.sh runs it to check that the survivors end (mpirun ends the job, or
+/// their waits time out) instead of hanging.
+fn dead_peer(mpi: Mpi, how: &str) -> ! {
+    let comm = mpi.world();
+    let exec = PlatformManager::platform_with_name("host")
+        .and_then(|p| p.executor_for_device(0))
+        .expect("host platform");
+    let mem = exec.copy_to_device(&[1.0f32; 1024]).expect("copy_to_device");
+    let mut s = exec.create_stream().expect("create_stream");
+    s.then_all_reduce(&comm, &mem, ReduceOp::Sum);
+    s.block_host_until_done().expect("the all-reduce before the death");
+    if mpi.rank() == 1 {
+        std::thread::sleep(Duration::from_millis(200));
+        eprintln!("rank 1: dying ({how})");
+        match how {
+            "exit0" => std::process::exit(0),
+            "kill" => {
+                // SAFETY: plain libc calls on this process.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            }
+            _ => std::process::exit(3),
+        }
+    }
+    let start = std::time::Instant::now();
+    if mpi.rank() == 0 {
+        s.then_recv(&comm, &mem, 1, 5);
+    }
+    s.then_all_reduce(&comm, &mem, ReduceOp::Sum);
+    let r = s.block_host_until_done();
+    let outcome = match &r {
+        Ok(()) => "ok".to_string(),
+        Err(e) => e.to_string(),
+    };
+    let line = format!(
+        "rank {} after {:.1} s: {outcome}\n",
+        mpi.rank(),
+        start.elapsed().as_secs_f64()
+    );
+    eprint!("{line}");
+    // Finalize with a peer gone: must not hang either.
+    let rank = mpi.rank();
+    drop((s, mem, comm, mpi));
+    eprint!("{}", format!("rank {rank}: finalized\n"));
+    std::process::exit(if r.is_err() { 4 } else { 0 })
+}
+
 fn main() {
     let mpi = Mpi::init().expect("Mpi::init");
+    if let Ok(how) = std::env::var("STREAMEXEC_MPI_DEAD_PEER") {
+        dead_peer(mpi, &how);
+    }
     let mut cx = Ctx {
         comm: mpi.world(),
         rank: mpi.rank(),
