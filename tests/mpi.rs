@@ -303,7 +303,7 @@ fn recv_timeout_case(cx: &Ctx, exec: &StreamExecutor) -> Check {
 fn mismatch_case(cx: &Ctx, exec: &StreamExecutor) -> Check {
     // Rank 1 passes one element more; every rank must fail with every rank's count.
     let n = if cx.rank == 1 { 11 } else { 10 };
-    let mine: Vec<i32> = (0..n as i32).map(|i| i + 100 * cx.rank).collect();
+    let mine: Vec<i32> = (0..n).map(|i| i + 100 * cx.rank).collect();
     let mem = ck(exec.copy_to_device(&mine), "copy_to_device")?;
     let mut s = ck(exec.create_stream(), "create_stream")?;
     s.then_all_reduce(&cx.comm, &mem, ReduceOp::Sum);
@@ -404,10 +404,13 @@ fn dead_peer(mpi: Mpi, how: &str) -> ! {
     let exec = PlatformManager::platform_with_name("host")
         .and_then(|p| p.executor_for_device(0))
         .expect("host platform");
-    let mem = exec.copy_to_device(&[1.0f32; 1024]).expect("copy_to_device");
+    let mem = exec
+        .copy_to_device(&[1.0f32; 1024])
+        .expect("copy_to_device");
     let mut s = exec.create_stream().expect("create_stream");
     s.then_all_reduce(&comm, &mem, ReduceOp::Sum);
-    s.block_host_until_done().expect("the all-reduce before the death");
+    s.block_host_until_done()
+        .expect("the all-reduce before the death");
     if mpi.rank() == 1 {
         std::thread::sleep(Duration::from_millis(200));
         eprintln!("rank 1: dying ({how})");
@@ -439,7 +442,8 @@ fn dead_peer(mpi: Mpi, how: &str) -> ! {
     // Finalize with a peer gone: must not hang either.
     let rank = mpi.rank();
     drop((s, mem, comm, mpi));
-    eprint!("{}", format!("rank {rank}: finalized\n"));
+    let line = format!("rank {rank}: finalized\n");
+    eprint!("{line}");
     std::process::exit(if r.is_err() { 4 } else { 0 })
 }
 
