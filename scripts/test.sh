@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need, then runs every test: unit, integration (the conformance suite on
-# every available platform), compile-fail, doc tests, examples, the HIP build, the PTX currency
-# check, the PTX fuzz run and Miri on the pure-Rust parts (installing nightly, Miri and
-# cargo-fuzz when missing).
+# every available platform), compile-fail, doc tests, examples, the MPI tests under mpirun, the
+# HIP build, the PTX currency check, the PTX fuzz run and Miri on the pure-Rust parts (installing
+# nightly, Miri and cargo-fuzz when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +29,8 @@ cargo test --doc
 # The RPC stress test with spin-only clients (uniform 0..=64 KiB echoes) needs a release build.
 cargo test --release --test rpc -- --ignored
 cargo test --features noop --test conformance  # + the noop template backend (unsupported.rs)
+# MPI (feature `mpi`): tests/mpi.rs under mpirun with 2, 3 and 4 ranks, and dead ranks.
+bash scripts/test-mpi.sh
 # The libraries' own unit tests; then their debug builds go (they would shadow the release ones).
 cargo test -p streamexec-libcuda -p streamexec-libnvrtc --lib
 bash scripts/build-libcuda.sh >/dev/null

@@ -203,6 +203,18 @@ pub enum Error {
         detail: String,
     },
 
+    /// An MPI operation failed (feature `mpi`): a peer that never arrived before the timeout,
+    /// arguments the ranks disagree on, an error MPI returned, or a finalized session.
+    #[error("{}{operation}: {detail}", mpi_rank_prefix(*rank))]
+    Mpi {
+        /// This process's rank, or -1 before it is known (`Mpi::init`).
+        rank: i32,
+        /// The operation, with its peer and tag where it has them.
+        operation: String,
+        /// What went wrong and what to check.
+        detail: String,
+    },
+
     /// A file named by a loader spec could not be read.
     #[error("cannot read `{path}`: {detail}")]
     Io {
@@ -263,6 +275,15 @@ impl Error {
             what: what.into(),
             source: Box::new(source),
         }
+    }
+}
+
+/// `MPI rank R: ` (or `MPI: ` while the rank is unknown) before an MPI error's operation.
+fn mpi_rank_prefix(rank: i32) -> String {
+    if rank < 0 {
+        "MPI: ".into()
+    } else {
+        format!("MPI rank {rank}: ")
     }
 }
 

@@ -32,8 +32,6 @@ mod error;
 mod types;
 
 // The PTX front end (a leaf) and the RPC protocol (knows no platform).
-#[cfg(feature = "mpi")]
-pub mod mpi;
 pub mod ptx;
 pub mod rpc;
 
@@ -50,6 +48,8 @@ mod executor;
 mod executor_rpc;
 mod kernel;
 mod memory;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod rng;
 mod stream;
 mod stream_order;

@@ -125,7 +125,8 @@ struct State {
     next: AtomicU64,
 }
 
-/// What a completed request reports, as the device's `MPI_Status` out values.
+/// What a completed request reports, as the device's `MPI_Status` out values (MPI live: under
+/// `Communicator::enter`).
 fn status_outs(status: &ffi::MPI_Status) -> [u64; 6] {
     let mut count = 0;
     // SAFETY: `status` is a completed request's status; the datatype is predefined.
@@ -149,13 +150,15 @@ impl State {
         }
     }
 
-    /// Polls `request` to completion within the communicator's timeout. On timeout the
-    /// request is cancelled; if it still does not complete, `buffer` is leaked (the library may
-    /// still write it) and the request abandoned.
+    /// Polls `request` to completion within the communicator's timeout. On timeout a
+    /// point-to-point request (`p2p`) is cancelled; if it still does not complete, or it is a
+    /// collective (which MPI cannot cancel; the communicator is poisoned then), `buffer` is
+    /// leaked (the library may still write it) and the request abandoned.
     fn complete(
         &self,
         call: &EmissaryCall<'_>,
         what: &str,
+        p2p: bool,
         mut request: ffi::MPI_Request,
         buffer: Option<HostBuffer>,
     ) -> Result<(ffi::MPI_Status, Option<HostBuffer>)> {
@@ -163,7 +166,12 @@ impl State {
         let start = Instant::now();
         let mut polls = 0u32;
         loop {
-            let (rc, done, status) = test(&mut request);
+            // MPI stays live for each test (finalize waits for it), but the guard is never held
+            // across a pause: another call of this thread may take one meanwhile.
+            let (rc, done, status) = {
+                let _live = self.comm.enter(what)?;
+                test(&mut request)
+            };
             if rc != 0 {
                 return Err(host_error(
                     call,
@@ -174,17 +182,27 @@ impl State {
                 return Ok((status, buffer));
             }
             if start.elapsed() > timeout {
-                // SAFETY: `request` is an active request of this process.
+                let e = self.timed_out(call, what, timeout);
+                if !p2p {
+                    // A collective cannot be cancelled, and later ones would match it on the
+                    // other ranks: the communicator is unusable from now on.
+                    self.comm.poison(e.to_string());
+                    std::mem::forget(buffer);
+                    return Err(e);
+                }
+                let _live = self.comm.enter(what)?;
+                // SAFETY: `request` is an active point-to-point request of this process.
                 unsafe { ffi::MPI_Cancel(&mut request) };
                 let cancelled = Instant::now();
                 while cancelled.elapsed() < Duration::from_millis(100) {
                     if test(&mut request).1 {
-                        return Err(self.timed_out(call, what, timeout));
+                        return Err(e);
                     }
                     std::thread::yield_now();
                 }
+                // Not cancelled: the library may still use the buffer, so it is never freed.
                 std::mem::forget(buffer);
-                return Err(self.timed_out(call, what, timeout));
+                return Err(e);
             }
             // On the server thread the other calls (other warps' MPI calls among them) run
             // while this one waits; a caller outside the thread's calls backs off to sleeps.
@@ -235,6 +253,9 @@ impl State {
             .as_ref()
             .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
         let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
+        let live = self
+            .comm
+            .enter(if receive { "MPI_Irecv" } else { "MPI_Isend" })?;
         // SAFETY: `ptr` holds `count` elements of `dt` (or is null for none) and stays valid
         // while `buffer` lives, which the request keeps until it completes.
         let rc = unsafe {
@@ -248,6 +269,7 @@ impl State {
                 ffi::MPI_Isend(ptr.cast(), count, dt, peer, tag, comm, request.as_mut_ptr())
             }
         };
+        drop(live);
         if rc != 0 {
             return Err(host_error(
                 call,
@@ -264,10 +286,11 @@ impl State {
 
     /// Completes `p`, copies a staged receive to the device, and answers with its status.
     fn finish(&self, call: &EmissaryCall<'_>, what: &str, p: Pending) -> Result<EmissaryReply> {
-        let (status, buffer) = self.complete(call, what, p.request, p.buffer)?;
+        let (status, buffer) = self.complete(call, what, true, p.request, p.buffer)?;
         if let Some(b) = buffer.filter(|_| p.receive) {
             b.write_back()?;
         }
+        let _live = self.comm.enter(what)?;
         Ok(EmissaryReply {
             ret: 0,
             outs: status_outs(&status),
@@ -354,6 +377,12 @@ impl State {
             .as_ref()
             .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
         let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
+        let what = if root.is_some() {
+            "MPI_Reduce"
+        } else {
+            "MPI_Allreduce"
+        };
+        let live = self.comm.enter(what)?;
         // SAFETY: both buffers hold `count` elements of `dt` (or are null where MPI ignores
         // them), and live until the request completes below.
         let rc = unsafe {
@@ -379,6 +408,8 @@ impl State {
                 ),
             }
         };
+        // Never held across the wait below (see `complete`).
+        drop(live);
         if rc != 0 {
             return Err(host_error(
                 call,
@@ -394,7 +425,7 @@ impl State {
         };
         // The send side (and its copy) must outlive the request: keep them in one value.
         let keep = (send, send_copy);
-        let (_, recv) = self.complete(call, what, request, recv)?;
+        let (_, recv) = self.complete(call, what, false, request, recv)?;
         drop(keep);
         if let Some(b) = recv.filter(|_| is_root) {
             b.write_back()?;
@@ -411,9 +442,11 @@ impl State {
             .as_ref()
             .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
         let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
+        let live = self.comm.enter("MPI_Bcast")?;
         // SAFETY: `ptr` holds `count` elements of `dt` and lives until the request completes.
         let rc =
             unsafe { ffi::MPI_Ibcast(ptr.cast(), count, dt, root, comm, request.as_mut_ptr()) };
+        drop(live);
         if rc != 0 {
             return Err(host_error(
                 call,
@@ -422,7 +455,7 @@ impl State {
         }
         // SAFETY: the call succeeded.
         let request = unsafe { request.assume_init() };
-        let (_, buf) = self.complete(call, "MPI_Bcast", request, buf)?;
+        let (_, buf) = self.complete(call, "MPI_Bcast", false, request, buf)?;
         if let Some(b) = buf.filter(|_| root != self.comm.rank()) {
             b.write_back()?;
         }
@@ -432,8 +465,10 @@ impl State {
     fn barrier(&self, call: &EmissaryCall<'_>) -> Result<EmissaryReply> {
         let comm = self.comm(call, 0)?;
         let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
+        let live = self.comm.enter("MPI_Barrier")?;
         // SAFETY: a valid communicator and an out-parameter for the request.
         let rc = unsafe { ffi::MPI_Ibarrier(comm, request.as_mut_ptr()) };
+        drop(live);
         if rc != 0 {
             return Err(host_error(
                 call,
@@ -442,7 +477,7 @@ impl State {
         }
         // SAFETY: the call succeeded.
         let request = unsafe { request.assume_init() };
-        self.complete(call, "MPI_Barrier", request, None)?;
+        self.complete(call, "MPI_Barrier", false, request, None)?;
         Ok(EmissaryReply::ret(0))
     }
 }

@@ -5,10 +5,8 @@
 
 use std::ops::Range;
 
-use bytemuck::Pod;
-
-use super::Communicator;
 use super::emissary::{self, DEVICE_MPI_IN_PLACE, function as f};
+use super::{Communicator, MpiElement, ReduceOp};
 use crate::error::{Error, Result};
 use crate::executor::StreamExecutor;
 use crate::rpc::{Client, EMISSARY_API_MPI, EmissaryArg, EmissaryReply};
@@ -27,48 +25,14 @@ impl Communicator {
     }
 }
 
-/// Element types kernels may pass to MPI, with the device ABI's datatype handle.
-pub trait MpiElement: Pod {
-    /// The device's `MPI_Datatype` handle (`include/streamexec_mpi.h`).
-    const DATATYPE: i32;
-}
-
-impl MpiElement for u8 {
-    const DATATYPE: i32 = 1;
-}
-impl MpiElement for i8 {
-    const DATATYPE: i32 = 2;
-}
-impl MpiElement for i32 {
-    const DATATYPE: i32 = 3;
-}
-impl MpiElement for u32 {
-    const DATATYPE: i32 = 4;
-}
-impl MpiElement for i64 {
-    const DATATYPE: i32 = 5;
-}
-impl MpiElement for u64 {
-    const DATATYPE: i32 = 6;
-}
-impl MpiElement for f32 {
-    const DATATYPE: i32 = 8;
-}
-impl MpiElement for f64 {
-    const DATATYPE: i32 = 9;
-}
-
-/// A reduction (the device's `MPI_Op` handles).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MpiOp {
-    /// `MPI_SUM`.
-    Sum = 1,
-    /// `MPI_PROD`.
-    Prod = 2,
-    /// `MPI_MIN`.
-    Min = 3,
-    /// `MPI_MAX`.
-    Max = 4,
+/// The device ABI's op handle.
+fn device_op(op: ReduceOp) -> i32 {
+    match op {
+        ReduceOp::Sum => 1,
+        ReduceOp::Prod => 2,
+        ReduceOp::Min => 3,
+        ReduceOp::Max => 4,
+    }
 }
 
 /// What a receive reports (`MPI_Status`).
@@ -157,7 +121,7 @@ impl KernelMpi {
         Ok([
             p,
             EmissaryArg::i32(count),
-            EmissaryArg::i32(T::DATATYPE),
+            EmissaryArg::i32(T::DEVICE_DATATYPE),
             EmissaryArg::i32(peer),
             EmissaryArg::i32(tag),
             WORLD,
@@ -225,7 +189,7 @@ impl KernelMpi {
         send: Option<DevicePtr<T>>,
         recv: DevicePtr<T>,
         range: Range<usize>,
-        op: MpiOp,
+        op: ReduceOp,
     ) -> Result<()> {
         let (r, count) = ptr_arg(recv, &range, "all_reduce")?;
         let s = match send {
@@ -236,8 +200,8 @@ impl KernelMpi {
             s,
             r,
             EmissaryArg::i32(count),
-            EmissaryArg::i32(T::DATATYPE),
-            EmissaryArg::i32(op as i32),
+            EmissaryArg::i32(T::DEVICE_DATATYPE),
+            EmissaryArg::i32(device_op(op)),
             WORLD,
         ];
         self.call(f::ALLREDUCE, "MPI_Allreduce", &args).map(drop)
@@ -250,7 +214,7 @@ impl KernelMpi {
         send: DevicePtr<T>,
         recv: Option<DevicePtr<T>>,
         range: Range<usize>,
-        op: MpiOp,
+        op: ReduceOp,
         root: i32,
     ) -> Result<()> {
         let (s, count) = ptr_arg(send, &range, "reduce")?;
@@ -262,8 +226,8 @@ impl KernelMpi {
             s,
             r,
             EmissaryArg::i32(count),
-            EmissaryArg::i32(T::DATATYPE),
-            EmissaryArg::i32(op as i32),
+            EmissaryArg::i32(T::DEVICE_DATATYPE),
+            EmissaryArg::i32(device_op(op)),
             EmissaryArg::i32(root),
             WORLD,
         ];
@@ -281,7 +245,7 @@ impl KernelMpi {
         let args = [
             p,
             EmissaryArg::i32(count),
-            EmissaryArg::i32(T::DATATYPE),
+            EmissaryArg::i32(T::DEVICE_DATATYPE),
             EmissaryArg::i32(root),
             WORLD,
         ];

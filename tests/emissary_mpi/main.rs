@@ -2,7 +2,7 @@
 //! every rank runs the same cases in the same order and exits non-zero on a failure.
 //! Native host kernels (`KernelMpi`) here; PTX from CUDA C and OpenCL C in `device.rs`.
 
-use streamexec::mpi::{KernelMpi, MpiOp};
+use streamexec::mpi::{KernelMpi, Mpi, ReduceOp};
 use streamexec::*;
 
 type Case = fn(&Ctx) -> Result<()>;
@@ -89,9 +89,9 @@ fn allreduce_host_kernel(c: &Ctx) -> Result<()> {
             }
             ctx.sync_threads();
             if t == 0 {
-                m.all_reduce(Some(data), out, 0..n, MpiOp::Sum)
+                m.all_reduce(Some(data), out, 0..n, ReduceOp::Sum)
                     .expect("MPI_Allreduce");
-                m.all_reduce(None, data, 0..n, MpiOp::Max)
+                m.all_reduce(None, data, 0..n, ReduceOp::Max)
                     .expect("MPI_Allreduce in place");
             }
         },
@@ -126,15 +126,11 @@ fn check(ok: bool, what: &str) -> Result<()> {
 }
 
 fn main() {
-    let universe = ::mpi::initialize_with_threading(::mpi::Threading::Multiple)
-        .unwrap()
-        .0;
-    use ::mpi::traits::{Communicator as _, CommunicatorCollectives as _};
-    let w = universe.world();
+    let mpi = Mpi::init().expect("Mpi::init");
     let c = Ctx {
-        comm: streamexec::mpi::Communicator::world(),
-        rank: w.rank(),
-        size: w.size(),
+        comm: mpi.world(),
+        rank: mpi.rank(),
+        size: mpi.size(),
     };
     let cases: &[(&str, Case)] = &[
         ("seed_send_recv_host_kernels", seed_send_recv_host_kernels),
@@ -154,8 +150,7 @@ fn main() {
                 println!("R{}: FAILED {name}: {e}", c.rank);
             }
         }
-        w.barrier();
     }
-    drop(universe);
+    drop(mpi);
     std::process::exit(i32::from(failed > 0));
 }

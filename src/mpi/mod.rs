@@ -1,0 +1,305 @@
+//! MPI (feature `mpi`): a process's MPI session, its communicator, and stream-ordered
+//! collectives on device memory (`Stream::then_all_reduce` and friends, in `collectives.rs`).
+//!
+//! - [`Mpi::init`] initializes MPI once per process at `MPI_THREAD_MULTIPLE` (a stream's host
+//!   worker and an executor's RPC server thread call MPI while the main thread does too). A
+//!   second `init` in the same process, or a library that gives less than `MULTIPLE`, is an
+//!   `Err`.
+//! - Dropping the [`Mpi`] finalizes MPI, on the thread that initialized it (`Mpi` is not
+//!   `Send`). It first waits for MPI calls in progress (each is bounded by its timeout); after
+//!   it, every operation of a [`Communicator`] still around returns an `Err` that says MPI was
+//!   finalized, instead of calling into a finalized library.
+//! - [`Communicator`] is the world communicator, duplicated at init (so this crate's traffic
+//!   never matches the application's own messages on `MPI_COMM_WORLD`) and set to
+//!   `MPI_ERRORS_RETURN`: an MPI failure becomes an `Err`, never an abort.
+//! - Every wait is a nonblocking call polled against the communicator's timeout
+//!   ([`Communicator::with_timeout`]; default `STREAMEXEC_MPI_TIMEOUT_MS`, else 60 s), so a peer
+//!   that never arrives fails the stream with a message naming the rank and the operation.
+//!
+//! - Kernels call MPI through the Emissary layer ([`Communicator::serve_kernels`] registers the
+//!   MPI API on an executor's RPC server; the device stubs are `include/streamexec_mpi.h`, the
+//!   OpenCL C ones of `MultiKernelLoaderSpec::with_mpi`, and [`KernelMpi`] for native host
+//!   kernels): `emissary.rs`, `kernel.rs`.
+//!
+//! See ARCHITECTURE.md ("MPI", "Emissary calls") for staging, timeouts and what a dead peer
+//! does.
+
+mod collectives;
+mod emissary;
+mod kernel;
+mod raw;
+
+pub use collectives::{MpiElement, ReduceOp};
+pub use emissary::function;
+pub use kernel::{KernelMpi, MpiRequest, MpiStatus};
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ::mpi::environment::{Threading, Universe};
+use parking_lot::{RwLock, RwLockReadGuard};
+
+use crate::error::{Error, Result};
+
+/// The environment variable that sets the default timeout of every MPI wait, in milliseconds.
+pub const TIMEOUT_ENV: &str = "STREAMEXEC_MPI_TIMEOUT_MS";
+
+/// The default timeout of an MPI wait when [`TIMEOUT_ENV`] is unset: generous, because a peer
+/// may legitimately be busy with a long kernel before it reaches the matching call.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Set by the first `Mpi::init` of the process (MPI may be initialized once per process).
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+
+/// State shared by the session and its communicators.
+struct Session {
+    /// True until finalize. Every MPI call holds a read guard; finalize takes the write lock, so
+    /// it waits for calls in progress and no call starts after it.
+    live: RwLock<bool>,
+    /// The duplicated world communicator.
+    comm: raw::Comm,
+    rank: i32,
+    size: i32,
+    /// Set when a collective timed out: its request cannot be cancelled (MPI forbids it), so
+    /// later collectives would match the abandoned one on other ranks.
+    poisoned: RwLock<Option<String>>,
+}
+
+/// A process's MPI session: MPI is initialized while it lives and finalized when it drops.
+/// See the module docs.
+pub struct Mpi {
+    session: Arc<Session>,
+    universe: Option<Universe>,
+    default_timeout: Duration,
+    /// Finalize must run on the thread that initialized MPI: `Mpi` stays on it.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Mpi {
+    /// Initializes MPI for this process with `MPI_THREAD_MULTIPLE`. `Err` if MPI was already
+    /// initialized in this process (by an earlier `init`, even one since dropped, or by other
+    /// code), if the library provides a lower thread level, or if `STREAMEXEC_MPI_TIMEOUT_MS`
+    /// is set but not a number of milliseconds.
+    pub fn init() -> Result<Mpi> {
+        let default_timeout = timeout_from_env()?;
+        if INITIALIZED.swap(true, Ordering::SeqCst) {
+            return Err(init_error(
+                "MPI was already initialized in this process: Mpi::init may be called once per \
+                 process (MPI cannot be initialized again after MPI_Finalize); keep the first Mpi \
+                 and share its Communicator",
+            ));
+        }
+        let Some((universe, provided)) = ::mpi::initialize_with_threading(Threading::Multiple)
+        else {
+            return Err(init_error(
+                "MPI was already initialized in this process by other code; streamexec must \
+                 initialize it itself (Mpi::init) to request MPI_THREAD_MULTIPLE",
+            ));
+        };
+        if provided != Threading::Multiple {
+            drop(universe);
+            return Err(init_error(format!(
+                "the MPI library provides thread level {} but streamexec needs \
+                 MPI_THREAD_MULTIPLE (stream workers and RPC server threads call MPI \
+                 concurrently); use an MPI built with thread-multiple support (OpenMPI: \
+                 `ompi_info | grep -i thread`)",
+                threading_name(provided)
+            )));
+        }
+        let world = universe.world();
+        // SAFETY: MPI is initialized at MPI_THREAD_MULTIPLE and not finalized (we own the
+        // universe); `world` is the valid world communicator.
+        let (comm, rank, size) =
+            unsafe { raw::dup_world(::mpi::raw::AsRaw::as_raw(&world)) }.map_err(init_error)?;
+        Ok(Mpi {
+            session: Arc::new(Session {
+                live: RwLock::new(true),
+                comm,
+                rank,
+                size,
+                poisoned: RwLock::new(None),
+            }),
+            universe: Some(universe),
+            default_timeout,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// The world communicator (every rank of the job), with the default timeout.
+    pub fn world(&self) -> Communicator {
+        Communicator {
+            session: self.session.clone(),
+            timeout: self.default_timeout,
+        }
+    }
+
+    /// This process's rank in the world communicator.
+    pub fn rank(&self) -> i32 {
+        self.session.rank
+    }
+
+    /// The number of ranks in the world communicator.
+    pub fn size(&self) -> i32 {
+        self.session.size
+    }
+}
+
+impl Drop for Mpi {
+    fn drop(&mut self) {
+        // Waits for MPI calls in progress (each ends by its timeout at the latest); no call
+        // starts after this.
+        let mut live = self.session.live.write();
+        *live = false;
+        // SAFETY: MPI is initialized and no other thread is inside an MPI call (write lock).
+        unsafe { raw::free_comm(self.session.comm) };
+        // rsmpi's Universe calls MPI_Finalize when it drops.
+        drop(self.universe.take());
+    }
+}
+
+impl std::fmt::Debug for Mpi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mpi(rank {} of {})", self.rank(), self.size())
+    }
+}
+
+/// A communicator: the ranks of the job, the timeout of each wait, and a handle on the session.
+/// Cheap to clone; `Send` and `Sync` (MPI runs at `MPI_THREAD_MULTIPLE`).
+#[derive(Clone)]
+pub struct Communicator {
+    session: Arc<Session>,
+    timeout: Duration,
+}
+
+impl Communicator {
+    /// This process's rank.
+    pub fn rank(&self) -> i32 {
+        self.session.rank
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> i32 {
+        self.session.size
+    }
+
+    /// How long one MPI wait (a receive, a collective) may take before the operation fails.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The same communicator with another timeout for its waits (operations already queued
+    /// keep the one they were queued with).
+    pub fn with_timeout(&self, timeout: Duration) -> Communicator {
+        Communicator {
+            session: self.session.clone(),
+            timeout,
+        }
+    }
+
+    /// The raw MPI handle, for code of this crate that calls MPI directly (the emissary
+    /// services). Valid only while MPI is live: call it under [`enter`](Self::enter).
+    pub(crate) fn as_raw(&self) -> ::mpi::ffi::MPI_Comm {
+        self.session.comm.0
+    }
+
+    /// A guard under which MPI calls on this communicator are sound: `Err` (naming
+    /// `operation`) once the session was finalized or the communicator poisoned by a
+    /// timed-out collective. Finalize waits for guards to drop.
+    pub(crate) fn enter(&self, operation: &str) -> Result<RwLockReadGuard<'_, bool>> {
+        let live = self.session.live.read();
+        if !*live {
+            return Err(self.error(
+                operation,
+                "MPI was finalized (the Mpi session was dropped); keep the Mpi alive until every \
+                 stream that uses its communicator is done",
+            ));
+        }
+        if let Some(why) = self.session.poisoned.read().as_ref() {
+            return Err(self.error(
+                operation,
+                format!(
+                    "the communicator is unusable: an earlier collective timed out ({why}), and \
+                     later collectives would be matched with it on the other ranks"
+                ),
+            ));
+        }
+        Ok(live)
+    }
+
+    /// Marks the communicator unusable after a collective timed out (see `Session::poisoned`).
+    pub(crate) fn poison(&self, why: String) {
+        self.session.poisoned.write().get_or_insert(why);
+    }
+
+    /// An `Error::Mpi` of this rank.
+    pub(crate) fn error(&self, operation: impl Into<String>, detail: impl Into<String>) -> Error {
+        Error::Mpi {
+            rank: self.rank(),
+            operation: operation.into(),
+            detail: detail.into(),
+        }
+    }
+
+    /// `InvalidArgument` unless `peer` is a rank of this communicator.
+    pub(crate) fn check_rank(&self, peer: i32, what: &str, operation: &str) -> Result<()> {
+        if (0..self.size()).contains(&peer) {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            operation,
+            format!(
+                "{what} rank {peer} is not a rank of the communicator (ranks 0..{})",
+                self.size()
+            ),
+        ))
+    }
+}
+
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Communicator(rank {} of {}, timeout {:?})",
+            self.rank(),
+            self.size(),
+            self.timeout
+        )
+    }
+}
+
+/// The default timeout: `STREAMEXEC_MPI_TIMEOUT_MS` if set, else [`DEFAULT_TIMEOUT`].
+fn timeout_from_env() -> Result<Duration> {
+    match std::env::var(TIMEOUT_ENV) {
+        Err(_) => Ok(DEFAULT_TIMEOUT),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|_| {
+                init_error(format!(
+                    "{TIMEOUT_ENV}={v:?} is not a whole number of milliseconds; unset it for the \
+                 default of {} s",
+                    DEFAULT_TIMEOUT.as_secs()
+                ))
+            }),
+    }
+}
+
+fn init_error(detail: impl Into<String>) -> Error {
+    Error::Mpi {
+        rank: -1,
+        operation: "Mpi::init".into(),
+        detail: detail.into(),
+    }
+}
+
+fn threading_name(t: Threading) -> &'static str {
+    match t {
+        Threading::Single => "MPI_THREAD_SINGLE",
+        Threading::Funneled => "MPI_THREAD_FUNNELED",
+        Threading::Serialized => "MPI_THREAD_SERIALIZED",
+        Threading::Multiple => "MPI_THREAD_MULTIPLE",
+    }
+}
