@@ -191,6 +191,39 @@ fn all_reduce_type<T: El>(cx: &mut Ctx, exec: &StreamExecutor, plat: &str) {
     }
 }
 
+/// Several all-reduces queued back to back before one wait: each must get staging memory no
+/// queued operation still uses (the session reuses idle staging buffers).
+fn queued_case(cx: &Ctx, exec: &StreamExecutor) -> Check {
+    let n = 4096;
+    let sizes = [n, n, n / 2, n];
+    let mut s = ck(exec.create_stream(), "create_stream")?;
+    let mut mems = Vec::new();
+    for (k, &len) in sizes.iter().enumerate() {
+        let mine = input::<i64>(cx.case * 10 + k as u64, cx.rank, len, ReduceOp::Sum);
+        mems.push(ck(exec.copy_to_device(&mine), "copy_to_device")?);
+    }
+    for m in &mems {
+        s.then_all_reduce(&cx.comm, m, ReduceOp::Sum);
+    }
+    ck(s.block_host_until_done(), "then_all_reduce x4")?;
+    for (k, (&len, m)) in sizes.iter().zip(&mems).enumerate() {
+        let got = ck(exec.copy_to_vec(m), "copy_to_vec")?;
+        let mut want = vec![0i64; len];
+        for r in 0..cx.size {
+            for (w, x) in
+                want.iter_mut()
+                    .zip(input::<i64>(cx.case * 10 + k as u64, r, len, ReduceOp::Sum))
+            {
+                *w += x;
+            }
+        }
+        if got != want {
+            return Err(format!("all-reduce {k} of the queued four is wrong"));
+        }
+    }
+    Ok(())
+}
+
 fn broadcast_case<T: El>(cx: &Ctx, exec: &StreamExecutor, n: usize) -> Check {
     let root = cx.size - 1;
     let data = input::<T>(cx.case, root, n, ReduceOp::Sum);
@@ -364,6 +397,10 @@ fn platform(cx: &mut Ctx, plat: &str) {
     cx.run(&format!("{plat}: then_all_reduce sum of 1 Mi f32"), |cx| {
         all_reduce_case::<f32>(cx, &exec, ReduceOp::Sum, 1 << 20)
     });
+    cx.run(
+        &format!("{plat}: four then_all_reduce queued before one wait"),
+        |cx| queued_case(cx, &exec),
+    );
     cx.run(
         &format!("{plat}: then_broadcast f64 from the last rank"),
         |cx| broadcast_case::<f64>(cx, &exec, 777),

@@ -20,12 +20,12 @@ use ::mpi::ffi::{self, MPI_Datatype, MPI_Request, MPI_Status};
 use ::mpi::raw::AsRaw;
 use bytemuck::Pod;
 
-use super::Communicator;
 use super::raw::{self, Waited};
+use super::{Communicator, Lend};
 use crate::error::{Error, Result};
 use crate::memory::DeviceSlice;
 use crate::stream::Stream;
-use crate::types::HostMemory;
+use crate::types::HostRegion;
 
 mod sealed {
     pub trait Sealed {}
@@ -153,20 +153,18 @@ impl Stream {
             op: op.code(),
             root: -1,
         };
+        let bytes = data.size_bytes() as usize;
         let staged = count(data.len(), &operation).and_then(|n| {
-            Ok((
-                n,
-                self.staging::<T>(data.len())?,
-                self.staging::<T>(data.len())?,
-            ))
+            let send = self.lend(comm, bytes, [Lend::Write, Lend::Read])?;
+            let recv = self.lend(comm, bytes, [Lend::Write, Lend::Read])?;
+            Ok((n, send, recv))
         });
-        let (n, mut send, mut recv) = match staged {
+        let (n, [to_send, send_region], [mut recv_region, received]) = match staged {
             Ok(s) => s,
             Err(e) => return self.enqueue(|_| Err(e)),
         };
-        self.then_memcpy_d2h(data, &mut send);
-        let (send_region, mut recv_region) = (send.region_for_read(), recv.region_for_write());
-        let comm = comm.clone();
+        self.stage_out(data, to_send, &operation);
+        let (comm, what) = (comm.clone(), operation.clone());
         self.then_host_callback_with_status(move || {
             let _live = comm.enter(&operation)?;
             agree(&comm, &operation, call)?;
@@ -194,7 +192,7 @@ impl Stream {
             drop(recv_region);
             Ok(())
         });
-        self.then_memcpy_h2d(&recv, data)
+        self.stage_in(received, data, &what)
     }
 
     /// Copies `data` of rank `root` into `data` of every other rank of `comm`. Ordered with the
@@ -219,24 +217,24 @@ impl Stream {
             op: 0,
             root: root as i64,
         };
+        let bytes = data.size_bytes() as usize;
         let staged = comm
             .check_rank(root, "root", &operation)
             .and_then(|()| count(data.len(), &operation))
-            .and_then(|n| Ok((n, self.staging::<T>(data.len())?)));
-        let (n, mut buf) = match staged {
+            .and_then(|n| Ok((n, self.lend(comm, bytes, [Lend::Write; 3])?)));
+        let (n, [sent, mut region, received]) = match staged {
             Ok(s) => s,
             Err(e) => return self.enqueue(|_| Err(e)),
         };
         let is_root = comm.rank() == root;
         if is_root {
-            self.then_memcpy_d2h(data, &mut buf);
+            self.stage_out(data, sent, &operation);
         }
-        let mut region = buf.region_for_write();
-        let comm = comm.clone();
+        let (comm, what) = (comm.clone(), operation.clone());
         self.then_host_callback_with_status(move || {
             let _live = comm.enter(&operation)?;
             agree(&comm, &operation, call)?;
-            let mut bytes = region
+            let mut buf = region
                 .lock_write()
                 .ok_or_else(|| write_region(&operation))?;
             let mut req = raw::null_request();
@@ -244,7 +242,7 @@ impl Stream {
             // allocated and unaliased until the request completes (on timeout it is leaked).
             let rc = unsafe {
                 ffi::MPI_Ibcast(
-                    bytes.as_mut_ptr() as *mut c_void,
+                    buf.as_mut_ptr() as *mut c_void,
                     n,
                     T::datatype(),
                     root,
@@ -254,14 +252,14 @@ impl Stream {
             };
             raw::check(rc, "MPI_Ibcast").map_err(|m| comm.error(&operation, m))?;
             // SAFETY: MPI is live (guard); `req` was just started.
-            unsafe { wait_collective(&comm, &operation, &mut req, bytes) }?;
+            unsafe { wait_collective(&comm, &operation, &mut req, buf) }?;
             drop(region);
             Ok(())
         });
         if is_root {
             return self;
         }
-        self.then_memcpy_h2d(&buf, data)
+        self.stage_in(received, data, &what)
     }
 
     /// Sends `data` to rank `dest` of `comm` with `tag`, ordered with the stream's other work;
@@ -278,25 +276,25 @@ impl Stream {
     ) -> &mut Self {
         let data = data.into();
         let operation = format!("then_send to rank {dest} (tag {tag})");
+        let bytes = data.size_bytes() as usize;
         let staged = check_p2p(comm, dest, "destination", tag, &operation)
             .and_then(|()| count(data.len(), &operation))
-            .and_then(|n| Ok((n, self.staging::<T>(data.len())?)));
-        let (n, mut buf) = match staged {
+            .and_then(|n| Ok((n, self.lend(comm, bytes, [Lend::Write, Lend::Read])?)));
+        let (n, [to_send, region]) = match staged {
             Ok(s) => s,
             Err(e) => return self.enqueue(|_| Err(e)),
         };
-        self.then_memcpy_d2h(data, &mut buf);
-        let region = buf.region_for_read();
+        self.stage_out(data, to_send, &operation);
         let comm = comm.clone();
         self.then_host_callback_with_status(move || {
             let _live = comm.enter(&operation)?;
-            let bytes = region.lock_read();
+            let buf = region.lock_read();
             let mut req = raw::null_request();
             // SAFETY: MPI is live (guard); the buffer holds `n` elements of `T` and stays
             // allocated until the request completes (if it cannot be cancelled it is leaked).
             let rc = unsafe {
                 ffi::MPI_Isend(
-                    bytes.as_ptr() as *const c_void,
+                    buf.as_ptr() as *const c_void,
                     n,
                     T::datatype(),
                     dest,
@@ -313,7 +311,7 @@ impl Stream {
                 comm.rank()
             );
             // SAFETY: MPI is live (guard); `req` was just started.
-            unsafe { wait_p2p(&comm, &operation, &mut req, timeout, (bytes, region)) }?;
+            unsafe { wait_p2p(&comm, &operation, &mut req, timeout, (buf, region)) }?;
             Ok(())
         })
     }
@@ -330,18 +328,18 @@ impl Stream {
     ) -> &mut Self {
         let data = data.into();
         let operation = format!("then_recv from rank {source} (tag {tag})");
+        let bytes = data.size_bytes() as usize;
         let staged = check_p2p(comm, source, "source", tag, &operation)
             .and_then(|()| count(data.len(), &operation))
-            .and_then(|n| Ok((n, self.staging::<T>(data.len())?)));
-        let (n, mut buf) = match staged {
+            .and_then(|n| Ok((n, self.lend(comm, bytes, [Lend::Write, Lend::Read])?)));
+        let (n, [mut region, received]) = match staged {
             Ok(s) => s,
             Err(e) => return self.enqueue(|_| Err(e)),
         };
-        let mut region = buf.region_for_write();
-        let comm = comm.clone();
+        let (comm, what) = (comm.clone(), operation.clone());
         self.then_host_callback_with_status(move || {
             let _live = comm.enter(&operation)?;
-            let mut bytes = region
+            let mut buf = region
                 .lock_write()
                 .ok_or_else(|| write_region(&operation))?;
             let mut req = raw::null_request();
@@ -350,7 +348,7 @@ impl Stream {
             // leaked).
             let rc = unsafe {
                 ffi::MPI_Irecv(
-                    bytes.as_mut_ptr() as *mut c_void,
+                    buf.as_mut_ptr() as *mut c_void,
                     n,
                     T::datatype(),
                     source,
@@ -368,7 +366,7 @@ impl Stream {
             );
             // SAFETY: MPI is live (guard); `req` was just started.
             let (status, _) =
-                unsafe { wait_p2p(&comm, &operation, &mut req, timeout, (bytes, region)) }?;
+                unsafe { wait_p2p(&comm, &operation, &mut req, timeout, (buf, region)) }?;
             // SAFETY: MPI is live; `status` is the completed receive's.
             let got = unsafe { raw::received(&status, T::datatype()) };
             if got != n as i64 {
@@ -383,12 +381,46 @@ impl Stream {
             }
             Ok(())
         });
-        self.then_memcpy_h2d(&buf, data)
+        self.stage_in(received, data, &what)
     }
 
-    /// Host memory for staging `len` elements on this stream's executor.
-    fn staging<T: Pod>(&self, len: usize) -> Result<HostMemory<T>> {
-        self.executor().allocate_host::<T>(len)
+    /// Regions of one pooled staging buffer of this stream's executor (`Session::lend`).
+    fn lend<const K: usize>(
+        &self,
+        comm: &Communicator,
+        bytes: usize,
+        kinds: [Lend; K],
+    ) -> Result<[HostRegion; K]> {
+        comm.session.lend(self.executor(), bytes, kinds)
+    }
+
+    /// Enqueues a copy of `data` into `region` (`data`'s size, from `lend`).
+    fn stage_out<T: Pod>(
+        &mut self,
+        data: DeviceSlice<'_, T>,
+        region: HostRegion,
+        operation: &str,
+    ) -> &mut Self {
+        self.enqueue(|s| {
+            s.check_slice(&data, operation)?;
+            // SAFETY: `data` borrows live memory of this executor (owner checked); the region
+            // has exactly its size.
+            unsafe { s.iface().memcpy_d2h(data.address(), region) }
+        })
+    }
+
+    /// Enqueues a copy of `region` (`data`'s size, from `lend`) into `data`.
+    fn stage_in<T: Pod>(
+        &mut self,
+        region: HostRegion,
+        data: DeviceSlice<'_, T>,
+        operation: &str,
+    ) -> &mut Self {
+        self.enqueue(|s| {
+            s.check_slice(&data, operation)?;
+            // SAFETY: as in `stage_out`.
+            unsafe { s.iface().memcpy_h2d(region, data.address()) }
+        })
     }
 }
 

@@ -39,9 +39,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ::mpi::environment::{Threading, Universe};
-use parking_lot::{RwLock, RwLockReadGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use crate::error::{Error, Result};
+use crate::executor::StreamExecutor;
+use crate::types::{HostMemory, HostRegion};
 
 /// The environment variable that sets the default timeout of every MPI wait, in milliseconds.
 pub const TIMEOUT_ENV: &str = "STREAMEXEC_MPI_TIMEOUT_MS";
@@ -65,6 +67,64 @@ struct Session {
     /// Set when a collective timed out: its request cannot be cancelled (MPI forbids it), so
     /// later collectives would match the abandoned one on other ranks.
     poisoned: RwLock<Option<String>>,
+    /// Staging buffers from `allocate_host`, by executor id, reused once idle (see `staging`).
+    pool: Mutex<Vec<(u64, HostMemory<u8>)>>,
+}
+
+/// How many idle staging buffers the session keeps.
+const POOL_BUFFERS: usize = 8;
+
+/// How a staging region is lent (see `Session::lend`).
+#[derive(Clone, Copy)]
+pub(crate) enum Lend {
+    /// To a copy or MPI call that reads it.
+    Read,
+    /// To a copy or MPI call that writes it.
+    Write,
+}
+
+impl Session {
+    /// Regions of the first `bytes` bytes of one staging buffer of `exec`, one per `kinds`: a
+    /// pooled buffer that no queued copy uses (the smallest that fits), else a new one from
+    /// `allocate_host`, kept for reuse. Allocating page-locked memory costs far more than the
+    /// copies through it (about 100 ms for 64 MiB on the host platform, zeroing included), so
+    /// operations reuse buffers. The regions are taken under the pool's lock, so the buffer
+    /// is busy before another operation can pick it, until they all drop; past
+    /// `POOL_BUFFERS`, idle buffers are freed, oldest first.
+    fn lend<const K: usize>(
+        &self,
+        exec: &StreamExecutor,
+        bytes: usize,
+        kinds: [Lend; K],
+    ) -> Result<[HostRegion; K]> {
+        let mut pool = self.pool.lock();
+        let id = exec.id();
+        let best = pool
+            .iter()
+            .enumerate()
+            .filter(|(_, (owner, m))| *owner == id && m.len() >= bytes && m.is_idle())
+            .min_by_key(|(_, (_, m))| m.len())
+            .map(|(i, _)| i);
+        let i = match best {
+            Some(i) => i,
+            None => {
+                pool.push((id, exec.allocate_host::<u8>(bytes.max(1))?));
+                pool.len() - 1
+            }
+        };
+        let mem = &mut pool[i].1;
+        let regions = kinds.map(|k| match k {
+            Lend::Read => mem.prefix_for_read(bytes),
+            Lend::Write => mem.prefix_for_write(bytes),
+        });
+        while pool.len() > POOL_BUFFERS {
+            match pool.iter().position(|(_, m)| m.is_idle()) {
+                Some(i) => drop(pool.remove(i)),
+                None => break,
+            }
+        }
+        Ok(regions)
+    }
 }
 
 /// A process's MPI session: MPI is initialized while it lives and finalized when it drops.
@@ -120,6 +180,7 @@ impl Mpi {
                 rank,
                 size,
                 poisoned: RwLock::new(None),
+                pool: Mutex::new(Vec::new()),
             }),
             universe: Some(universe),
             default_timeout,

@@ -172,6 +172,31 @@ impl<T: Pod> HostMemory<T> {
         unsafe { std::slice::from_raw_parts_mut(self.shared.buf.as_ptr() as *mut T, self.len) }
     }
 
+    /// True when no queued copy holds a region of it: nothing is lent, nothing pending (the
+    /// MPI staging pool reuses such memory).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn is_idle(&self) -> bool {
+        Arc::strong_count(&self.shared) == 1
+    }
+
+    /// As [`region_for_read`](Self::region_for_read), lending only the first `bytes` bytes
+    /// (at most the memory's size), for a staging buffer reused at several sizes.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn prefix_for_read(&self, bytes: usize) -> HostRegion {
+        let mut r = self.region_for_read();
+        r.bytes = r.bytes.min(bytes);
+        r
+    }
+
+    /// As [`region_for_write`](Self::region_for_write), lending only the first `bytes` bytes
+    /// (at most the memory's size).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn prefix_for_write(&mut self, bytes: usize) -> HostRegion {
+        let mut r = self.region_for_write();
+        r.bytes = r.bytes.min(bytes);
+        r
+    }
+
     /// A region a queued copy will read from (host→device).
     pub(crate) fn region_for_read(&self) -> HostRegion {
         self.shared.pending.lock().readers += 1;
