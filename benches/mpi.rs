@@ -4,9 +4,16 @@
 //!   across the ranks: `Stream::then_all_reduce` on device memory of the host platform (and of
 //!   OpenCL where available), staged through host memory, against `MPI_Allreduce` of a host
 //!   buffer of the same size.
-//! - `ping_pong/{4B,64KiB}/{stream_host,plain_host}`: the round trip of a message from rank 0
-//!   to rank 1 and back, host-initiated: `then_send` + `then_recv` on a stream of each rank, then
-//!   `block_host_until_done`, against `MPI_Send` + `MPI_Recv` of host memory.
+//! - `ping_pong/{4B,64KiB}/{emissary_host,stream_host,plain_host}`: the round trip of a message
+//!   from rank 0 to rank 1 and back. Device-initiated (`emissary_host`): one thread of a native
+//!   host kernel on each rank loops `MPI_Send`/`MPI_Recv` through the Emissary layer
+//!   ([`KernelMpi`], each call a round trip to the executor's RPC server, which calls MPI), one
+//!   launch per measured batch. Host-initiated: `then_send` + `then_recv` on a stream of each
+//!   rank, then `block_host_until_done` (`stream_host`), and `MPI_Send` + `MPI_Recv` of host
+//!   memory (`plain_host`).
+//! - `message_rate/{4B,64KiB}/{emissary_host,plain_host}`: rank 0 sends a batch of messages
+//!   back to back, rank 1 receives them, and a zero-byte message from rank 1 ends the batch;
+//!   device-initiated (a host kernel's loop, as above) against host `MPI_Send`/`MPI_Recv`.
 //!
 //! Run with `mpirun -n 2` (as root add `--allow-run-as-root`):
 //! `cargo bench --features mpi --bench mpi --no-run`, then
@@ -24,8 +31,11 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::{
     Communicator as _, CommunicatorCollectives as _, Destination as _, Root as _, Source as _,
 };
-use streamexec::mpi::{Communicator, Mpi, ReduceOp};
-use streamexec::{DeviceMemory, PlatformManager, Stream, StreamExecutor};
+use streamexec::mpi::{Communicator, KernelMpi, Mpi, ReduceOp};
+use streamexec::{
+    BlockDim, DeviceMemory, DevicePtr, HostKernel, MultiKernelLoaderSpec, PlatformManager, Stream,
+    StreamExecutor, ThreadDim, TypedKernel,
+};
 
 /// 64 MiB of f32.
 const REDUCE_LEN: usize = 16 << 20;
@@ -38,8 +48,10 @@ enum Bench {
     ReducePlain,
     PingPongStream(usize),
     PingPongPlain(usize),
-    // EMISSARY: device-initiated ping-pong (a kernel calling MPI through the RPC emissary)
-    // goes here, as `PingPongEmissary(size)`, next to the host-initiated `PingPongStream`.
+    /// Device-initiated: a host kernel calling MPI through the Emissary layer.
+    PingPongEmissary(usize),
+    RateEmissary(usize),
+    RatePlain(usize),
 }
 
 /// The control message: bench kind, its index (platform or message size), iterations.
@@ -50,6 +62,9 @@ fn encode(b: Bench, iters: u64) -> [u64; 3] {
         Bench::ReducePlain => [2, 0, iters],
         Bench::PingPongStream(n) => [3, n as u64, iters],
         Bench::PingPongPlain(n) => [4, n as u64, iters],
+        Bench::PingPongEmissary(n) => [5, n as u64, iters],
+        Bench::RateEmissary(n) => [6, n as u64, iters],
+        Bench::RatePlain(n) => [7, n as u64, iters],
     }
 }
 
@@ -60,6 +75,9 @@ fn decode(m: [u64; 3]) -> (Bench, u64) {
         2 => Bench::ReducePlain,
         3 => Bench::PingPongStream(i),
         4 => Bench::PingPongPlain(i),
+        5 => Bench::PingPongEmissary(i),
+        6 => Bench::RateEmissary(i),
+        7 => Bench::RatePlain(i),
         _ => Bench::Stop,
     };
     (b, m[2])
@@ -80,6 +98,83 @@ struct Ctx {
     devices: Vec<(&'static str, Device)>,
     plain_send: Vec<f32>,
     plain_recv: Vec<f32>,
+    emissary: Emissary,
+}
+
+/// The device-initiated side: a host executor serving MPI to its kernels, and the kernel.
+struct Emissary {
+    exec: StreamExecutor,
+    stream: Stream,
+    kernel: TypedKernel<(DevicePtr<u32>, u32, u32, u32)>,
+}
+
+/// Kernel modes.
+const PING_PONG: u32 = 0;
+const RATE: u32 = 1;
+
+impl Emissary {
+    fn new(comm: &Communicator) -> Emissary {
+        let exec = PlatformManager::platform_with_name("host")
+            .and_then(|p| p.executor_for_device(0))
+            .expect("host executor");
+        comm.serve_kernels(&exec).expect("serve_kernels");
+        let mpi = KernelMpi::new(exec.rpc().expect("rpc").client());
+        let rank = comm.rank();
+        // One thread: `iters` round trips (PING_PONG) or messages (RATE) of `len` u32s.
+        let k = HostKernel::new(
+            "emissary_bench",
+            move |_, (buf, len, iters, mode): (DevicePtr<u32>, u32, u32, u32)| {
+                let (len, peer) = (len as usize, 1 - rank);
+                for _ in 0..iters {
+                    match (mode, rank) {
+                        (PING_PONG, 0) => {
+                            mpi.send(buf, 0..len, peer, 1).expect("send");
+                            mpi.recv(buf, 0..len, peer, 2).expect("recv");
+                        }
+                        (PING_PONG, 1) => {
+                            mpi.recv(buf, 0..len, peer, 1).expect("recv");
+                            mpi.send(buf, 0..len, peer, 2).expect("send");
+                        }
+                        (_, 0) => mpi.send(buf, 0..len, peer, 3).expect("send"),
+                        (_, 1) => drop(mpi.recv(buf, 0..len, peer, 3).expect("recv")),
+                        _ => {}
+                    }
+                }
+                // The end of a batch of messages: rank 1 has them all.
+                if mode == RATE && rank <= 1 {
+                    let ack = 0..0;
+                    match rank {
+                        0 => drop(mpi.recv(buf, ack, peer, 4).expect("ack")),
+                        _ => mpi.send(buf, ack, peer, 4).expect("ack"),
+                    }
+                }
+            },
+        );
+        let spec = MultiKernelLoaderSpec::new(4).add_host_kernel(k);
+        let kernel = exec.get_kernel(&spec).expect("get_kernel");
+        let stream = exec.create_stream().expect("create_stream");
+        Emissary {
+            exec,
+            stream,
+            kernel,
+        }
+    }
+
+    fn run(&mut self, bytes: usize, iters: u64, mode: u32) {
+        let buf = self
+            .exec
+            .allocate_zeroed_array::<u32>(bytes / 4)
+            .expect("allocate");
+        self.stream
+            .then_launch_with_rpc(
+                ThreadDim::new(1, 1, 1),
+                BlockDim::new(1, 1, 1),
+                &self.kernel,
+                (buf.ptr(), (bytes / 4) as u32, iters as u32, mode),
+            )
+            .block_host_until_done()
+            .expect("emissary kernel");
+    }
 }
 
 impl Ctx {
@@ -122,6 +217,25 @@ impl Ctx {
                         d.stream.then_send(&self.comm, &buf, peer, 2);
                     }
                     d.stream.block_host_until_done().expect("ping-pong");
+                }
+            }
+            Bench::PingPongEmissary(bytes) => self.emissary.run(bytes, iters, PING_PONG),
+            Bench::RateEmissary(bytes) => self.emissary.run(bytes, iters, RATE),
+            Bench::RatePlain(bytes) => {
+                let mut buf = vec![0u32; bytes / 4];
+                let peer = self.world.process_at_rank(1 - self.rank);
+                for _ in 0..iters {
+                    if self.rank == 0 {
+                        peer.send_with_tag(&buf[..], 3);
+                    } else if self.rank == 1 {
+                        peer.receive_into_with_tag(&mut buf[..], 3);
+                    }
+                }
+                let mut ack = [0u32; 0];
+                if self.rank == 0 {
+                    peer.receive_into_with_tag(&mut ack[..], 4);
+                } else if self.rank == 1 {
+                    peer.send_with_tag(&ack[..], 4);
                 }
             }
             Bench::PingPongPlain(bytes) => {
@@ -191,7 +305,9 @@ fn main() {
             },
         ));
     }
+    let emissary = Emissary::new(&mpi.world());
     let mut cx = Ctx {
+        emissary,
         world,
         comm: mpi.world(),
         rank,
@@ -225,10 +341,22 @@ fn main() {
         g.bench_function("stream_host", |b| {
             b.iter_custom(|n| cx.lead(Bench::PingPongStream(bytes), n))
         });
-        // EMISSARY: the device-initiated round trip of the same message goes here, as
-        // `g.bench_function("emissary_host", ...)` leading `Bench::PingPongEmissary(bytes)`.
+        g.bench_function("emissary_host", |b| {
+            b.iter_custom(|n| cx.lead(Bench::PingPongEmissary(bytes), n))
+        });
         g.bench_function("plain_host", |b| {
             b.iter_custom(|n| cx.lead(Bench::PingPongPlain(bytes), n))
+        });
+        g.finish();
+    }
+    for (label, bytes) in [("4B", 4usize), ("64KiB", 64 << 10)] {
+        let mut g = c.benchmark_group(format!("message_rate/{label}"));
+        g.measurement_time(Duration::from_secs(3));
+        g.bench_function("emissary_host", |b| {
+            b.iter_custom(|n| cx.lead(Bench::RateEmissary(bytes), n))
+        });
+        g.bench_function("plain_host", |b| {
+            b.iter_custom(|n| cx.lead(Bench::RatePlain(bytes), n))
         });
         g.finish();
     }

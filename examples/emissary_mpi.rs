@@ -34,6 +34,7 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map_or("host", String::as_str)
         .to_string();
+    let t = std::time::Instant::now();
     let mpi = match Mpi::init() {
         Ok(m) => m,
         Err(e) => {
@@ -42,6 +43,7 @@ fn main() {
         }
     };
     let rank = mpi.rank();
+    eprintln!("R{rank}: Mpi::init: {:.3} s", t.elapsed().as_secs_f64());
     println!(
         "R{rank}: Number of Ranks= {} Threads= {THREADS} Platform= {name}",
         mpi.size()
@@ -54,7 +56,9 @@ fn main() {
         }
     };
     println!("R{rank}: === PRE MPI_Finalize ===");
+    let t = std::time::Instant::now();
     drop(mpi);
+    eprintln!("R{rank}: finalize: {:.3} s", t.elapsed().as_secs_f64());
     println!("R{rank}: === POST MPI_Finalize === rc = {rc}");
     std::process::exit(i32::from(rc != 0));
 }
@@ -145,6 +149,7 @@ fn run(mpi: &Mpi, name: &str) -> Result<i32> {
     let errors = Buf::new(&exec, 1)?;
     let block = 128;
     let args = (buf.ptr(), errors.ptr(), THREADS as i32);
+    let t = std::time::Instant::now();
     launch(
         &exec,
         "mpi_send_recv",
@@ -152,6 +157,10 @@ fn run(mpi: &Mpi, name: &str) -> Result<i32> {
         THREADS.div_ceil(128) as u32,
         args,
     )?;
+    eprintln!(
+        "R{rank}: send/recv kernel: {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
     let send_recv_errors = errors.read(&exec)?[0];
     println!("R{rank}: MPI_Send/MPI_Recv kernel errors = {send_recv_errors}");
 
@@ -161,7 +170,12 @@ fn run(mpi: &Mpi, name: &str) -> Result<i32> {
         Buf::new(&exec, 1)?,
     );
     let args = (data.ptr(), sum.ptr(), errors.ptr(), REDUCED as i32);
+    let t = std::time::Instant::now();
     launch(&exec, "mpi_allreduce", 256, 1, args)?;
+    eprintln!(
+        "R{rank}: allreduce kernel: {:.3} s",
+        t.elapsed().as_secs_f64()
+    );
     // Every element again, here: the sum over ranks r of r * 1000 + i.
     let size = i64::from(mpi.size());
     let got = sum.read(&exec)?;

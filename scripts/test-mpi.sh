@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # The stream-ordered MPI operations (feature `mpi`, tests/mpi.rs) under mpirun with 2, 3 and 4
-# ranks, on the host platform and OpenCL (PoCL), then what a dead rank does to the others.
+# ranks, on the host platform and OpenCL (PoCL), then what a dead rank does to the others; then
+# kernels calling MPI through the Emissary layer: tests/emissary_mpi (native host kernels,
+# timeouts, refused calls) and examples/emissary_mpi.rs (the seed example and a device
+# MPI_Allreduce: PTX on host and on cuda where the CPU libcuda is on the library path, with 2,
+# 3 and 4 ranks; OpenCL C on opencl with 2).
 # Loopback only (shared memory and self), --oversubscribe (more ranks than cores); as root,
 # OpenMPI's run-as-root variables. Needs libopenmpi-dev and openmpi-bin (scripts/install-deps.sh).
 set -euo pipefail
@@ -59,3 +63,48 @@ for want in "MPI rank 0: then_recv from rank 1 (tag 5)" "no message after 3.0 s"
     fi
 done
 echo "tests/mpi.rs passed with 2, 3 and 4 ranks; dead ranks end the job or time out"
+
+# The emissary test and example, from the same `--features mpi` build.
+emissary="$(cargo test --features mpi --test emissary_mpi --no-run --message-format=json 2>/dev/null |
+    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
+if [[ -z "$emissary" || ! -x "$emissary" ]]; then
+    cargo test --features mpi --test emissary_mpi --no-run  # shows the build error
+    echo "error: could not find the tests/emissary_mpi binary" >&2
+    exit 1
+fi
+cargo build --features mpi --example emissary_mpi
+example=target/debug/examples/emissary_mpi
+for n in 2 3 4; do
+    echo "== tests/emissary_mpi with $n ranks"
+    timeout 600 "${mpirun_[@]}" -n "$n" "$emissary"
+done
+platforms=(host opencl)
+if [[ -n "${STREAMEXEC_LIBCUDA_DIR:-}" ]]; then platforms+=(cuda); fi
+# OpenCL work-items can only spin while they wait for the server, so on 2 cores the OpenCL runs
+# are slow (tens of seconds with 2 ranks): OpenCL with 2 ranks, the PTX platforms with 2, 3, 4.
+# A rank that finishes its send/receive part waits in MPI_Allreduce for the others: no short
+# timeout here.
+for n in 2 3 4; do
+    for p in "${platforms[@]}"; do
+        if [[ "$p" == opencl && $n -gt 2 ]]; then continue; fi
+        echo "== examples/emissary_mpi --platform $p with $n ranks"
+        out="$(STREAMEXEC_MPI_TIMEOUT_MS=300000 timeout 600 "${mpirun_[@]}" -n "$n" "$example" \
+            --platform "$p" 2>&1)" || {
+            echo "$out" >&2
+            echo "error: emissary_mpi on $p with $n ranks failed" >&2
+            exit 1
+        }
+        for ((r = 0; r < n; r++)); do
+            for want in "R$r: Number of Ranks= $n " "R$r: MPI_Send/MPI_Recv kernel errors = 0" \
+                "R$r: MPI_Allreduce of 1000 ints: errors = 0" \
+                "R$r: === POST MPI_Finalize === rc = 0"; do
+                if [[ "$out" != *"$want"* ]]; then
+                    echo "$out" >&2
+                    echo "error: emissary_mpi on $p with $n ranks did not print \"$want\"" >&2
+                    exit 1
+                fi
+            done
+        done
+    done
+done
+echo "kernels calling MPI passed with 2, 3 and 4 ranks on ${platforms[*]} (opencl: 2 ranks)"

@@ -23,6 +23,9 @@ thread_local! {
     static CURRENT: Cell<*const Yielder<(), ()>> = const { Cell::new(std::ptr::null()) };
     /// Set when a call on this thread got the port back from its client since the last pass.
     static PROGRESS: Cell<bool> = const { Cell::new(false) };
+    /// Set by [`pause`]: the running call suspended to wait on something outside the protocol
+    /// (an MPI request), not on its client.
+    static EXTERNAL: Cell<bool> = const { Cell::new(false) };
 }
 
 /// True on a server thread inside a call (not on a thread calling `Server::poll`, the
@@ -49,6 +52,7 @@ pub(crate) fn suspend() {
 #[cfg(feature = "mpi")]
 pub(crate) fn pause() {
     if in_call() {
+        EXTERNAL.with(|e| e.set(true));
         suspend();
     } else {
         std::thread::yield_now();
@@ -63,7 +67,8 @@ pub(crate) fn progressed() {
 /// The calls in flight on one server thread, by port index, and spare stacks.
 #[derive(Default)]
 pub(crate) struct Calls {
-    running: Vec<(usize, Call)>,
+    /// Port, call, and whether it last suspended in [`pause`] (an external wait).
+    running: Vec<(usize, Call, bool)>,
     stacks: Vec<DefaultStack>,
 }
 
@@ -75,12 +80,16 @@ impl Calls {
 
     /// True when `port` has a call in flight.
     pub(crate) fn serving(&self, port: usize) -> bool {
-        self.running.iter().any(|(p, _)| *p == port)
+        self.running.iter().any(|(p, ..)| *p == port)
     }
 
-    /// Ports with a call in flight.
-    pub(crate) fn ports(&self) -> impl Iterator<Item = usize> + '_ {
-        self.running.iter().map(|(p, _)| *p)
+    /// True when every call in flight waits on something that will not need this thread to
+    /// spin: an external event ([`pause`]), or a client for which `peer_holds(port)` (an
+    /// in-process client, which wakes the thread).
+    pub(crate) fn all_waiting(&self, peer_holds: impl Fn(usize) -> bool) -> bool {
+        self.running
+            .iter()
+            .all(|(p, _, external)| *external || peer_holds(*p))
     }
 
     /// Starts `body` as the call on `port` and runs it until it first waits or ends.
@@ -95,7 +104,7 @@ impl Calls {
             CURRENT.with(|c| c.set(y as *const _));
             body();
         });
-        self.running.push((port, call));
+        self.running.push((port, call, false));
         let last = self.running.len() - 1;
         self.resume(last);
         Ok(())
@@ -116,12 +125,14 @@ impl Calls {
 
     /// Resumes call `i`; returns false (and recycles its stack) when it ended.
     fn resume(&mut self, i: usize) -> bool {
+        EXTERNAL.with(|e| e.set(false));
         let result = self.running[i].1.resume(());
         CURRENT.with(|c| c.set(std::ptr::null()));
+        self.running[i].2 = EXTERNAL.with(Cell::get);
         match result {
             CoroutineResult::Yield(()) => true,
             CoroutineResult::Return(()) => {
-                let (_, call) = self.running.swap_remove(i);
+                let (_, call, _) = self.running.swap_remove(i);
                 self.stacks.push(call.into_stack());
                 false
             }
