@@ -10,14 +10,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The test binary's path, from the one `--features mpi` build.
-bin="$(cargo test --features mpi --test mpi --no-run --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-if [[ -z "$bin" || ! -x "$bin" ]]; then
-    cargo test --features mpi --test mpi --no-run  # shows the build error
-    echo "error: could not find the tests/mpi.rs binary" >&2
-    exit 1
-fi
+# The path of test binary $1, from the one `--features mpi` build.
+test_binary() {
+    local path
+    path="$(cargo test --features mpi --test "$1" --no-run --message-format=json 2>/dev/null |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
+    if [[ -z "$path" || ! -x "$path" ]]; then
+        cargo test --features mpi --test "$1" --no-run >&2  # shows the build error
+        echo "error: could not find the tests/$1 binary" >&2
+        exit 1
+    fi
+    echo "$path"
+}
+bin="$(test_binary mpi)"
 
 if [[ "$(id -u)" -eq 0 ]]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -65,13 +70,7 @@ done
 echo "tests/mpi.rs passed with 2, 3 and 4 ranks; dead ranks end the job or time out"
 
 # The emissary test and example, from the same `--features mpi` build.
-emissary="$(cargo test --features mpi --test emissary_mpi --no-run --message-format=json 2>/dev/null |
-    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
-if [[ -z "$emissary" || ! -x "$emissary" ]]; then
-    cargo test --features mpi --test emissary_mpi --no-run  # shows the build error
-    echo "error: could not find the tests/emissary_mpi binary" >&2
-    exit 1
-fi
+emissary="$(test_binary emissary_mpi)"
 cargo build --features mpi --example emissary_mpi
 example=target/debug/examples/emissary_mpi
 for n in 2 3 4; do

@@ -244,6 +244,26 @@ impl State {
         call.buffer(i, count as u64 * size).map(Some)
     }
 
+    /// Starts a nonblocking MPI operation: `start` gets the request's out-parameter and
+    /// returns MPI's code. MPI stays live for the call (under `enter`, released before any wait).
+    fn begin(
+        &self,
+        call: &EmissaryCall<'_>,
+        what: &str,
+        start: impl FnOnce(*mut ffi::MPI_Request) -> i32,
+    ) -> Result<ffi::MPI_Request> {
+        let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
+        let rc = {
+            let _live = self.comm.enter(what)?;
+            start(request.as_mut_ptr())
+        };
+        if rc != 0 {
+            return Err(host_error(call, format!("MPI error {rc} starting {what}")));
+        }
+        // SAFETY: the call succeeded, so it wrote the request.
+        Ok(unsafe { request.assume_init() })
+    }
+
     fn point_to_point(&self, call: &EmissaryCall<'_>, receive: bool) -> Result<Pending> {
         let (count, dt) = (call.i32(1)?, call.i32(2)?);
         let (dt, size) = datatype(call, dt)?;
@@ -252,33 +272,24 @@ impl State {
         let ptr = buffer
             .as_ref()
             .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
-        let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
-        let live = self
-            .comm
-            .enter(if receive { "MPI_Irecv" } else { "MPI_Isend" })?;
-        // SAFETY: `ptr` holds `count` elements of `dt` (or is null for none) and stays valid
-        // while `buffer` lives, which the request keeps until it completes.
-        let rc = unsafe {
-            if receive {
-                let (src, tag) = (
-                    any_or(peer, ffi::RSMPI_ANY_SOURCE),
-                    any_or(tag, ffi::RSMPI_ANY_TAG),
-                );
-                ffi::MPI_Irecv(ptr.cast(), count, dt, src, tag, comm, request.as_mut_ptr())
-            } else {
-                ffi::MPI_Isend(ptr.cast(), count, dt, peer, tag, comm, request.as_mut_ptr())
+        let what = if receive { "MPI_Irecv" } else { "MPI_Isend" };
+        let request = self.begin(call, what, |request| {
+            // SAFETY: `ptr` holds `count` elements of `dt` (or is null for none) and stays
+            // valid while `buffer` lives, which the request keeps until it completes.
+            unsafe {
+                if receive {
+                    let (src, tag) = (
+                        any_or(peer, ffi::RSMPI_ANY_SOURCE),
+                        any_or(tag, ffi::RSMPI_ANY_TAG),
+                    );
+                    ffi::MPI_Irecv(ptr.cast(), count, dt, src, tag, comm, request)
+                } else {
+                    ffi::MPI_Isend(ptr.cast(), count, dt, peer, tag, comm, request)
+                }
             }
-        };
-        drop(live);
-        if rc != 0 {
-            return Err(host_error(
-                call,
-                format!("MPI error {rc} posting the request"),
-            ));
-        }
+        })?;
         Ok(Pending {
-            // SAFETY: the call succeeded, so it wrote the request.
-            request: unsafe { request.assume_init() },
+            request,
             buffer,
             receive,
         })
@@ -376,53 +387,25 @@ impl State {
         let rptr = recv
             .as_ref()
             .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
-        let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
         let what = if root.is_some() {
             "MPI_Reduce"
         } else {
             "MPI_Allreduce"
         };
-        let live = self.comm.enter(what)?;
-        // SAFETY: both buffers hold `count` elements of `dt` (or are null where MPI ignores
-        // them), and live until the request completes below.
-        let rc = unsafe {
-            match root {
-                None => ffi::MPI_Iallreduce(
-                    sptr.cast(),
-                    rptr.cast(),
-                    count,
-                    dt,
-                    op,
-                    comm,
-                    request.as_mut_ptr(),
-                ),
-                Some(r) => ffi::MPI_Ireduce(
-                    sptr.cast(),
-                    rptr.cast(),
-                    count,
-                    dt,
-                    op,
-                    r,
-                    comm,
-                    request.as_mut_ptr(),
-                ),
+        let request = self.begin(call, what, |request| {
+            // SAFETY: both buffers hold `count` elements of `dt` (or are null where MPI ignores
+            // them), and live until the request completes below.
+            unsafe {
+                match root {
+                    None => {
+                        ffi::MPI_Iallreduce(sptr.cast(), rptr.cast(), count, dt, op, comm, request)
+                    }
+                    Some(r) => {
+                        ffi::MPI_Ireduce(sptr.cast(), rptr.cast(), count, dt, op, r, comm, request)
+                    }
+                }
             }
-        };
-        // Never held across the wait below (see `complete`).
-        drop(live);
-        if rc != 0 {
-            return Err(host_error(
-                call,
-                format!("MPI error {rc} starting the reduction"),
-            ));
-        }
-        // SAFETY: the call succeeded, so it wrote the request.
-        let request = unsafe { request.assume_init() };
-        let what = if root.is_some() {
-            "MPI_Reduce"
-        } else {
-            "MPI_Allreduce"
-        };
+        })?;
         // The send side (and its copy) must outlive the request: keep them in one value.
         let keep = (send, send_copy);
         let (_, recv) = self.complete(call, what, false, request, recv)?;
@@ -441,20 +424,10 @@ impl State {
         let ptr = buf
             .as_ref()
             .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
-        let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
-        let live = self.comm.enter("MPI_Bcast")?;
-        // SAFETY: `ptr` holds `count` elements of `dt` and lives until the request completes.
-        let rc =
-            unsafe { ffi::MPI_Ibcast(ptr.cast(), count, dt, root, comm, request.as_mut_ptr()) };
-        drop(live);
-        if rc != 0 {
-            return Err(host_error(
-                call,
-                format!("MPI error {rc} starting MPI_Bcast"),
-            ));
-        }
-        // SAFETY: the call succeeded.
-        let request = unsafe { request.assume_init() };
+        let request = self.begin(call, "MPI_Bcast", |request| {
+            // SAFETY: `ptr` holds `count` elements of `dt` and lives until the request completes.
+            unsafe { ffi::MPI_Ibcast(ptr.cast(), count, dt, root, comm, request) }
+        })?;
         let (_, buf) = self.complete(call, "MPI_Bcast", false, request, buf)?;
         if let Some(b) = buf.filter(|_| root != self.comm.rank()) {
             b.write_back()?;
@@ -464,19 +437,10 @@ impl State {
 
     fn barrier(&self, call: &EmissaryCall<'_>) -> Result<EmissaryReply> {
         let comm = self.comm(call, 0)?;
-        let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
-        let live = self.comm.enter("MPI_Barrier")?;
-        // SAFETY: a valid communicator and an out-parameter for the request.
-        let rc = unsafe { ffi::MPI_Ibarrier(comm, request.as_mut_ptr()) };
-        drop(live);
-        if rc != 0 {
-            return Err(host_error(
-                call,
-                format!("MPI error {rc} starting MPI_Barrier"),
-            ));
-        }
-        // SAFETY: the call succeeded.
-        let request = unsafe { request.assume_init() };
+        let request = self.begin(call, "MPI_Barrier", |request| {
+            // SAFETY: a valid communicator and an out-parameter for the request.
+            unsafe { ffi::MPI_Ibarrier(comm, request) }
+        })?;
         self.complete(call, "MPI_Barrier", false, request, None)?;
         Ok(EmissaryReply::ret(0))
     }
