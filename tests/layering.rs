@@ -45,8 +45,9 @@ const LAYERS: &[Layer] = &[
     // The handles reach backends only through the plugin interface.
     ("handles",   &["executor", "stream", "stream_order", "command_buffer", "event", "kernel", "memory", "blas", "rng", "executor_rpc::*"],
                   &["error", "device_bytes", "types::*", "interface::*", "rpc::*", "executor", "stream", "stream_order", "command_buffer", "event", "kernel", "memory", "blas", "rng", "executor_rpc::*"]),
-    // MPI (feature `mpi`): built on the handles, never on a backend.
-    ("mpi",       &["mpi::*"],       &["error", "types::*", "executor", "stream", "memory", "mpi::*"]),
+    // MPI (feature `mpi`): built on the handles and the RPC protocol (its Emissary API), never
+    // on a backend.
+    ("mpi",       &["mpi::*"],       &["error", "types::*", "rpc::*", "executor", "stream", "memory", "mpi::*"]),
 ];
 
 /// Backends are the folders under `src/<BACKENDS>/`. Besides `LAYERS`, a file in backend `x` may
