@@ -67,7 +67,8 @@ mod launch;
 pub(crate) mod memory;
 pub(crate) mod ptx;
 mod rng;
-#[cfg(test)]
+// PTX kernels and a server thread: real threads and the machine's core count, not for Miri.
+#[cfg(all(test, not(miri)))]
 mod rpc_tests;
 mod status;
 mod stream;
