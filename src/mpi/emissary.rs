@@ -140,6 +140,14 @@ fn status_outs(status: &ffi::MPI_Status) -> [u64; 6] {
 }
 
 impl State {
+    /// `MPI_Comm_rank` / `MPI_Comm_size`: checks the communicator argument, answers `v`.
+    fn comm_value(&self, call: &EmissaryCall<'_>, v: i32) -> Result<EmissaryReply> {
+        self.comm(call, 0)?;
+        let mut r = EmissaryReply::ret(0);
+        r.outs[0] = v as u32 as u64;
+        Ok(r)
+    }
+
     fn comm(&self, call: &EmissaryCall<'_>, i: usize) -> Result<ffi::MPI_Comm> {
         match call.i32(i)? {
             0 => Ok(self.comm.as_raw()),
@@ -503,22 +511,12 @@ pub(crate) fn api(comm: &Communicator) -> EmissaryApi {
             f_::COMM_RANK,
             "MPI_Comm_rank",
             1,
-            f(&s, |s, c| {
-                s.comm(c, 0)?;
-                let mut r = EmissaryReply::ret(0);
-                r.outs[0] = s.comm.rank() as u32 as u64;
-                Ok(r)
-            }),
+            f(&s, |s, c| s.comm_value(c, s.comm.rank())),
         )
         .function(
             f_::COMM_SIZE,
             "MPI_Comm_size",
             1,
-            f(&s, |s, c| {
-                s.comm(c, 0)?;
-                let mut r = EmissaryReply::ret(0);
-                r.outs[0] = s.comm.size() as u32 as u64;
-                Ok(r)
-            }),
+            f(&s, |s, c| s.comm_value(c, s.comm.size())),
         )
 }
