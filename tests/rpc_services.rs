@@ -304,53 +304,6 @@ fn file_opcodes() {
     std::fs::remove_dir(&dir).unwrap();
 }
 
-/// The server thread of an idle executor is parked: it is asleep, and over a second it uses at
-/// most one clock tick of CPU time (it wakes up to 100 times a second to look for clients
-/// that cannot wake it).
-#[test]
-fn an_idle_server_uses_no_cpu() {
-    let exec = host();
-    run_kernel(&exec, |c| c.noop().unwrap()).unwrap();
-    let find = || {
-        std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .filter_map(|e| {
-                let d = e.unwrap().path();
-                let comm = std::fs::read_to_string(d.join("comm")).ok()?;
-                (comm.trim() == "streamexec-rpc").then(|| {
-                    let stat = std::fs::read_to_string(d.join("stat")).unwrap();
-                    let f: Vec<String> = stat
-                        .rsplit_once(')')
-                        .unwrap()
-                        .1
-                        .split_whitespace()
-                        .map(String::from)
-                        .collect();
-                    // state, utime + stime (clock ticks)
-                    (
-                        f[0].clone(),
-                        f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap(),
-                    )
-                })
-            })
-            .collect::<Vec<_>>()
-    };
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let before = find();
-    assert!(!before.is_empty(), "no streamexec-rpc thread");
-    std::thread::sleep(std::time::Duration::from_millis(1000));
-    let after = find();
-    // Other tests' servers may be busy; at least one idle server (ours) must be asleep having
-    // used at most one tick.
-    assert!(
-        before
-            .iter()
-            .zip(&after)
-            .any(|(b, a)| a.0 == "S" && a.1 <= b.1 + 1),
-        "{before:?} -> {after:?}"
-    );
-}
-
 /// API 21 for the pointer tests: `negate(ptr, n)` negates `n` i32s and answers whether they
 /// were used in place (out value 0) and their old sum (the return value).
 fn negate_api() -> rpc::EmissaryApi {
