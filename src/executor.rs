@@ -446,6 +446,13 @@ impl StreamExecutor {
         self.inner.iface.set_race_check(on)
     }
 
+    /// Chooses the engine that runs PTX kernels this executor launches from now on (the host
+    /// platform: [`PtxEngine::Auto`](crate::PtxEngine) compiles kernels to native code and
+    /// interprets those the compiler does not support). `Unsupported` on other platforms.
+    pub fn set_ptx_engine(&self, engine: crate::PtxEngine) -> Result<()> {
+        self.inner.iface.set_ptx_engine(engine)
+    }
+
     /// Gives this device direct access to `other`'s memory (for peer copies and kernels).
     /// Errors: `InvalidArgument` for the same executor or another platform, `Unsupported` where
     /// the devices cannot reach each other.

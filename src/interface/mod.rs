@@ -139,6 +139,16 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
         ))
     }
 
+    /// Chooses the engine that runs PTX for kernels launched after this call (the host
+    /// platform has an interpreter and a native-code compiler). Default: `Unsupported`.
+    fn set_ptx_engine(&self, _engine: crate::types::PtxEngine) -> Result<()> {
+        Err(crate::error::Error::unsupported(
+            self.description().platform.clone(),
+            "set_ptx_engine",
+            "only the host platform runs PTX with a choice of engines",
+        ))
+    }
+
     /// Loads the format of `spec` this platform prefers. Errors: `NoSuitableFormat` listing what
     /// the spec holds, `KernelLoad` with the compiler/JIT log, `Io` for unreadable files.
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>>;

@@ -11,9 +11,11 @@ mod geometry;
 mod host_memory;
 mod loader_spec;
 pub mod philox;
+mod ptx_engine;
 mod rpc_caps;
 
 pub use address::{DeviceAddress, MemoryUsage};
+pub use ptx_engine::PtxEngine;
 #[cfg(any(feature = "cuda", feature = "hip"))]
 pub(crate) use args::Packable;
 pub(crate) use args::Token;

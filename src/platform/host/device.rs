@@ -26,11 +26,14 @@ pub(crate) struct HostExecutor {
     pub(super) ptx_modules: ModuleCache,
     /// `set_race_check`: PTX launches record accesses and report data races.
     pub(super) race_check: AtomicBool,
+    /// `set_ptx_engine` (initially `STREAMEXEC_PTX_ENGINE`, else `Auto`).
+    pub(super) ptx_engine: parking_lot::Mutex<crate::types::PtxEngine>,
 }
 
 impl HostExecutor {
     pub(super) fn new(description: DeviceDescription) -> Result<Arc<Self>> {
         let ordinal = description.ordinal;
+        let ptx_engine = crate::types::PtxEngine::from_env()?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(description.compute_units as usize)
             .thread_name(move |i| format!("streamexec-{PLATFORM}{ordinal}-block-{i}"))
@@ -45,6 +48,7 @@ impl HostExecutor {
             next_stream: AtomicU64::new(0),
             ptx_modules: Default::default(),
             race_check: AtomicBool::new(false),
+            ptx_engine: parking_lot::Mutex::new(ptx_engine),
         }))
     }
 
@@ -67,6 +71,11 @@ impl HostExecutor {
     /// Whether PTX launches run the data-race checker.
     pub(crate) fn race_check(&self) -> bool {
         self.race_check.load(Ordering::Relaxed)
+    }
+
+    /// The engine PTX launches use.
+    pub(crate) fn ptx_engine(&self) -> crate::types::PtxEngine {
+        *self.ptx_engine.lock()
     }
 
     /// Pins `[addr, addr + bytes)` for an operation, or says why it is not live memory.

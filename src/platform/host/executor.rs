@@ -79,6 +79,11 @@ impl StreamExecutorInterface for HostExecutor {
         Ok(())
     }
 
+    fn set_ptx_engine(&self, engine: crate::types::PtxEngine) -> Result<()> {
+        *self.ptx_engine.lock() = engine;
+        Ok(())
+    }
+
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
         // A native kernel wins; otherwise the PTX engine runs the spec's PTX.
         let Some(entry) = spec.host_kernel() else {
