@@ -64,6 +64,7 @@ pub use interface::EventStatus;
 pub use interface::blas::Transpose;
 pub use kernel::{Kernel, TypedKernel};
 pub use memory::{DeviceMemory, DeviceSlice, UnifiedMemory};
+pub use platform::host::ptx::jit_compile_times as ptx_jit_compile_times;
 pub use platform::host::ptx::warp_instructions_executed as ptx_warp_instructions_executed;
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 pub use registry::{Platform, PlatformInfo, PlatformManager};

@@ -90,6 +90,15 @@ pub fn warp_instructions_executed() -> u64 {
     WARP_INSTRUCTIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Each kernel the PTX JIT has compiled in this process, with the time compiling it took
+/// (decoded IR to native code), oldest first: for compile-time figures in benchmarks.
+pub fn jit_compile_times() -> Vec<(String, std::time::Duration)> {
+    JIT_COMPILES.lock().clone()
+}
+
+/// Appended to by the JIT once per compiled kernel.
+static JIT_COMPILES: Mutex<Vec<(String, std::time::Duration)>> = Mutex::new(Vec::new());
+
 /// Added to by the engine once per finished block.
 static WARP_INSTRUCTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
