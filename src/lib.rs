@@ -75,6 +75,6 @@ pub use types::{
     AlignedHostBuffer, ArgList, ArgView, BlockDim, DeviceAddress, DeviceDescription, DevicePtr,
     Dim3, HostBuffer, HostMemory, HostReadGuard, HostRegion, HostWriteGuard, InProcessKernel,
     KernelArgs, KernelFormat, KernelImage, KernelParam, KernelSource, LaunchDims, MemoryUsage,
-    MultiKernelLoaderSpec, PackedArg, ParamKind, PtxEngine, RandDistribution, RpcBlockMemory, RpcCapability,
-    RpcLockPlacement, SharedMemory, ThreadDim,
+    MultiKernelLoaderSpec, PackedArg, ParamKind, PtxEngine, RandDistribution, RpcBlockMemory,
+    RpcCapability, RpcLockPlacement, SharedMemory, ThreadDim,
 };

@@ -44,7 +44,7 @@ mod params;
 mod parse;
 
 pub(crate) use data::module_data;
-pub(crate) use decode::{DYNAMIC_SHARED_BASE, decode_module};
+pub(crate) use decode::{DYNAMIC_SHARED_BASE, cvt_ii_to, decode_module};
 pub use error::PtxError;
 pub use params::{PtxEntry, PtxParam, PtxScalar, parse_entries};
 pub use parse::parse_module;

@@ -15,7 +15,6 @@ mod ptx_engine;
 mod rpc_caps;
 
 pub use address::{DeviceAddress, MemoryUsage};
-pub use ptx_engine::PtxEngine;
 #[cfg(any(feature = "cuda", feature = "hip"))]
 pub(crate) use args::Packable;
 pub(crate) use args::Token;
@@ -31,4 +30,5 @@ pub use loader_spec::{
     InProcessKernel, KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec,
 };
 pub use philox::RandDistribution;
+pub use ptx_engine::PtxEngine;
 pub use rpc_caps::{RpcBlockMemory, RpcCapability, RpcLockPlacement};

@@ -9,6 +9,7 @@
 
 mod arith;
 mod fns;
+pub(crate) use fns::cvt_ii_to;
 mod inst;
 mod mem;
 

@@ -5,8 +5,8 @@ use super::mem::{self, BlockMem, Loc};
 use super::race::{Access, RaceBlock};
 use super::warp::{BlockShared, Env, Fault, Warp, lanes};
 use crate::ptx::ir::{
-    Addr, BoolOp, LOCAL_WINDOW, Op, PARAM_WINDOW, SHARED_WINDOW, ShflMode, Space, Src,
-    THREAD_PARAM_BASE, VoteMode, WARP,
+    Addr, BoolOp, LOCAL_WINDOW, Op, PARAM_WINDOW, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE,
+    VoteMode, WARP,
 };
 
 /// Back-edges a group may take while other runnable lanes of its warp wait at higher PCs
@@ -25,7 +25,7 @@ const NANOSLEEP_SLEEP_FROM_NS: u64 = 50_000;
 const NANOSLEEP_MAX_NS: u64 = 1_000_000;
 
 /// Waits about `ns` nanoseconds (PTX allows anything in `0..=2 * ns`), giving the CPU away.
-fn nanosleep(ns: u64) {
+pub(super) fn nanosleep(ns: u64) {
     if ns >= NANOSLEEP_SLEEP_FROM_NS {
         std::thread::sleep(std::time::Duration::from_nanos(ns.min(NANOSLEEP_MAX_NS)));
     } else {
@@ -706,36 +706,12 @@ impl Warp {
                         *s = self.val(env, *a, j);
                     }
                     for l in lanes(mask) {
-                        let bv = self.val(env, *b, l) as u32 & 31;
-                        let cv = self.val(env, *c, l) as u32;
-                        let clamp = cv & 31;
-                        let seg = (cv >> 8) & 31;
-                        let lane = l as i32;
-                        let max_lane = ((l as u32 & seg) | (clamp & !seg)) as i32;
-                        let min_lane = (l as u32 & seg) as i32;
-                        let (j, ok) = match mode {
-                            ShflMode::Up => {
-                                let j = lane - bv as i32;
-                                (j, j >= max_lane)
-                            }
-                            ShflMode::Down => {
-                                let j = lane + bv as i32;
-                                (j, j <= max_lane)
-                            }
-                            ShflMode::Bfly => {
-                                let j = lane ^ bv as i32;
-                                (j, j <= max_lane)
-                            }
-                            ShflMode::Idx => {
-                                let j = min_lane | (bv & !seg) as i32;
-                                (j, j <= max_lane)
-                            }
-                        };
-                        let j = if ok && (0..32).contains(&j) {
-                            j as usize
-                        } else {
-                            l
-                        };
+                        let (j, ok) = super::warp::shfl_source(
+                            *mode,
+                            l,
+                            self.val(env, *b, l),
+                            self.val(env, *c, l),
+                        );
                         self.set(*d, l, src[j] & 0xFFFF_FFFF);
                         if let Some(p) = p {
                             self.set(*p, l, ok as u64);

@@ -58,6 +58,7 @@
 //!   16384 registers per thread.
 
 mod exec;
+mod jit;
 mod mem;
 mod module;
 mod race;
@@ -80,7 +81,7 @@ use crate::ptx::ir::Program;
 use crate::ptx::{PtxEntry, parse_entries};
 use crate::types::{ArgView, Dim3, PackedArg, ParamKind};
 use crate::types::{DeviceAddress, LaunchDims};
-use crate::types::{KernelImage, MultiKernelLoaderSpec};
+use crate::types::{KernelImage, MultiKernelLoaderSpec, PtxEngine};
 use module::LoadedModule;
 pub(crate) use module::ModuleCache;
 
@@ -180,6 +181,7 @@ fn load_module(exec: &HostExecutor, text: &str, kernel: &str) -> Result<Arc<Load
             .collect(),
         data: placed,
         table: exec.table.clone(),
+        jit: Default::default(),
     });
     cache.push(m.clone());
     Ok(m)
@@ -237,7 +239,46 @@ pub(crate) struct Launch {
     race: Option<race::RaceGrid>,
     start: Instant,
     nsm: u32,
+    /// The compiled kernel, when the JIT runs this launch (else the interpreter does).
+    jit: Option<Arc<jit::JitKernel>>,
     _module: Arc<LoadedModule>,
+}
+
+/// The engine for a launch of `k`: the compiled kernel, or `None` for the interpreter.
+/// Compiles on first use and keeps the result in the module.
+fn choose_engine(exec: &HostExecutor, k: &PtxKernel) -> Result<Option<Arc<jit::JitKernel>>> {
+    let engine = exec.ptx_engine();
+    if engine == PtxEngine::Interpreter || exec.race_check() {
+        // The race checker lives in the interpreter.
+        return Ok(None);
+    }
+    let outcome = {
+        let mut cache = k.module.jit.lock();
+        cache
+            .entry(k.name.clone())
+            .or_insert_with(|| {
+                let r = jit::compile(&k.prog).map(Arc::new);
+                if let Ok(c) = &r {
+                    JIT_COMPILES.lock().push((k.name.clone(), c.took));
+                }
+                r
+            })
+            .clone()
+    };
+    match (outcome, engine) {
+        (Ok(c), PtxEngine::Jit) => Ok(Some(c)),
+        (Ok(c), _) if !c.prefers_interpreter => Ok(Some(c)),
+        (Ok(_), _) => Ok(None),
+        (Err(why), PtxEngine::Jit) => Err(Error::unsupported(
+            "host",
+            "PTX JIT",
+            format!(
+                "kernel `{}`: {why}; the interpreter runs it (PtxEngine::Auto or Interpreter)",
+                k.name
+            ),
+        )),
+        (Err(_), _) => Ok(None),
+    }
 }
 
 /// Checks and packs a launch of `k`; the returned closure runs it on `pool`.
@@ -319,6 +360,7 @@ pub(crate) fn prepare(
     if let Some((_, p)) = &k.module.data {
         pins.push(p.clone());
     }
+    let jit = choose_engine(exec, k)?;
     let launch = Launch {
         prog,
         kernel: name.clone(),
@@ -332,6 +374,7 @@ pub(crate) fn prepare(
         race: exec.race_check().then(race::RaceGrid::default),
         start: Instant::now(),
         nsm: exec.pool.current_num_threads() as u32,
+        jit,
         _module: k.module.clone(),
     };
     let pool = exec.pool.clone();

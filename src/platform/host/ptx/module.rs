@@ -19,7 +19,12 @@ pub(crate) struct LoadedModule {
     /// Module-scope variables: name → (offset in `data`, bytes).
     pub(super) symbols: std::collections::HashMap<String, (u64, u64)>,
     pub(super) table: Arc<AllocTable>,
+    /// Kernels the JIT compiled (or refused, with why), by entry name.
+    pub(super) jit: Mutex<std::collections::HashMap<String, JitOutcome>>,
 }
+
+/// A kernel compiled by the JIT, or why the JIT left it to the interpreter.
+pub(super) type JitOutcome = Result<Arc<super::jit::JitKernel>, super::jit::Unsupported>;
 
 impl Drop for LoadedModule {
     fn drop(&mut self) {

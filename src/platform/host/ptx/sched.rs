@@ -22,7 +22,7 @@ fn where_(l: &Launch, pc: u32) -> String {
     }
 }
 
-fn fault_detail(l: &Launch, block: Dim3, f: &Fault) -> String {
+pub(super) fn fault_detail(l: &Launch, block: Dim3, f: &Fault) -> String {
     format!(
         "block {block} thread {} (kernel `{}`, {}): {}",
         thread(l, f.lane),
@@ -185,7 +185,26 @@ fn deadlock(l: &Launch, block: Dim3, warps: &[Warp], nthreads: u32) -> String {
             exited.get_or_insert(w.id * WARP as u32 + lane as u32);
         }
     }
-    let (t, pc) = waiter.unwrap_or((0, 0));
+    divergence(
+        l,
+        block,
+        waiting,
+        waiter.unwrap_or((0, 0)),
+        exited,
+        nthreads,
+    )
+}
+
+/// The barrier-divergence error: `waiting` threads wait (`waiter`: one of them and its barrier
+/// instruction), none can be released; `exited`: a thread that exited, if any.
+pub(super) fn divergence(
+    l: &Launch,
+    block: Dim3,
+    waiting: u32,
+    (t, pc): (u32, u32),
+    exited: Option<u32>,
+    nthreads: u32,
+) -> String {
     let why = match exited {
         Some(e) => format!("thread {} exited without reaching it", thread(l, e)),
         None => "the other threads wait at a different barrier".into(),
@@ -206,7 +225,10 @@ pub(super) fn run_grid(pool: &rayon::ThreadPool, l: &Launch) -> Result<(), Strin
     use std::sync::atomic::{AtomicBool, Ordering};
     // An engine bug must not take the stream worker down: a panic is the block's error.
     let one = |b: u64| {
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_block(l, b)));
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &l.jit {
+            Some(k) => super::jit::run_block(l, k, b),
+            None => run_block(l, b),
+        }));
         run.unwrap_or_else(|p| {
             Err(format!(
                 "internal error of the PTX engine in block {} of `{}`: {}",

@@ -34,6 +34,48 @@ pub(super) fn lanes(mut m: u32) -> impl Iterator<Item = usize> {
     })
 }
 
+/// The lane `shfl.sync` in `mode` reads for lane `lane` with operands `b` (lane or delta) and
+/// `c` (clamp and segment mask), and whether that lane is in range (else the lane keeps its
+/// own value).
+pub(super) fn shfl_source(
+    mode: crate::ptx::ir::ShflMode,
+    lane: usize,
+    b: u64,
+    c: u64,
+) -> (usize, bool) {
+    use crate::ptx::ir::ShflMode;
+    let bv = b as u32 & 31;
+    let cv = c as u32;
+    let clamp = cv & 31;
+    let seg = (cv >> 8) & 31;
+    let l = lane as i32;
+    let max_lane = ((lane as u32 & seg) | (clamp & !seg)) as i32;
+    let min_lane = (lane as u32 & seg) as i32;
+    let (j, ok) = match mode {
+        ShflMode::Up => {
+            let j = l - bv as i32;
+            (j, j >= max_lane)
+        }
+        ShflMode::Down => {
+            let j = l + bv as i32;
+            (j, j <= max_lane)
+        }
+        ShflMode::Bfly => {
+            let j = l ^ bv as i32;
+            (j, j <= max_lane)
+        }
+        ShflMode::Idx => {
+            let j = min_lane | (bv & !seg) as i32;
+            (j, j <= max_lane)
+        }
+    };
+    if ok && (0..32).contains(&j) {
+        (j as usize, ok)
+    } else {
+        (lane, ok)
+    }
+}
+
 /// What every warp of a block shares and does not change while the block runs.
 pub(super) struct Env<'a> {
     pub(super) l: &'a Launch,
