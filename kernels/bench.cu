@@ -1,6 +1,8 @@
-// Kernels of benches/ptx.rs: the PTX engine against native host kernels doing the same work.
+// Kernels of benches/ptx.rs: the host platform's PTX engines (JIT and interpreter) against plain
+// Rust doing the same work. tests/ptx_bench_kernels.rs checks each against a Rust reference.
 #include "prelude.h"
 
+// y[i] = a * x[i] + y[i], one element per thread (clang contracts it to one fma.rn.f32).
 extern "C" __global__ void bench_saxpy(unsigned n, float a, const float* x, float* y) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + y[i];
@@ -23,4 +25,29 @@ extern "C" __global__ void bench_matmul(const float* a, const float* b, float* c
         __syncthreads();
     }
     c[row * n + col] = acc;
+}
+
+#define RED_THREADS 256
+
+// partial[blockIdx.x] = sum of the block's RED_THREADS elements of in (0 past n), by a tree in
+// shared memory with a barrier per level. Launch with blockDim.x == RED_THREADS.
+extern "C" __global__ void bench_block_reduce(const float* in, float* partial, unsigned n) {
+    __shared__ float s[RED_THREADS];
+    unsigned t = threadIdx.x, i = blockIdx.x * RED_THREADS + t;
+    s[t] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (unsigned stride = RED_THREADS / 2; stride > 0; stride >>= 1) {
+        if (t < stride) s[t] += s[t + stride];
+        __syncthreads();
+    }
+    if (t == 0) partial[blockIdx.x] = s[0];
+}
+
+// partial[w] = sum of the 32 elements of global warp w (0 past n), by shfl.sync.down; lane 0
+// writes it. blockDim.x: a multiple of 32; partial has an entry for every launched warp.
+extern "C" __global__ void bench_warp_reduce(const int* in, int* partial, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    int v = i < n ? in[i] : 0;
+    for (unsigned offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(__FULL_MASK, v, offset);
+    if ((threadIdx.x & 31) == 0) partial[i / 32] = v;
 }
