@@ -3,6 +3,9 @@
 //! - `launch_empty`: an empty 1×1 kernel through a stream (`then_launch` +
 //!   `block_host_until_done`) vs `ThreadPool::install` of an empty closure.
 //! - `saxpy_16M`: `y = a*x + y` on 16M `f32` as a host kernel vs a rayon loop.
+//! - `saxpy_per_thread_1M` / `_16M`: `y = a*x + y` written one element per thread, the way a
+//!   CUDA kernel is (`i = global_id_x(); if i < n {..}`, 256-thread blocks, one block per 256
+//!   elements), vs the same rayon loop.
 //! - `copy_h2d_64MiB`: `then_memcpy_h2d` from `HostMemory<u8>` vs `copy_from_slice`.
 //!
 //! Run with `cargo bench --bench host`.
@@ -196,6 +199,67 @@ fn saxpy(c: &mut Criterion) {
     group.finish();
 }
 
+type PerThread = TypedKernel<(u32, f32, DevicePtr<f32>, DevicePtr<f32>)>;
+
+/// `y = a*x + y`, one element per thread (CUDA style: many blocks, no loop in the kernel).
+fn saxpy_per_thread_kernel() -> MultiKernelLoaderSpec {
+    MultiKernelLoaderSpec::new(4).add_host_kernel(HostKernel::new(
+        "saxpy_per_thread",
+        |ctx, (n, a, x, y): (u32, f32, DevicePtr<f32>, DevicePtr<f32>)| {
+            let i = ctx.global_id_x();
+            if i < n as usize {
+                let (x, y) = (ctx.global(x), ctx.global(y));
+                y.set(i, a * x.get(i) + y.get(i));
+            }
+        },
+    ))
+}
+
+fn saxpy_per_thread(c: &mut Criterion) {
+    let exec = executor();
+    let kernel: PerThread = exec
+        .get_kernel(&saxpy_per_thread_kernel())
+        .expect("load saxpy_per_thread");
+    let mut stream = exec.create_stream().expect("stream");
+    for (label, n) in [("1M", 1usize << 20), ("16M", 16 << 20)] {
+        let x_host: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.25).collect();
+        let y_init: Vec<f32> = (0..n).map(|i| (i % 777) as f32 - 100.0).collect();
+        let x_dev = exec.copy_to_device(&x_host).expect("x to device");
+        let y_dev = exec.copy_to_device(&y_init).expect("y to device");
+        let mut y_host = y_init.clone();
+        rayon_saxpy(SAXPY_A, &x_host, &mut y_host);
+        let threads = 256u32;
+        let blocks = n.div_ceil(threads as usize) as u32;
+        let mut launch = || {
+            stream
+                .then_launch(
+                    threads,
+                    blocks,
+                    &kernel,
+                    (n as u32, SAXPY_A, x_dev.ptr(), y_dev.ptr()),
+                )
+                .block_host_until_done()
+                .expect("saxpy_per_thread launch")
+        };
+        // Check once, so a broken kernel cannot report a fast time.
+        launch();
+        let got = exec.copy_to_vec(&y_dev).expect("y to host");
+        assert!(
+            got == y_host,
+            "saxpy_per_thread {label}: differs from rayon"
+        );
+
+        let mut group = c.benchmark_group(format!("saxpy_per_thread_{label}"));
+        configure(&mut group);
+        group.throughput(Throughput::Bytes(3 * 4 * n as u64));
+        group.bench_function("streamexec", |b| b.iter(&mut launch));
+        group.bench_function("rayon", |b| {
+            b.iter(|| rayon_saxpy(SAXPY_A, black_box(&x_host), black_box(&mut y_host)))
+        });
+        group.finish();
+    }
+}
+
 fn copy_h2d(c: &mut Criterion) {
     let exec = executor();
     let mut stream = exec.create_stream().expect("stream");
@@ -237,5 +301,5 @@ fn copy_h2d(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, launch_empty, saxpy, copy_h2d);
+criterion_group!(benches, launch_empty, saxpy, saxpy_per_thread, copy_h2d);
 criterion_main!(benches);

@@ -435,3 +435,160 @@ fn bulk_slice_access_reads_and_writes_contiguous_runs() {
     );
     assert_eq!(exec.copy_to_vec(&dy).unwrap(), got);
 }
+
+/// One element per thread, CUDA style (`i = global_id_x(); if i < n`), over many blocks with a
+/// ragged last block: the blocks run in plain-loop mode (no barrier).
+#[test]
+fn one_element_per_thread_over_many_blocks_with_a_ragged_tail() {
+    let exec = host();
+    type Args = (u32, f32, DevicePtr<f32>, DevicePtr<f32>, DevicePtr<f32>);
+    let k = kernel(&exec, "saxpy_per_thread", |ctx, (n, a, x, y, out): Args| {
+        let i = ctx.global_id_x();
+        if i < n as usize {
+            let (x, y) = (ctx.global(x), ctx.global(y));
+            ctx.global(out).set(i, a * x.get(i) + y.get(i));
+        }
+    });
+    let mut r = rng("one_element_per_thread");
+    for (n, threads) in [(100_003usize, 256u32), (1usize, 256), (4097, 96), (999, 1)] {
+        let (xs, ys) = (
+            common::random_f32s(&mut r, n),
+            common::random_f32s(&mut r, n),
+        );
+        let a = 0.75f32;
+        let (dx, dy) = (
+            exec.copy_to_device(&xs).unwrap(),
+            exec.copy_to_device(&ys).unwrap(),
+        );
+        let out = exec
+            .copy_to_device(&vec![f32::from_bits(common::POISON_F32_BITS); n])
+            .unwrap();
+        let blocks = n.div_ceil(threads as usize) as u32;
+        run(
+            &exec,
+            threads,
+            blocks,
+            &k,
+            (n as u32, a, dx.ptr(), dy.ptr(), out.ptr()),
+        )
+        .unwrap();
+        let got = exec.copy_to_vec(&out).unwrap();
+        for i in 0..n {
+            let want = a as f64 * xs[i] as f64 + ys[i] as f64;
+            let tol = 1e-6 * (a as f64 * xs[i].abs() as f64 + ys[i].abs() as f64) + 1e-30;
+            assert!(
+                (got[i] as f64 - want).abs() <= tol,
+                "n {n}, element {i}: got {} want {want}",
+                got[i]
+            );
+        }
+    }
+}
+
+/// Plain-loop mode steps thread indices without dividing: check them against CUDA's order for a
+/// 3-D block in a 2-D grid.
+#[test]
+fn thread_and_block_indices_of_3d_blocks_without_barriers() {
+    let exec = host();
+    let k = kernel(&exec, "where_am_i", |ctx, (out,): (DevicePtr<u32>,)| {
+        let (t, b, bd, gd) = (
+            ctx.thread_idx(),
+            ctx.block_idx(),
+            ctx.block_dim(),
+            ctx.grid_dim(),
+        );
+        let block = (b.y * gd.x + b.x) as usize;
+        let slot = block * (bd.x * bd.y * bd.z) as usize + ctx.linear_thread_idx() as usize;
+        let code = t.x | t.y << 8 | t.z << 16 | b.x << 24 | b.y << 28;
+        ctx.global(out).set(slot, code);
+    });
+    let (bx, by, bz, gx, gy) = (5u32, 3u32, 2u32, 3u32, 2u32);
+    let total = (bx * by * bz * gx * gy) as usize;
+    let out = exec.copy_to_device(&vec![POISON_U32; total]).unwrap();
+    run(&exec, (bx, by, bz), (gx, gy), &k, (out.ptr(),)).unwrap();
+    let mut want = Vec::new();
+    for gb_y in 0..gy {
+        for gb_x in 0..gx {
+            for z in 0..bz {
+                for y in 0..by {
+                    for x in 0..bx {
+                        want.push(x | y << 8 | z << 16 | gb_x << 24 | gb_y << 28);
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(exec.copy_to_vec(&out).unwrap(), want);
+}
+
+/// Blocks that use different amounts of shared memory, on few workers: each block still sees
+/// its shared memory zeroed (only the bytes a block used are cleared for the next one).
+#[test]
+fn shared_memory_of_varying_size_is_zeroed_for_every_block() {
+    let exec = host();
+    let k = kernel(&exec, "varying", |ctx, (out,): (DevicePtr<u32>,)| {
+        let b = ctx.block_idx().x as usize;
+        let len = 1 + (b * 2027) % 12_000;
+        let s = ctx.shared_array::<u32>(len);
+        let t = ctx.linear_thread_idx() as usize;
+        if t == 0 {
+            // Thread 0 runs first: nothing of this block has written yet.
+            let dirty = s.iter().filter(|c| c.get() != 0).count() as u32;
+            ctx.global(out).set(b, dirty);
+        }
+        for c in s.iter().skip(t).step_by(ctx.block_dim().x as usize) {
+            c.set(0xFFFF_FFFF);
+        }
+    });
+    let blocks = 300usize;
+    let out = exec.copy_to_device(&vec![POISON_U32; blocks]).unwrap();
+    run(&exec, 32, blocks as u32, &k, (out.ptr(),)).unwrap();
+    assert_eq!(exec.copy_to_vec(&out).unwrap(), vec![0u32; blocks]);
+}
+
+/// In plain-loop mode (thread 0 exited without a barrier) a later thread that calls
+/// `sync_threads` fails the launch with barrier divergence naming it: no hang, no panic.
+#[test]
+fn a_barrier_only_a_later_thread_reaches_is_divergence() {
+    let exec = host();
+    type Args = (u32, u32, DevicePtr<u32>);
+    let k = kernel(&exec, "late_barrier", |ctx, (block, thread, out): Args| {
+        let i = ctx.global_id_x();
+        ctx.global(out).set(i, i as u32);
+        if ctx.block_idx().x == block && ctx.linear_thread_idx() == thread {
+            ctx.sync_threads();
+        }
+    });
+    let n = 128 * 5;
+    let out = exec.copy_to_device(&vec![POISON_U32; n]).unwrap();
+    let mut s = exec.create_stream().unwrap();
+    s.then_launch(128, 5, &k, (3, 70, out.ptr()));
+    let msg = fault_text(s.block_host_until_done());
+    assert!(
+        msg.contains("barrier divergence")
+            && msg.contains("`late_barrier`")
+            && msg.contains("block (3, 0, 0) thread (70, 0, 0)"),
+        "{msg}"
+    );
+    assert!(!s.ok(), "the stream must report the failed launch");
+    assert!(fault_text(s.status()).contains("barrier divergence"));
+
+    // A 2-D block: the message names the thread's (x, y).
+    let k2 = kernel(&exec, "late_barrier_2d", |ctx, (): ()| {
+        let t = ctx.thread_idx();
+        if (t.x, t.y) == (1, 2) {
+            ctx.sync_threads();
+        }
+    });
+    let msg = fault_text(run(&exec, (4, 4), 2, &k2, ()));
+    assert!(
+        msg.contains("barrier divergence") && msg.contains("thread (1, 2, 0)"),
+        "{msg}"
+    );
+
+    // The executor stays usable: the same kernel with no thread at the barrier runs fully.
+    let out = exec.copy_to_device(&vec![POISON_U32; n]).unwrap();
+    run(&exec, 128, 5, &k, (99, 0, out.ptr())).unwrap();
+    let want: Vec<u32> = (0..n as u32).collect();
+    assert_eq!(exec.copy_to_vec(&out).unwrap(), want);
+}

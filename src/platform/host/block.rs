@@ -1,13 +1,22 @@
 //! Running a grid on the host: blocks in parallel on the executor's rayon pool; inside a
-//! block, threads as stackful coroutines (corosensei) so `sync_threads` is a real barrier.
+//! block, threads as stackful coroutines (corosensei) so `sync_threads` is a real barrier --
+//! but only when the block needs one.
 //!
-//! Fast path: a block starts as one coroutine that runs its threads one after another. If no
-//! thread calls `sync_threads`, that is all (one coroutine switch per block). If thread 0 calls
-//! it, the block switches to one coroutine per thread: thread 0 stays suspended at the barrier,
-//! threads 1.. start on their own coroutines, and each barrier releases once every thread of the
-//! block has arrived. A barrier that a thread never reaches (it exited, or it reached a barrier
-//! only after an earlier thread had exited without it) fails the launch with "barrier
-//! divergence" instead of hanging. Coroutine stacks are pooled per worker thread.
+//! Each block starts with thread 0 alone on a coroutine. If thread 0 exits without calling
+//! `sync_threads`, no other thread of the block can legally reach a barrier (thread 0 would
+//! never arrive: divergence), so threads 1.. run in **plain-loop mode**: one after another as
+//! plain calls on the worker's own stack, in a loop compiled with the kernel closure,
+//! with one `catch_unwind` for the whole loop. A thread that calls `sync_threads` in that mode
+//! faults with "barrier divergence" naming it, like any other kernel fault. This is how a
+//! CUDA-style one-element-per-thread kernel runs: one coroutine switch per block, then a loop.
+//!
+//! If thread 0 does reach a barrier, the block switches to one coroutine per thread: thread 0
+//! stays suspended at the barrier, threads 1.. start on their own coroutines, and each barrier
+//! releases once every thread of the block has arrived. A barrier that a thread never reaches
+//! (it exited, or it reached a barrier only after an earlier thread had exited without it)
+//! fails the launch with "barrier divergence" instead of hanging. Coroutine stacks and the
+//! shared-memory buffer are pooled per worker thread; only the bytes a block handed out are
+//! zeroed for the next one.
 //!
 //! The state threads share with the scheduler (the launch, the block's shared memory and
 //! barrier, faults) is in `launch.rs`; what a thread sees (`ThreadCtx`) is in `kernel.rs`.
@@ -62,18 +71,40 @@ fn run_thread(
     tid: u32,
 ) -> ThreadEnd {
     let ctx = ThreadCtx::new(state, y, tid);
-    match catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
+    match catch_unwind(AssertUnwindSafe(|| body.thread(&ctx))) {
         Ok(()) => ThreadEnd::Done,
-        Err(p) if p.is::<AbortUnwind>() => ThreadEnd::Aborted,
-        Err(p) => {
-            let where_ = format!("block {} thread {}", state.block_idx, ctx.thread_idx());
-            match p.downcast::<KernelFault>() {
-                Ok(f) => ThreadEnd::Failed(format!("{where_}: {}", f.0)),
-                Err(p) => {
-                    ThreadEnd::Failed(format!("{where_} panicked: {}", panic_message(p.as_ref())))
-                }
-            }
-        }
+        Err(p) => unwound(state, tid, p),
+    }
+}
+
+/// How thread `tid` ended, from the payload it unwound with.
+fn unwound(state: &BlockState<'_>, tid: u32, p: Box<dyn std::any::Any + Send>) -> ThreadEnd {
+    if p.is::<AbortUnwind>() {
+        return ThreadEnd::Aborted;
+    }
+    let where_ = format!(
+        "block {} thread {}",
+        state.block_idx,
+        state.launch.block.unlinear(tid as u64)
+    );
+    match p.downcast::<KernelFault>() {
+        Ok(f) => ThreadEnd::Failed(format!("{where_}: {}", f.0)),
+        Err(p) => ThreadEnd::Failed(format!("{where_} panicked: {}", panic_message(p.as_ref()))),
+    }
+}
+
+/// Plain-loop mode: threads `from..` of the block, on this stack (see the module docs).
+fn plain_loop(state: &BlockState<'_>, kernel: &BoundKernel, from: u32) -> Result<(), String> {
+    let current = Cell::new(from);
+    match catch_unwind(AssertUnwindSafe(|| {
+        kernel.threads_from(state, from, &current)
+    })) {
+        Ok(()) => Ok(()),
+        Err(p) => match unwound(state, current.get(), p) {
+            ThreadEnd::Failed(msg) => Err(msg),
+            // Nothing sends an abort to a thread that is not on a coroutine.
+            ThreadEnd::Done | ThreadEnd::Aborted => Err("block aborted".into()),
+        },
     }
 }
 
@@ -103,7 +134,9 @@ pub(crate) fn run_block(
             block_idx,
             Cell::from_mut(&mut shared[..words]).as_slice_of_cells(),
         );
-        schedule(&state, body, stacks)
+        let result = schedule(&state, body, stacks);
+        *shared_dirty = state.shared_used().div_ceil(16);
+        result
     })
 }
 
@@ -113,15 +146,7 @@ fn schedule(
     stacks: &mut Vec<DefaultStack>,
 ) -> Result<(), String> {
     let n = state.launch.block.count() as u32;
-    let body = move |y: &Yielder<Resume, AtBarrier>, _: Resume| {
-        for tid in 0..n {
-            let end = run_thread(state, kernel, y, tid);
-            if !matches!(end, ThreadEnd::Done) || state.fiber_mode() {
-                return end;
-            }
-        }
-        ThreadEnd::Done
-    };
+    let body = move |y: &Yielder<Resume, AtBarrier>, _: Resume| run_thread(state, kernel, y, 0);
     // SAFETY: the coroutine borrows `state` and `kernel`, which outlive it: every coroutine made
     // here is driven to completion (or dropped, unwinding it) before `schedule` returns.
     let mut first = unsafe { ThreadCoroutine::with_stack_unchecked(take_stack(stacks)?, body) };
@@ -129,8 +154,10 @@ fn schedule(
         CoroutineResult::Return(end) => {
             stacks.push(first.into_stack());
             match end {
+                ThreadEnd::Done => plain_loop(state, kernel, 1),
                 ThreadEnd::Failed(msg) => Err(msg),
-                ThreadEnd::Done | ThreadEnd::Aborted => Ok(()),
+                // Nothing aborts thread 0 before it reaches a barrier.
+                ThreadEnd::Aborted => Err("block aborted".into()),
             }
         }
         CoroutineResult::Yield(AtBarrier) => fiber_schedule(state, kernel, first, n, stacks),

@@ -23,7 +23,59 @@ use crate::types::DevicePtr;
 use crate::types::{Dim3, KernelArgs, PackedArg, ParamKind, SharedMemory};
 
 /// A kernel bound to its arguments, ready to run once per thread.
-pub(crate) type BoundKernel = Arc<dyn Fn(&ThreadCtx<'_>) + Send + Sync>;
+pub(crate) type BoundKernel = Arc<dyn BlockBody>;
+
+/// The two ways the block scheduler (`block.rs`) runs a bound kernel.
+pub(crate) trait BlockBody: Send + Sync {
+    /// One thread, on the context the scheduler built (a coroutine's, which can suspend at a
+    /// barrier).
+    fn thread(&self, ctx: &ThreadCtx<'_>);
+    /// Plain-loop mode: threads `from..` of `block`, one after another as plain calls on the
+    /// caller's stack, with no barrier possible (`sync_threads` faults). `current` holds the
+    /// running thread's linear index, so a fault or panic unwinding out names it. The loop is
+    /// compiled with the kernel closure, so no indirect call per thread.
+    fn threads_from(&self, block: &BlockState<'_>, from: u32, current: &Cell<u32>);
+}
+
+/// [`BlockBody`] of a [`HostKernel`] closure `F` bound to arguments `A`.
+struct Bound<F, A> {
+    f: Arc<F>,
+    args: A,
+}
+
+impl<F, A> BlockBody for Bound<F, A>
+where
+    A: KernelArgs,
+    F: Fn(&ThreadCtx<'_>, A) + Send + Sync + 'static,
+{
+    fn thread(&self, ctx: &ThreadCtx<'_>) {
+        (self.f)(ctx, self.args)
+    }
+
+    fn threads_from(&self, block: &BlockState<'_>, from: u32, current: &Cell<u32>) {
+        let dim = block.launch.block;
+        let n = dim.count() as u32;
+        if from >= n {
+            return;
+        }
+        // Thread indices step x fastest, then y, then z: no division per thread.
+        let mut idx = dim.unlinear(from as u64);
+        for tid in from..n {
+            current.set(tid);
+            let ctx = ThreadCtx::plain(block, tid, idx);
+            (self.f)(&ctx, self.args);
+            idx.x += 1;
+            if idx.x == dim.x {
+                idx.x = 0;
+                idx.y += 1;
+                if idx.y == dim.y {
+                    idx.y = 0;
+                    idx.z += 1;
+                }
+            }
+        }
+    }
+}
 type Binder = dyn Fn(&[PackedArg]) -> Option<BoundKernel> + Send + Sync;
 
 /// A native Rust kernel, added to a spec with
@@ -55,8 +107,10 @@ impl HostKernel {
         let f = Arc::new(f);
         let bind = move |args: &[PackedArg]| -> Option<BoundKernel> {
             let a = A::unpack(args, crate::types::Token::new())?;
-            let f = f.clone();
-            Some(Arc::new(move |ctx: &ThreadCtx<'_>| f(ctx, a)))
+            Some(Arc::new(Bound {
+                f: f.clone(),
+                args: a,
+            }))
         };
         HostKernel {
             name: name.into(),
@@ -146,7 +200,8 @@ impl KernelInterface for HostKernel {
 /// What one thread of a running host kernel sees. Not `Send`: it lives on its block's thread.
 pub struct ThreadCtx<'a> {
     block: &'a BlockState<'a>,
-    yielder: &'a Yielder<Resume, AtBarrier>,
+    /// The thread's coroutine; `None` in plain-loop mode, where a barrier is divergence.
+    yielder: Option<&'a Yielder<Resume, AtBarrier>>,
     thread_idx: Dim3,
     linear_tid: u32,
     shared_cursor: Cell<usize>,
@@ -154,15 +209,33 @@ pub struct ThreadCtx<'a> {
 }
 
 impl<'a> ThreadCtx<'a> {
+    /// Thread `linear_tid` running on a coroutine (it can wait at barriers).
     pub(crate) fn new(
         block: &'a BlockState<'a>,
         yielder: &'a Yielder<Resume, AtBarrier>,
         linear_tid: u32,
     ) -> Self {
+        let idx = block.launch.block.unlinear(linear_tid as u64);
+        Self::with(block, Some(yielder), linear_tid, idx)
+    }
+
+    /// Thread `linear_tid` (at `thread_idx`) in plain-loop mode.
+    #[inline]
+    fn plain(block: &'a BlockState<'a>, linear_tid: u32, thread_idx: Dim3) -> Self {
+        Self::with(block, None, linear_tid, thread_idx)
+    }
+
+    #[inline]
+    fn with(
+        block: &'a BlockState<'a>,
+        yielder: Option<&'a Yielder<Resume, AtBarrier>>,
+        linear_tid: u32,
+        thread_idx: Dim3,
+    ) -> Self {
         ThreadCtx {
             block,
             yielder,
-            thread_idx: block.launch.block.unlinear(linear_tid as u64),
+            thread_idx,
             linear_tid,
             shared_cursor: Cell::new(block.launch.dynamic_bytes),
             _not_send: PhantomData,
@@ -170,41 +243,50 @@ impl<'a> ThreadCtx<'a> {
     }
 
     /// `threadIdx`.
+    #[inline]
     pub fn thread_idx(&self) -> Dim3 {
         self.thread_idx
     }
     /// `blockIdx`.
+    #[inline]
     pub fn block_idx(&self) -> Dim3 {
         self.block.block_idx
     }
     /// `blockDim`.
+    #[inline]
     pub fn block_dim(&self) -> Dim3 {
         self.block.launch.block
     }
     /// `gridDim`.
+    #[inline]
     pub fn grid_dim(&self) -> Dim3 {
         self.block.launch.grid
     }
     /// `blockIdx.x * blockDim.x + threadIdx.x`.
+    #[inline]
     pub fn global_id_x(&self) -> usize {
         self.block.block_idx.x as usize * self.block.launch.block.x as usize
             + self.thread_idx.x as usize
     }
     /// Threads along x in the whole grid (`gridDim.x * blockDim.x`), the grid-stride step.
+    #[inline]
     pub fn grid_size_x(&self) -> usize {
         self.block.launch.grid.x as usize * self.block.launch.block.x as usize
     }
     /// Linear thread index inside the block (x fastest).
+    #[inline]
     pub fn linear_thread_idx(&self) -> u32 {
         self.linear_tid
     }
     /// Threads per warp on the host platform (32, as CUDA).
     pub const WARP_SIZE: u32 = 32;
     /// Lane inside the warp.
+    #[inline]
     pub fn lane_id(&self) -> u32 {
         self.linear_tid % Self::WARP_SIZE
     }
     /// Warp inside the block.
+    #[inline]
     pub fn warp_id(&self) -> u32 {
         self.linear_tid / Self::WARP_SIZE
     }
@@ -253,24 +335,35 @@ impl<'a> ThreadCtx<'a> {
 
     /// Device memory behind `ptr`, for this launch. A pointer that refers to no live memory of
     /// this executor ends the launch with an error.
+    #[inline]
     pub fn global<T: Pod>(&self, ptr: DevicePtr<T>) -> Global<'_, T> {
         let bytes = ptr.len() as u64 * std::mem::size_of::<T>() as u64;
         match self.block.launch.resolve(ptr.address(), bytes) {
-            Some(p) if !(p as usize).is_multiple_of(std::mem::align_of::<T>()) => fault(format!(
-                "{ptr:?} is not aligned for {}",
-                std::any::type_name::<T>()
-            )),
-            Some(p) => Global {
+            Some(p) if (p as usize).is_multiple_of(std::mem::align_of::<T>()) => Global {
                 ptr: p,
                 len: ptr.len(),
                 _life: PhantomData,
             },
-            None => fault(format!(
-                "{ptr:?} does not refer to live memory of this executor (freed, or from another \
-                 executor)"
-            )),
+            p => bad_global(ptr, p.is_some()),
         }
     }
+}
+
+/// The fault of a `ThreadCtx::global` pointer that is misaligned (`resolved`) or refers to no
+/// live memory; cold, so the hot path of `global` stays small enough to inline.
+#[cold]
+#[inline(never)]
+fn bad_global<T: Pod>(ptr: DevicePtr<T>, resolved: bool) -> ! {
+    if resolved {
+        fault(format!(
+            "{ptr:?} is not aligned for {}",
+            std::any::type_name::<T>()
+        ))
+    }
+    fault(format!(
+        "{ptr:?} does not refer to live memory of this executor (freed, or from another \
+         executor)"
+    ))
 }
 
 /// A kernel's view of device memory: `len` elements of `T`, bounds-checked.

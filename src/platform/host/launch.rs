@@ -53,10 +53,18 @@ pub(crate) struct LaunchCtx {
 
 impl LaunchCtx {
     /// Host address of `[addr, addr + bytes)` if it lies inside live memory of the executor.
+    /// The pinned arguments are checked inline (the hot path of `ThreadCtx::global`).
+    #[inline]
     pub(crate) fn resolve(&self, addr: DeviceAddress, bytes: u64) -> Option<*mut u8> {
-        if let Some(p) = self.pins.iter().find(|p| p.contains(addr.raw(), bytes)) {
-            return Some(p.at(addr.raw()));
+        match self.pins.iter().find(|p| p.contains(addr.raw(), bytes)) {
+            Some(p) => Some(p.at(addr.raw())),
+            None => self.resolve_other(addr, bytes),
         }
+    }
+
+    /// `resolve` for memory that was not a pointer argument: pinned on first use.
+    #[inline(never)]
+    fn resolve_other(&self, addr: DeviceAddress, bytes: u64) -> Option<*mut u8> {
         let mut extra = self.extra.lock();
         if let Some(p) = extra.iter().find(|p| p.contains(addr.raw(), bytes)) {
             return Some(p.at(addr.raw()));
@@ -73,6 +81,10 @@ pub(crate) struct BlockState<'l> {
     pub(crate) launch: &'l LaunchCtx,
     pub(crate) block_idx: Dim3,
     shared: &'l [Cell<u128>],
+    /// Bytes of `shared` handed out so far (its high-water mark): all the next block on this
+    /// worker has to zero again.
+    shared_used: Cell<usize>,
+    /// Set once a barrier has switched the block to one coroutine per thread.
     fiber_mode: Cell<bool>,
 }
 
@@ -84,13 +96,14 @@ impl<'l> BlockState<'l> {
             launch,
             block_idx,
             shared,
+            shared_used: Cell::new(0),
             fiber_mode: Cell::new(false),
         }
     }
 
-    /// True once a barrier has switched the block to one coroutine per thread.
-    pub(crate) fn fiber_mode(&self) -> bool {
-        self.fiber_mode.get()
+    /// Bytes at the start of the block's shared memory that a thread may have written.
+    pub(crate) fn shared_used(&self) -> usize {
+        self.shared_used.get()
     }
 
     /// `len` elements of `T` at byte `offset` of the block's shared memory.
@@ -105,6 +118,9 @@ impl<'l> BlockState<'l> {
                 self.launch.shared_limit
             ));
         }
+        if let Some(end) = end {
+            self.shared_used.set(self.shared_used.get().max(end));
+        }
         let base = self.shared.as_ptr() as *const u8;
         // SAFETY: in bounds and aligned (checked above; the buffer is 16-aligned). `Cell<T>` has
         // `T`'s layout and `T: Pod` accepts any bytes. Every thread of the block runs on this
@@ -112,9 +128,12 @@ impl<'l> BlockState<'l> {
         unsafe { std::slice::from_raw_parts(base.add(offset) as *const Cell<T>, len) }
     }
 
-    pub(crate) fn barrier(&self, tid: u32, yielder: &Yielder<Resume, AtBarrier>) {
-        if !self.fiber_mode.get() {
-            if tid != 0 {
+    /// `sync_threads` of thread `tid`; `yielder` is `None` in plain-loop mode, where thread 0
+    /// has already exited without a barrier, so any barrier is divergence.
+    pub(crate) fn barrier(&self, tid: u32, yielder: Option<&Yielder<Resume, AtBarrier>>) {
+        let yielder = match yielder {
+            Some(y) if self.fiber_mode.get() || tid == 0 => y,
+            _ => {
                 let t = self.launch.block.unlinear(tid as u64);
                 fault(format!(
                     "barrier divergence: thread {t} reached sync_threads, but the threads before \
@@ -122,8 +141,8 @@ impl<'l> BlockState<'l> {
                      reach every barrier"
                 ));
             }
-            self.fiber_mode.set(true);
-        }
+        };
+        self.fiber_mode.set(true);
         match yielder.suspend(AtBarrier) {
             Resume::Go => {}
             Resume::Abort => resume_unwind(Box::new(AbortUnwind)),

@@ -44,12 +44,14 @@ impl Pinned {
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr
     }
-    /// True when `[addr, addr + bytes)` lies inside this pinned range.
     /// Host pointer of device address `addr`, which [`contains`](Self::contains) accepted.
+    #[inline]
     pub(crate) fn at(&self, addr: u64) -> *mut u8 {
         self.ptr.wrapping_add((addr - self.ptr as u64) as usize)
     }
 
+    /// True when `[addr, addr + bytes)` lies inside this pinned range.
+    #[inline]
     pub(crate) fn contains(&self, addr: u64, bytes: u64) -> bool {
         let start = self.ptr as u64;
         addr >= start

@@ -14,7 +14,7 @@
 //! | `event.rs` | `HostEvent`: generation counters and a condition variable |
 //! | `kernel.rs` | `HostKernel`, `ThreadCtx`, `Global`, device atomics: what a running thread sees |
 //! | `launch.rs` | one launch as its threads see it: geometry, pinned arguments, a block's shared memory and barrier, how a thread faults |
-//! | `block.rs` | the grid/block scheduler: rayon across blocks, corosensei coroutines inside a block |
+//! | `block.rs` | the grid/block scheduler: rayon across blocks; inside a block a plain loop, or corosensei coroutines once thread 0 reaches a barrier |
 //! | `blas.rs`, `rng.rs` | BLAS (the `gemm` crate, rayon loops) and Philox fills |
 //! | `memory.rs` | the allocation table and pinned ranges |
 //! | `status.rs` | the host's own failures as `Error`s (it has no driver status codes) |
@@ -26,8 +26,9 @@
 //! Each stream is a worker thread running its operations in order (`WorkQueue`); the first
 //! failure sticks and later operations are skipped (skipped event records mark their event
 //! failed). A launch runs its blocks in parallel on the executor's rayon pool. Inside a block the
-//! scheduler first runs the threads one after another on one coroutine; the first `sync_threads`
-//! (which thread 0 must reach) switches the block to one coroutine per thread, and each barrier
+//! scheduler runs thread 0 on a coroutine; if it exits without a barrier, the other threads run
+//! in plain-loop mode (plain calls on the worker's stack, a later `sync_threads` is divergence);
+//! if it reaches `sync_threads`, the block switches to one coroutine per thread, and each barrier
 //! releases once every thread has arrived. A barrier that not every thread reaches is "barrier
 //! divergence": the launch fails naming a waiting and an exited thread, and never hangs.
 //!
