@@ -23,6 +23,11 @@ export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
 # The conformance suite must run on these platforms: a missing one fails instead of skipping.
 export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl,cuda}"
 cargo test --all-targets
+# PTX runs on the JIT by default; the engines must agree: the corpus, the one-instruction cells
+# and the bench kernels on the JIT (forced) and on the interpreter, one seed, every downloaded
+# output bit-identical. Then the hand-written engine tests on the interpreter too.
+bash scripts/ptx-engines-agree.sh
+STREAMEXEC_PTX_ENGINE=interpreter cargo test --test ptx_engine --test ptx_corpus
 # Two CPU CUDA devices: the multi-device paths (peer access, peer copies) of the CUDA backend.
 STREAMEXEC_CUDA_DEVICES=2 cargo test --test conformance
 cargo test --doc

@@ -64,6 +64,8 @@ pub use interface::EventStatus;
 pub use interface::blas::Transpose;
 pub use kernel::{Kernel, TypedKernel};
 pub use memory::{DeviceMemory, DeviceSlice, UnifiedMemory};
+#[doc(hidden)]
+pub use platform::host::ptx::check_jit_compiles;
 pub use platform::host::ptx::jit_compile_times as ptx_jit_compile_times;
 pub use platform::host::ptx::warp_instructions_executed as ptx_warp_instructions_executed;
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};

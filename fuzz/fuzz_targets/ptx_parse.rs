@@ -13,6 +13,15 @@ fuzz_target!(|data: &[u8]| {
         // Laying out data and decoding for the host engine must refuse what it cannot run,
         // never panic.
         let _ = streamexec::ptx::check_decodes(&module, 0x1000_0000);
+        // What decodes, the PTX JIT compiles or refuses with a reason, never a panic (the
+        // compiler catches panics of its own, so look for "internal error" too).
+        if let Ok(kernels) = streamexec::check_jit_compiles(&module, 0x1000_0000) {
+            for (name, r) in kernels {
+                if let Err(why) = r {
+                    assert!(!why.contains("internal error"), "`{name}`: {why}");
+                }
+            }
+        }
         // Printing what was parsed must not panic either.
         for f in &module.functions {
             for s in f.body.iter().flatten() {

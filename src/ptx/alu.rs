@@ -246,6 +246,7 @@ fn post<F: Float, const FTZ: bool, const SAT: bool>(r: F) -> u64 {
 }
 
 /// `add{.rnd}{.ftz}{.sat}` for floats.
+#[inline(never)]
 pub fn fadd<F: Float, const R: u8, const FTZ: bool, const SAT: bool>(a: u64, b: u64) -> u64 {
     let (a, b) = (pre::<F, FTZ>(a), pre::<F, FTZ>(b));
     let s = a.add(b);
@@ -261,11 +262,13 @@ pub fn fadd<F: Float, const R: u8, const FTZ: bool, const SAT: bool>(a: u64, b: 
 }
 
 /// `sub` for floats.
+#[inline(never)]
 pub fn fsub<F: Float, const R: u8, const FTZ: bool, const SAT: bool>(a: u64, b: u64) -> u64 {
     fadd::<F, R, FTZ, SAT>(a, F::from_bits(b).negate().to_bits())
 }
 
 /// `mul` for floats.
+#[inline(never)]
 pub fn fmul<F: Float, const R: u8, const FTZ: bool, const SAT: bool>(a: u64, b: u64) -> u64 {
     let (a, b) = (pre::<F, FTZ>(a), pre::<F, FTZ>(b));
     let p = a.mul(b);
@@ -279,6 +282,7 @@ pub fn fmul<F: Float, const R: u8, const FTZ: bool, const SAT: bool>(a: u64, b: 
 }
 
 /// `div` for floats (`.rn` exact; `.approx`/`.full` use the same IEEE quotient).
+#[inline(never)]
 pub fn fdiv<F: Float, const R: u8, const FTZ: bool>(a: u64, b: u64) -> u64 {
     let (a, b) = (pre::<F, FTZ>(a), pre::<F, FTZ>(b));
     let q = a.div(b);
@@ -297,6 +301,7 @@ pub fn fdiv<F: Float, const R: u8, const FTZ: bool>(a: u64, b: u64) -> u64 {
 /// `fma{.rnd}` / `mad{.rnd}` for floats (directed modes are exact only for `.rn`; others round
 /// the fused result to nearest and correct with the residue of the product, which is exact
 /// unless the addend cancels it).
+#[inline(never)]
 pub fn ffma<F: Float, const R: u8, const FTZ: bool, const SAT: bool>(
     a: u64,
     b: u64,
@@ -406,10 +411,15 @@ pub fn ftestp<F: Float, const K: u8>(a: u64) -> u64 {
 }
 
 // ---- integers ----
+//
+// The lane functions the PTX JIT recognises by address (`platform/host/ptx/jit/native.rs`) are
+// `#[inline(never)]`: small functions may otherwise get a local copy per codegen unit, and the
+// address the decoder stored would then not be the one the JIT's table holds.
 
 /// Binary integer ops on the type's bits. `K`: 0 add, 1 sub, 2 mul.lo, 3 mul.hi, 4 div,
 /// 5 rem, 6 min, 7 max, 8 and, 9 or, 10 xor, 11 add.sat, 12 sub.sat, 13 mul24.lo,
 /// 14 mul24.hi.
+#[inline(never)]
 pub fn ibin<I: Int, const K: u8>(a: u64, b: u64) -> u64 {
     let (x, y) = (I::from_bits(a).wide(), I::from_bits(b).wide());
     let r: i128 = match K {
@@ -457,11 +467,13 @@ pub fn ibin<I: Int, const K: u8>(a: u64, b: u64) -> u64 {
 }
 
 /// `mul.wide`: half-width operands, full-width result (`W` is the wide type).
+#[inline(never)]
 pub fn imul_wide<I: Int, W: Int>(a: u64, b: u64) -> u64 {
     W::from_wide(I::from_bits(a).wide() * I::from_bits(b).wide()).to_bits()
 }
 
 /// `mad.lo/hi` (K 0/1), `mad24.lo/hi` (2/3), `mad.hi.sat.s32` not supported.
+#[inline(never)]
 pub fn imad<I: Int, const K: u8>(a: u64, b: u64, c: u64) -> u64 {
     let p = match K {
         0 => ibin::<I, 2>(a, b),
@@ -473,12 +485,14 @@ pub fn imad<I: Int, const K: u8>(a: u64, b: u64, c: u64) -> u64 {
 }
 
 /// `mad.wide`.
+#[inline(never)]
 pub fn imad_wide<I: Int, W: Int>(a: u64, b: u64, c: u64) -> u64 {
     let p = I::from_bits(a).wide() * I::from_bits(b).wide();
     W::from_wide(p + W::from_bits(c).wide()).to_bits()
 }
 
 /// Shifts (`LEFT`): the amount is an unsigned 32-bit value clamped to the width.
+#[inline(never)]
 pub fn ishift<I: Int, const LEFT: bool>(a: u64, b: u64) -> u64 {
     let n = (b as u32).min(I::BITS) as i128;
     let x = I::from_bits(a).wide();
@@ -590,16 +604,19 @@ pub fn prmt(a: u64, b: u64, c: u64) -> u64 {
 }
 
 /// `selp`: `c ? a : b`.
+#[inline(never)]
 pub fn selp(a: u64, b: u64, c: u64) -> u64 {
     if c != 0 { a } else { b }
 }
 
 /// `mov`.
+#[inline(never)]
 pub fn mov(a: u64) -> u64 {
     a
 }
 
 /// Boolean ops on predicates: 0 and, 1 or, 2 xor, 3 not.
+#[inline(never)]
 pub fn pbin<const K: u8>(a: u64, b: u64) -> u64 {
     let (x, y) = (a != 0, b != 0);
     (match K {
@@ -613,6 +630,7 @@ pub fn pbin<const K: u8>(a: u64, b: u64) -> u64 {
 // ---- comparisons ----
 
 /// Integer comparison `C` (a [`Cmp`](super::ir::Cmp) as u8).
+#[inline(never)]
 pub fn icmp<I: Int, const C: u8>(a: u64, b: u64) -> u64 {
     let (x, y) = (I::from_bits(a).wide(), I::from_bits(b).wide());
     (match C {
@@ -626,6 +644,7 @@ pub fn icmp<I: Int, const C: u8>(a: u64, b: u64) -> u64 {
 }
 
 /// Float comparison `C`.
+#[inline(never)]
 pub fn fcmp<F: Float, const C: u8, const FTZ: bool>(a: u64, b: u64) -> u64 {
     let (x, y) = (pre::<F, FTZ>(a), pre::<F, FTZ>(b));
     let un = x.nan() || y.nan();
@@ -650,6 +669,7 @@ pub fn fcmp<F: Float, const C: u8, const FTZ: bool>(a: u64, b: u64) -> u64 {
 // ---- conversions ----
 
 /// Integer → integer, with `.sat` clamping to the destination range.
+#[inline(never)]
 pub fn cvt_ii<S: Int, D: Int, const SAT: bool>(a: u64) -> u64 {
     let v = S::from_bits(a).wide();
     let v = if SAT {

@@ -91,8 +91,47 @@ pub fn poisoned<T: Pod>(exec: &StreamExecutor, n: usize, poison: T) -> DeviceMem
 }
 
 /// The device buffer's contents.
+///
+/// With `STREAMEXEC_PTX_DIGEST=FILE` each download also appends `test#n hash` to `FILE` (the
+/// test's thread name, its n-th download, a hash of the bytes): `scripts/ptx-engines-agree.sh`
+/// runs a test binary on each PTX engine with one seed and checks that the files agree, i.e.
+/// that every output is bit-identical on the JIT and the interpreter.
 pub fn download<T: Pod>(exec: &StreamExecutor, mem: &DeviceMemory<T>) -> Vec<T> {
-    exec.copy_to_vec(mem).expect("copy to host")
+    let v = exec.copy_to_vec(mem).expect("copy to host");
+    if let Ok(path) = std::env::var("STREAMEXEC_PTX_DIGEST") {
+        digest(&path, bytemuck::cast_slice(&v));
+    }
+    v
+}
+
+thread_local! {
+    static DOWNLOADS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+fn digest(path: &str, bytes: &[u8]) {
+    use std::io::Write;
+    // FNV-1a over the bytes, then the length.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes
+        .iter()
+        .copied()
+        .chain((bytes.len() as u64).to_le_bytes())
+    {
+        h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+    }
+    let n = DOWNLOADS.with(|c| {
+        c.set(c.get() + 1);
+        c.get()
+    });
+    let name = std::thread::current().name().unwrap_or("main").to_string();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open the digest file");
+    // One write per line: O_APPEND keeps lines of parallel tests whole.
+    f.write_all(format!("{name}#{n} {h:016x}\n").as_bytes())
+        .expect("write the digest file");
 }
 
 /// Poison patterns that no tested operation produces by accident.

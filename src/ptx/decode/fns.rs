@@ -368,6 +368,7 @@ pub(super) fn cvt_fn(d: Ty, s: Ty, r: u8, ir: u8, ftz: bool, sat: bool) -> Optio
 }
 
 // Destination-first adaptors so the type dispatch macros can fix the source type.
+#[inline(never)]
 pub(crate) fn cvt_ii_to<D: Int, S: Int, const SAT: bool>(a: u64) -> u64 {
     cvt_ii::<S, D, SAT>(a)
 }

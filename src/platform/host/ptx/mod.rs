@@ -91,6 +91,31 @@ pub fn warp_instructions_executed() -> u64 {
     WARP_INSTRUCTIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// An entry's name and whether the JIT compiled it (else why not).
+#[doc(hidden)]
+pub type JitCheck = (String, std::result::Result<(), String>);
+
+/// Decodes every entry of `module` and compiles it with the PTX JIT: per entry (sorted by
+/// name), `Ok` or why the JIT leaves it to the interpreter. The compiled code is dropped.
+///
+/// For the fuzz target and tests, which check that anything that decodes compiles or is
+/// refused without a panic; not part of the supported API.
+#[doc(hidden)]
+pub fn check_jit_compiles(
+    module: &crate::ptx::ast::Module,
+    data_base: u64,
+) -> std::result::Result<Vec<JitCheck>, crate::ptx::PtxError> {
+    let data = crate::ptx::module_data(module)?;
+    let decoded = crate::ptx::decode_module(module, &data, data_base)?;
+    let mut out: Vec<_> = decoded
+        .programs
+        .values()
+        .map(|p| (p.name.clone(), jit::compile(p).map(|_| ())))
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
 /// Each kernel the PTX JIT has compiled in this process, with the time compiling it took
 /// (decoded IR to native code), oldest first: for compile-time figures in benchmarks.
 pub fn jit_compile_times() -> Vec<(String, std::time::Duration)> {
@@ -244,6 +269,31 @@ pub(crate) struct Launch {
     _module: Arc<LoadedModule>,
 }
 
+/// Records a compile for `jit_compile_times` and, with `STREAMEXEC_PTX_JIT_LOG` set, prints it.
+fn log_compile(k: &PtxKernel, r: &std::result::Result<Arc<jit::JitKernel>, jit::Unsupported>) {
+    if let Ok(c) = r {
+        JIT_COMPILES.lock().push((k.name.clone(), c.took));
+    }
+    if std::env::var_os("STREAMEXEC_PTX_JIT_LOG").is_none() {
+        return;
+    }
+    match r {
+        Ok(c) => eprintln!(
+            "streamexec PTX JIT: `{}`: {} instructions compiled in {:.2?}, {} lane functions \
+             called (no native code), {} suspension points",
+            k.name,
+            k.prog.code.len(),
+            c.took,
+            c.called_ops,
+            c.resumes_len()
+        ),
+        Err(why) => eprintln!(
+            "streamexec PTX JIT: `{}` is left to the interpreter: {why}",
+            k.name
+        ),
+    }
+}
+
 /// The engine for a launch of `k`: the compiled kernel, or `None` for the interpreter.
 /// Compiles on first use and keeps the result in the module.
 fn choose_engine(exec: &HostExecutor, k: &PtxKernel) -> Result<Option<Arc<jit::JitKernel>>> {
@@ -252,18 +302,18 @@ fn choose_engine(exec: &HostExecutor, k: &PtxKernel) -> Result<Option<Arc<jit::J
         // The race checker lives in the interpreter.
         return Ok(None);
     }
-    let outcome = {
+    type Outcome = std::result::Result<Arc<jit::JitKernel>, jit::Unsupported>;
+    let outcome: Outcome = {
         let mut cache = k.module.jit.lock();
-        cache
-            .entry(k.name.clone())
-            .or_insert_with(|| {
-                let r = jit::compile(&k.prog).map(Arc::new);
-                if let Ok(c) = &r {
-                    JIT_COMPILES.lock().push((k.name.clone(), c.took));
-                }
-                r
-            })
-            .clone()
+        let entry = cache.entry(k.name.clone()).or_insert_with(|| {
+            let r: Outcome = jit::compile(&k.prog).map(Arc::new);
+            log_compile(k, &r);
+            Arc::new(r)
+        });
+        match entry.downcast_ref::<Outcome>() {
+            Some(r) => r.clone(),
+            None => Err("internal error: a foreign entry in the JIT cache".into()),
+        }
     };
     match (outcome, engine) {
         (Ok(c), PtxEngine::Jit) => Ok(Some(c)),

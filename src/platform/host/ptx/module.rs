@@ -19,12 +19,11 @@ pub(crate) struct LoadedModule {
     /// Module-scope variables: name → (offset in `data`, bytes).
     pub(super) symbols: std::collections::HashMap<String, (u64, u64)>,
     pub(super) table: Arc<AllocTable>,
-    /// Kernels the JIT compiled (or refused, with why), by entry name.
-    pub(super) jit: Mutex<std::collections::HashMap<String, JitOutcome>>,
+    /// What the JIT made of each entry it was asked for (the compiled kernel or why it was
+    /// refused), by entry name. Type-erased so that this file does not depend on the JIT,
+    /// which depends on the launch types of `mod.rs`.
+    pub(super) jit: Mutex<std::collections::HashMap<String, Arc<dyn std::any::Any + Send + Sync>>>,
 }
-
-/// A kernel compiled by the JIT, or why the JIT left it to the interpreter.
-pub(super) type JitOutcome = Result<Arc<super::jit::JitKernel>, super::jit::Unsupported>;
 
 impl Drop for LoadedModule {
     fn drop(&mut self) {

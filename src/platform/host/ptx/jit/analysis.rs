@@ -17,11 +17,10 @@ pub(super) enum PointKind {
     Warp,
 }
 
-/// A place where a thread stops and the driver takes over: the instruction, its kind, and the
+/// A place where a thread stops and the driver takes over: its kind, and the
 /// registers live after it (saved per thread, restored when the thread resumes).
 #[derive(Clone, Debug)]
 pub(super) struct Point {
-    pub(super) pc: u32,
     pub(super) kind: PointKind,
     pub(super) live: Vec<u32>,
 }
@@ -342,7 +341,7 @@ pub(super) fn analyze(prog: &Program) -> Result<Analysis, Unsupported> {
             Vec::new()
         };
         point_at.insert(pc, points.len());
-        points.push(Point { pc, kind, live });
+        points.push(Point { kind, live });
     }
     let spill_slots = points.iter().map(|p| p.live.len()).max().unwrap_or(0);
     Ok(Analysis {

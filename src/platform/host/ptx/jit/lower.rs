@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     self, AbiParam, Block, InstBuilder, JumpTableData, MemFlagsData, Signature, Value, types,
 };
@@ -64,6 +64,8 @@ struct Uniform {
     spill: Value,
     state: Value,
     coll: Value,
+    /// Fields of the context that do not change while the function runs, by offset.
+    fixed: HashMap<i32, Value>,
 }
 
 /// The lowering of one program.
@@ -144,15 +146,28 @@ impl<'a, 'b> Lower<'a, 'b> {
             spill: ld(b, off!(spill)),
             state: ld(b, off!(state)),
             coll: ld(b, off!(coll)),
+            fixed: HashMap::new(),
         };
+        let mut u = u;
+        for o in (0..9).map(|i| off!(ntid) + 8 * i) {
+            u.fixed.insert(o, ld(b, o));
+        }
+        for o in [off!(dynamic_at), off!(dynamic_len)] {
+            u.fixed.insert(o, ld(b, o));
+        }
+        for o in [off!(nwarps), off!(nsm)] {
+            let v = b.ins().load(I32, flags(), ctx, o);
+            let v = b.ins().uextend(I64, v);
+            u.fixed.insert(o, v);
+        }
         let t = b.declare_var(I64);
         let tid = [b.declare_var(I64), b.declare_var(I64), b.declare_var(I64)];
         let begin64 = b.ins().uextend(I64, begin);
         let end64 = b.ins().uextend(I64, end);
         b.def_var(t, begin64);
         // The first thread's coordinates; later ones are counted up in `next`.
-        let ntx = b.ins().load(I64, flags(), ctx, off!(ntid));
-        let nty = b.ins().load(I64, flags(), ctx, off!(ntid) + 8);
+        let ntx = u.fixed[&off!(ntid)];
+        let nty = u.fixed[&(off!(ntid) + 8)];
         let x = b.ins().urem(begin64, ntx);
         let q = b.ins().udiv(begin64, ntx);
         let y = b.ins().urem(q, nty);
@@ -205,12 +220,19 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
 
         b.switch_to_block(body);
-        let tv = b.use_var(t);
-        let at = b.ins().ishl_imm_s(tv, 2);
-        let sp = b.ins().iadd(u.state, at);
-        let st = b.ins().load(I32, flags(), sp, 0);
-        let waiting = b.ins().band_imm_s(st, WAIT as i64);
-        b.ins().brif(waiting, next, &[], dispatch, &[]);
+        // Without suspension points every thread runs once from the start: no state words.
+        let st = if an.points.is_empty() {
+            b.ins().jump(dispatch, &[]);
+            None
+        } else {
+            let tv = b.use_var(t);
+            let at = b.ins().ishl_imm_s(tv, 2);
+            let sp = b.ins().iadd(u.state, at);
+            let st = b.ins().load(I32, flags(), sp, 0);
+            let waiting = b.ins().band_imm_s(st, WAIT as i64);
+            b.ins().brif(waiting, next, &[], dispatch, &[]);
+            Some(st)
+        };
 
         let sigs = Sigs {
             call1: b.import_signature(sig(&[I64, I64], Some(I64))),
@@ -250,9 +272,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
         // The dispatch on the thread's resume index, now that every resume block exists.
         lw.b.switch_to_block(dispatch);
-        if lw.resume_blocks.is_empty() {
-            lw.b.ins().jump(start, &[]);
-        } else {
+        if let (false, Some(st)) = (lw.resume_blocks.is_empty(), st) {
             let pool = &mut lw.b.func.dfg.value_lists;
             let calls: Vec<_> = std::iter::once(start)
                 .chain(lw.resume_blocks.iter().copied())
@@ -261,6 +281,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             let def = ir::BlockCall::new(start, [], pool);
             let jt = lw.b.create_jump_table(JumpTableData::new(def, &calls));
             lw.b.ins().br_table(st, jt);
+        } else {
+            lw.b.ins().jump(start, &[]);
         }
         lw.b.seal_all_blocks();
         Ok(lw.resumes)
@@ -307,13 +329,18 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
     }
 
+    /// A `u32` field of the context that is fixed for the call (loaded at entry).
     fn ctx_u32(&mut self, off: i32) -> Value {
-        let v = self.b.ins().load(I32, flags(), self.u.ctx, off);
-        self.b.ins().uextend(I64, v)
+        self.u.fixed[&off]
     }
 
+    /// A `u64` field: fixed ones from the entry, others (the range cache, the fault flag)
+    /// loaded now.
     fn ctx_u64(&mut self, off: i32) -> Value {
-        self.b.ins().load(I64, flags(), self.u.ctx, off)
+        match self.u.fixed.get(&off) {
+            Some(v) => *v,
+            None => self.b.ins().load(I64, flags(), self.u.ctx, off),
+        }
     }
 
     fn sreg(&mut self, s: Sreg) -> Value {
@@ -474,11 +501,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             return self.lower_op(inst, pc, i);
         };
         let gv = self.get(g);
-        let (yes, no) = if neg {
-            (self.b.create_block(), self.b.create_block())
-        } else {
-            (self.b.create_block(), self.b.create_block())
-        };
+        let (yes, no) = (self.b.create_block(), self.b.create_block());
         if let Op::Bra { target } = i.op {
             let tb = self.block_for(inst, target);
             let fb = self.block_for(inst, pc + 1);
@@ -711,7 +734,9 @@ impl<'a, 'b> Lower<'a, 'b> {
                 return Ok(true);
             }
             Op::Exit => {
-                self.set_state(EXITED);
+                if !self.an.points.is_empty() {
+                    self.set_state(EXITED);
+                }
                 self.b.ins().jump(self.next, &[]);
                 return Ok(true);
             }
@@ -1073,25 +1098,5 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().jump(done, &[r.into()]);
         self.b.switch_to_block(done);
         ptr
-    }
-}
-
-/// Float comparisons Cranelift has, by the engine's `Cmp` number.
-pub(super) fn float_cc(c: u8) -> FloatCC {
-    match c {
-        0 => FloatCC::Equal,
-        1 => FloatCC::OrderedNotEqual,
-        2 => FloatCC::LessThan,
-        3 => FloatCC::LessThanOrEqual,
-        4 => FloatCC::GreaterThan,
-        5 => FloatCC::GreaterThanOrEqual,
-        6 => FloatCC::UnorderedOrEqual,
-        7 => FloatCC::NotEqual,
-        8 => FloatCC::UnorderedOrLessThan,
-        9 => FloatCC::UnorderedOrLessThanOrEqual,
-        10 => FloatCC::UnorderedOrGreaterThan,
-        11 => FloatCC::UnorderedOrGreaterThanOrEqual,
-        12 => FloatCC::Ordered,
-        _ => FloatCC::Unordered,
     }
 }

@@ -66,6 +66,13 @@ pub(crate) struct JitKernel {
     _prog: Arc<Program>,
 }
 
+impl JitKernel {
+    /// Suspension points after inlining.
+    pub(crate) fn resumes_len(&self) -> usize {
+        self.resumes.len()
+    }
+}
+
 /// Compiles `prog`, or says why the JIT leaves it to the interpreter.
 pub(crate) fn compile(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
     let start = Instant::now();

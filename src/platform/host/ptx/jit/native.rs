@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{InstBuilder, MemFlagsData, Value, types};
 use cranelift_frontend::FunctionBuilder;
 
@@ -380,7 +380,7 @@ pub(super) fn emit(b: &mut FunctionBuilder<'_>, f: usize, args: &[Value]) -> Opt
         }
         N::FCmp { c, f64 } => {
             let (x, y) = (float_in(b, a, f64), float_in(b, args[1], f64));
-            let r = b.ins().fcmp(super::lower::float_cc(c), x, y);
+            let r = b.ins().fcmp(float_cc(c), x, y);
             flag(b, r)
         }
         N::Selp => {
@@ -416,4 +416,24 @@ pub(super) fn lop3(b: &mut FunctionBuilder<'_>, lut: u8, a: Value, x: Value, c: 
         acc = b.ins().bor(acc, t);
     }
     b.ins().band_imm_s(acc, 0xFFFF_FFFF)
+}
+
+/// Float comparisons Cranelift has, by the engine's `Cmp` number.
+fn float_cc(c: u8) -> FloatCC {
+    match c {
+        0 => FloatCC::Equal,
+        1 => FloatCC::OrderedNotEqual,
+        2 => FloatCC::LessThan,
+        3 => FloatCC::LessThanOrEqual,
+        4 => FloatCC::GreaterThan,
+        5 => FloatCC::GreaterThanOrEqual,
+        6 => FloatCC::UnorderedOrEqual,
+        7 => FloatCC::NotEqual,
+        8 => FloatCC::UnorderedOrLessThan,
+        9 => FloatCC::UnorderedOrLessThanOrEqual,
+        10 => FloatCC::UnorderedOrGreaterThan,
+        11 => FloatCC::UnorderedOrGreaterThanOrEqual,
+        12 => FloatCC::Ordered,
+        _ => FloatCC::Unordered,
+    }
 }

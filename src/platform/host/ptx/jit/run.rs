@@ -336,6 +336,10 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         });
         Err(sched::fault_detail(l, block_idx, &f))
     };
+    if k.resumes.is_empty() {
+        // No barriers or collectives: one pass runs every thread to its end.
+        return call(&mut ctx, 0, n);
+    }
     loop {
         if k.has_warp_points {
             for w in 0..nwarps {
