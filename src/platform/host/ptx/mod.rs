@@ -91,12 +91,13 @@ pub fn warp_instructions_executed() -> u64 {
     WARP_INSTRUCTIONS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// An entry's name and whether the JIT compiled it (else why not).
+/// An entry's name and whether the JIT compiled it: the number of lane functions it calls
+/// instead of emitting native code for them, or why it did not compile.
 #[doc(hidden)]
-pub type JitCheck = (String, std::result::Result<(), String>);
+pub type JitCheck = (String, std::result::Result<usize, String>);
 
 /// Decodes every entry of `module` and compiles it with the PTX JIT: per entry (sorted by
-/// name), `Ok` or why the JIT leaves it to the interpreter. The compiled code is dropped.
+/// name), [`JitCheck`]. The compiled code is dropped.
 ///
 /// For the fuzz target and tests, which check that anything that decodes compiles or is
 /// refused without a panic; not part of the supported API.
@@ -110,7 +111,7 @@ pub fn check_jit_compiles(
     let mut out: Vec<_> = decoded
         .programs
         .values()
-        .map(|p| (p.name.clone(), jit::compile(p).map(|_| ())))
+        .map(|p| (p.name.clone(), jit::compile(p).map(|k| k.called_ops)))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
