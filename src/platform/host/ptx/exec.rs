@@ -6,7 +6,7 @@ use super::race::{Access, RaceBlock};
 use super::warp::{BlockShared, Env, Fault, Warp, lanes};
 use crate::ptx::ir::{
     Addr, BoolOp, LOCAL_WINDOW, Op, PARAM_WINDOW, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE,
-    VoteMode, WARP,
+    WARP,
 };
 
 /// Back-edges a group may take while other runnable lanes of its warp wait at higher PCs
@@ -734,12 +734,7 @@ impl Warp {
                                 ballot |= 1 << l;
                             }
                         }
-                        let r = match mode {
-                            VoteMode::Ballot => ballot as u64,
-                            VoteMode::All => (ballot == active) as u64,
-                            VoteMode::Any => (ballot != 0) as u64,
-                            VoteMode::Uni => (ballot == 0 || ballot == active) as u64,
-                        };
+                        let r = super::warp::vote_result(*mode, ballot, active);
                         for l in lanes(mask) {
                             self.set(*d, l, r);
                         }

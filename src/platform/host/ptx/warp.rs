@@ -76,6 +76,17 @@ pub(super) fn shfl_source(
     }
 }
 
+/// `vote.sync`'s result from the ballot of the `active` lanes (member mask and executing).
+pub(super) fn vote_result(mode: crate::ptx::ir::VoteMode, ballot: u32, active: u32) -> u64 {
+    use crate::ptx::ir::VoteMode;
+    match mode {
+        VoteMode::Ballot => ballot as u64,
+        VoteMode::All => (ballot == active) as u64,
+        VoteMode::Any => (ballot != 0) as u64,
+        VoteMode::Uni => (ballot == 0 || ballot == active) as u64,
+    }
+}
+
 /// What every warp of a block shares and does not change while the block runs.
 pub(super) struct Env<'a> {
     pub(super) l: &'a Launch,

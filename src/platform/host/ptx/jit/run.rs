@@ -7,8 +7,8 @@ use super::analysis::PointKind;
 use crate::platform::host::ptx::Launch;
 use crate::platform::host::ptx::mem::{self, BlockMem, Loc};
 use crate::platform::host::ptx::sched;
-use crate::platform::host::ptx::warp::{Fault, lanes, shfl_source};
-use crate::ptx::ir::{Fn1, Fn2, Fn3, Inst, Op, Space, VoteMode, WARP};
+use crate::platform::host::ptx::warp::{Fault, lanes, shfl_source, vote_result};
+use crate::ptx::ir::{Fn1, Fn2, Fn3, Inst, Op, Space, WARP};
 
 /// A thread's state word: the resume index in the low bits, this bit while it waits.
 pub(super) const WAIT: u32 = 1 << 31;
@@ -414,12 +414,7 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
                     ballot |= 1 << lane;
                 }
             }
-            let r = match mode {
-                VoteMode::Ballot => ballot as u64,
-                VoteMode::All => (ballot == active) as u64,
-                VoteMode::Any => (ballot != 0) as u64,
-                VoteMode::Uni => (ballot == 0 || ballot == active) as u64,
-            };
+            let r = vote_result(*mode, ballot, active);
             for lane in lanes(group) {
                 out[lane] = (r, 0);
             }
