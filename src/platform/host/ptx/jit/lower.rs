@@ -706,6 +706,16 @@ impl<'a, 'b> Lower<'a, 'b> {
                         self.line(pc)
                     ));
                 }
+                let tb = self.prog.thread_param_bytes as u64;
+                let inside = |c: &crate::ptx::ir::ParamCopy| {
+                    c.from as u64 + c.len as u64 <= tb && c.to as u64 + c.len as u64 <= tb
+                };
+                if !site.args.iter().chain(&site.rets).all(inside) {
+                    return Err(format!(
+                        "{}: a parameter copy outside the call-parameter space",
+                        self.line(pc)
+                    ));
+                }
                 let mut chain = chain.clone();
                 chain.push(site.target);
                 for c in &site.args {
@@ -936,7 +946,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().jump(after, &[]);
     }
 
-    /// Copies `len` bytes inside the current thread's call-parameter row.
+    /// Copies `len` bytes inside the current thread's call-parameter row (the caller checked
+    /// that both ranges lie inside it).
     fn param_copy(&mut self, from: u32, to: u32, len: u32) {
         let tb = self.prog.thread_param_bytes as i64;
         let t = self.b.use_var(self.t);
