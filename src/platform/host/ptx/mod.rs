@@ -299,8 +299,8 @@ fn log_compile(k: &PtxKernel, r: &std::result::Result<Arc<jit::JitKernel>, jit::
 /// Compiles on first use and keeps the result in the module.
 fn choose_engine(exec: &HostExecutor, k: &PtxKernel) -> Result<Option<Arc<jit::JitKernel>>> {
     let engine = exec.ptx_engine();
-    if engine == PtxEngine::Interpreter || exec.race_check() {
-        // The race checker lives in the interpreter.
+    if engine == PtxEngine::Interpreter || exec.race_check() || cfg!(miri) {
+        // The race checker lives in the interpreter; Miri cannot run generated code.
         return Ok(None);
     }
     type Outcome = std::result::Result<Arc<jit::JitKernel>, jit::Unsupported>;
