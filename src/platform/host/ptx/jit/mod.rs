@@ -127,6 +127,13 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
         b.finalize(target);
         r
     };
+    if std::env::var_os("STREAMEXEC_PTX_JIT_DUMP").is_some() {
+        eprintln!(
+            "streamexec PTX JIT: Cranelift IR of `{}`:\n{}",
+            prog.name,
+            ctx.func.display()
+        );
+    }
     let id = module
         .declare_function("kernel", Linkage::Local, &ctx.func.signature)
         .map_err(|e| format!("Cranelift: {e}"))?;
