@@ -9,7 +9,10 @@
 //! checked (`mem.rs`), and an opt-in checker reports data races (`race.rs`).
 //!
 //! The host platform runs the PTX of a spec's `add_cuda_ptx_*` image when the spec has no native
-//! `HostKernel` (a native kernel wins when both are there). How it executes:
+//! `HostKernel` (a native kernel wins when both are there). By default a launch runs the kernel
+//! compiled to native code by the JIT (`jit/`, ARCHITECTURE.md "PTX JIT"); what the JIT does not
+//! compile, the race checker, and `PtxEngine::Interpreter` use the interpreter. The interpreter
+//! executes as follows:
 //!
 //! - **Grid**: blocks run in parallel on the executor's rayon pool (`sched::run_grid`); the first
 //!   failing block (lowest index) is the launch's error, as `Error::KernelFault { platform: "host" }`.
