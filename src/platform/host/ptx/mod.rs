@@ -129,6 +129,9 @@ pub fn jit_compile_times() -> Vec<(String, std::time::Duration)> {
 /// Appended to by the JIT once per compiled kernel.
 static JIT_COMPILES: Mutex<Vec<(String, std::time::Duration)>> = Mutex::new(Vec::new());
 
+/// The next launch's `Launch::id`.
+static NEXT_LAUNCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// Added to by the engine once per finished block.
 static WARP_INSTRUCTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -267,6 +270,8 @@ pub(crate) struct Launch {
     extra: Mutex<Vec<Pinned>>,
     race: Option<race::RaceGrid>,
     start: Instant,
+    /// Unique per launch in this process (the JIT's per-worker range cache is keyed by it).
+    id: u64,
     nsm: u32,
     /// The compiled kernel, when the JIT runs this launch (else the interpreter does).
     jit: Option<Arc<jit::JitKernel>>,
@@ -427,6 +432,7 @@ pub(crate) fn prepare(
         extra: Mutex::new(Vec::new()),
         race: exec.race_check().then(race::RaceGrid::default),
         start: Instant::now(),
+        id: NEXT_LAUNCH.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         nsm: exec.pool.current_num_threads() as u32,
         jit,
         _module: k.module.clone(),

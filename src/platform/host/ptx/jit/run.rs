@@ -265,6 +265,11 @@ struct Buffers {
     spill: Vec<u64>,
     state: Vec<u32>,
     coll: Vec<u64>,
+    /// The device ranges the last block of launch `cache_launch` found: pinned until that
+    /// launch ends, so the next block of the same launch on this worker starts with them.
+    cache: [[u64; 3]; WAYS],
+    cache_launch: u64,
+    next_way: usize,
 }
 
 thread_local! {
@@ -312,9 +317,17 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         nsm: l.nsm,
         dynamic_at: dynamic_at as u64,
         dynamic_len: l.dynamic_bytes as u64,
-        cache: [[u64::MAX, 0, 0]; WAYS],
+        cache: if bufs.cache_launch == l.id {
+            bufs.cache
+        } else {
+            [[u64::MAX, 0, 0]; WAYS]
+        },
         faulted: 0,
-        next_way: 0,
+        next_way: if bufs.cache_launch == l.id {
+            bufs.next_way
+        } else {
+            0
+        },
         shared_len: bufs.shared.len(),
         local_len: bufs.local.len(),
         tparam_len: bufs.tparam.len(),
@@ -336,25 +349,42 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         });
         Err(sched::fault_detail(l, block_idx, &f))
     };
+    let r = run_threads(k, l, block_idx, &mut ctx, n, call);
+    bufs.cache = ctx.cache;
+    bufs.next_way = ctx.next_way;
+    bufs.cache_launch = l.id;
+    r
+}
+
+/// Runs the block's threads to their end, resolving suspension points between calls.
+fn run_threads(
+    k: &JitKernel,
+    l: &Launch,
+    block_idx: crate::types::Dim3,
+    ctx: &mut Ctx,
+    n: usize,
+    call: impl Fn(&mut Ctx, usize, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    let nwarps = n.div_ceil(WARP);
     if k.resumes.is_empty() {
         // No barriers or collectives: one pass runs every thread to its end.
-        return call(&mut ctx, 0, n);
+        return call(ctx, 0, n);
     }
     loop {
         if k.has_warp_points {
             for w in 0..nwarps {
                 let (lo, hi) = (w * WARP, ((w + 1) * WARP).min(n));
                 loop {
-                    call(&mut ctx, lo, hi)?;
-                    if !warp_points(k, l, &mut ctx, lo, hi) {
+                    call(ctx, lo, hi)?;
+                    if !warp_points(k, l, ctx, lo, hi) {
                         break;
                     }
                 }
             }
         } else {
-            call(&mut ctx, 0, n)?;
+            call(ctx, 0, n)?;
         }
-        if !barriers(k, l, block_idx, &mut ctx, n)? {
+        if !barriers(k, l, block_idx, ctx, n)? {
             return Ok(());
         }
     }
