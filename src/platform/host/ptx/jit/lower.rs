@@ -137,7 +137,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         let begin = b.block_params(entry)[1];
         let end = b.block_params(entry)[2];
         let ld = |b: &mut FunctionBuilder<'b>, o: i32| b.ins().load(I64, flags(), ctx, o);
-        let u = Uniform {
+        let mut u = Uniform {
             ctx,
             params: ld(b, off!(params)),
             shared: ld(b, off!(shared)),
@@ -148,7 +148,6 @@ impl<'a, 'b> Lower<'a, 'b> {
             coll: ld(b, off!(coll)),
             fixed: HashMap::new(),
         };
-        let mut u = u;
         for o in (0..9).map(|i| off!(ntid) + 8 * i) {
             u.fixed.insert(o, ld(b, o));
         }

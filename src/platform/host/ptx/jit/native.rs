@@ -258,41 +258,25 @@ pub(super) fn emit(b: &mut FunctionBuilder<'_>, f: usize, args: &[Value]) -> Opt
         N::Mov => a,
         N::Bin { k, bits, signed } => {
             let y = args[1];
-            match k {
-                0 => {
-                    let r = b.ins().iadd(a, y);
-                    norm(b, r, bits, signed)
-                }
-                1 => {
-                    let r = b.ins().isub(a, y);
-                    norm(b, r, bits, signed)
-                }
-                2 => {
-                    let r = b.ins().imul(a, y);
-                    norm(b, r, bits, signed)
-                }
-                6 | 7 => {
-                    let (x, y) = (norm(b, a, bits, signed), norm(b, y, bits, signed));
-                    match (k, signed) {
-                        (6, true) => b.ins().smin(x, y),
-                        (6, false) => b.ins().umin(x, y),
-                        (_, true) => b.ins().smax(x, y),
-                        _ => b.ins().umax(x, y),
-                    }
-                }
-                8 => {
-                    let r = b.ins().band(a, y);
-                    norm(b, r, bits, signed)
-                }
-                9 => {
-                    let r = b.ins().bor(a, y);
-                    norm(b, r, bits, signed)
-                }
-                _ => {
-                    let r = b.ins().bxor(a, y);
-                    norm(b, r, bits, signed)
-                }
+            if k == 6 || k == 7 {
+                let (x, y) = (norm(b, a, bits, signed), norm(b, y, bits, signed));
+                return Some(match (k, signed) {
+                    (6, true) => b.ins().smin(x, y),
+                    (6, false) => b.ins().umin(x, y),
+                    (_, true) => b.ins().smax(x, y),
+                    _ => b.ins().umax(x, y),
+                });
             }
+            // The low `bits` of these depend only on the operands' low bits.
+            let r = match k {
+                0 => b.ins().iadd(a, y),
+                1 => b.ins().isub(a, y),
+                2 => b.ins().imul(a, y),
+                8 => b.ins().band(a, y),
+                9 => b.ins().bor(a, y),
+                _ => b.ins().bxor(a, y),
+            };
+            norm(b, r, bits, signed)
         }
         N::Cmp { c, bits, signed } => {
             let (x, y) = (norm(b, a, bits, signed), norm(b, args[1], bits, signed));
