@@ -12,8 +12,8 @@ out=target/gpu-check
 rm -rf "$out"
 mkdir -p "$out/deps" "$out/examples"
 export CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_STRIP=true
-cargo build --release --examples
-cargo test --release --no-run --message-format=json 2>/dev/null |
+cargo build --release -p streamexec-examples --examples
+cargo test --release -p streamexec --no-run --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -23,7 +23,7 @@ for line in sys.stdin:
         if name != "compile_fail":  # needs cargo and rustc
             print(m["executable"])
 ' | while read -r exe; do cp "$exe" "$out/deps/"; done
-cargo bench --no-run --bench cuda --message-format=json 2>/dev/null |
+cargo bench -p streamexec --no-run --bench cuda --message-format=json 2>/dev/null |
     python3 -c '
 import json, sys
 for line in sys.stdin:

@@ -13,7 +13,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 for engine in jit interpreter; do
     STREAMEXEC_TEST_SEED=$seed STREAMEXEC_PTX_ENGINE=$engine STREAMEXEC_PTX_DIGEST="$dir/$engine" \
-        cargo test -q --test ptx_corpus --test ptx_instructions --test ptx_bench_kernels 2>/dev/null \
+        cargo test -q -p streamexec --test ptx_corpus --test ptx_instructions --test ptx_bench_kernels 2>/dev/null \
         | grep -E "test result" || { echo "ptx tests failed on engine $engine (seed $seed)"; exit 1; }
     grep -Ev "$skip" "$dir/$engine" | sort > "$dir/$engine.sorted"
 done

@@ -13,10 +13,10 @@ cd "$(dirname "$0")/.."
 # The path of test binary $1, from the one `--features mpi` build.
 test_binary() {
     local path
-    path="$(cargo test --features mpi --test "$1" --no-run --message-format=json 2>/dev/null |
+    path="$(cargo test -p streamexec --features mpi --test "$1" --no-run --message-format=json 2>/dev/null |
         sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)"
     if [[ -z "$path" || ! -x "$path" ]]; then
-        cargo test --features mpi --test "$1" --no-run >&2  # shows the build error
+        cargo test -p streamexec --features mpi --test "$1" --no-run >&2  # shows the build error
         echo "error: could not find the tests/$1 binary" >&2
         exit 1
     fi
@@ -71,7 +71,7 @@ echo "tests/mpi.rs passed with 2, 3 and 4 ranks; dead ranks end the job or time 
 
 # The emissary test and example, from the same `--features mpi` build.
 emissary="$(test_binary emissary_mpi)"
-cargo build --features mpi --example emissary_mpi
+cargo build -p streamexec-examples --features mpi --example emissary_mpi
 example=target/debug/examples/emissary_mpi
 for n in 2 3 4; do
     echo "== tests/emissary_mpi with $n ranks"

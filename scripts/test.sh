@@ -22,25 +22,25 @@ export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
 
 # The conformance suite must run on these platforms: a missing one fails instead of skipping.
 export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl,cuda}"
-cargo test --all-targets
+cargo test -p streamexec --all-targets
 # PTX runs on the JIT by default; the engines must agree: the corpus, the one-instruction cells
 # and the bench kernels on the JIT (forced) and on the interpreter, one seed, every downloaded
 # output bit-identical. Then the hand-written engine tests on the interpreter too.
 bash scripts/ptx-engines-agree.sh
-STREAMEXEC_PTX_ENGINE=interpreter cargo test --test ptx_engine --test ptx_corpus
+STREAMEXEC_PTX_ENGINE=interpreter cargo test -p streamexec --test ptx_engine --test ptx_corpus
 # Two CPU CUDA devices: the multi-device paths (peer access, peer copies) of the CUDA backend.
-STREAMEXEC_CUDA_DEVICES=2 cargo test --test conformance
-cargo test --doc
+STREAMEXEC_CUDA_DEVICES=2 cargo test -p streamexec --test conformance
+cargo test -p streamexec --doc
 # The RPC stress test with spin-only clients (uniform 0..=64 KiB echoes) needs a release build.
-cargo test --release --test rpc -- --ignored
-cargo test --features noop --test conformance  # + the noop template backend (unsupported.rs)
+cargo test -p streamexec --release --test rpc -- --ignored
+cargo test -p streamexec --features noop --test conformance  # + the noop template backend (unsupported.rs)
 # MPI (feature `mpi`): tests/mpi.rs under mpirun with 2, 3 and 4 ranks, and dead ranks.
 bash scripts/test-mpi.sh
 # The libraries' own unit tests; then their debug builds go (they would shadow the release ones).
 cargo test -p streamexec-libcuda -p streamexec-libnvrtc --lib
 bash scripts/build-libcuda.sh >/dev/null
 # The HIP backend (opt-in feature): builds, links libamdhip64, and fails cleanly without a GPU.
-cargo test --features hip --test hip_platform --test examples
+cargo test -p streamexec --features hip --test hip_platform --test examples
 
 # The CUDA/HIP device-side RPC client header compiles for NVPTX (PTX) and AMDGPU, and its
 # `__llvm_rpc_client` has 2096 bytes (current layout) or 552 (STREAMEXEC_RPC_PRE_DOORBELL).
@@ -51,22 +51,22 @@ if command -v clang++-19 >/dev/null 2>&1; then
         [[ -n "$define" ]] && bytes=552
         clang++-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib \
             -Xclang -target-feature -Xclang +ptx70 -Iinclude $define -S \
-            tests/c/rpc_header_check.cu -o "$out/nvptx.ptx"
+            crates/streamexec/tests/c/rpc_header_check.cu -o "$out/nvptx.ptx"
         grep -q "__llvm_rpc_client\[$bytes\]" "$out/nvptx.ptx"
         # se_rpc_sync is a warp barrier (it once called itself: recursion at -O0, nothing at -O3).
         grep -q "bar.warp.sync" "$out/nvptx.ptx"
         clang++-19 -x hip --offload-arch=gfx90a -nogpulib -nogpuinc --cuda-device-only \
-            -Iinclude $define -S tests/c/rpc_header_check_amdgpu.hip -o "$out/amdgpu.s"
+            -Iinclude $define -S crates/streamexec/tests/c/rpc_header_check_amdgpu.hip -o "$out/amdgpu.s"
         grep -Eq "\.size[[:space:]]+__llvm_rpc_client, $bytes\$" "$out/amdgpu.s"
     done
     # The Emissary and MPI stubs (streamexec_emissary.h, streamexec_mpi.h), warnings as errors:
     # every stub once, sending the OFFLOAD_EMISSARY opcode (0x6F000001; the PTX writes it in decimal).
     clang++-19 -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib \
         -Xclang -target-feature -Xclang +ptx70 -Iinclude -Wall -Wextra -Werror -S \
-        tests/c/mpi_header_check.cu -o "$out/mpi.ptx"
+        crates/streamexec/tests/c/mpi_header_check.cu -o "$out/mpi.ptx"
     grep -q "1862270977" "$out/mpi.ptx"
     clang++-19 -x hip --offload-arch=gfx90a -nogpulib -nogpuinc --cuda-device-only \
-        -Iinclude -Wall -Wextra -Werror -S tests/c/mpi_header_check.cu -o "$out/mpi_amdgpu.s"
+        -Iinclude -Wall -Wextra -Werror -S crates/streamexec/tests/c/mpi_header_check.cu -o "$out/mpi_amdgpu.s"
     grep -qi "0x6f000001" "$out/mpi_amdgpu.s"
     rm -rf "$out"
     echo "include/streamexec_rpc.h compiles for NVPTX and AMDGPU in both layouts"
@@ -88,4 +88,4 @@ fi
 # Weak-memory emulation is off: it cannot model the mixed-size atomics that device memory
 # uses (see ARCHITECTURE.md); leaks are expected from the mem::forget soundness tests.
 MIRIFLAGS="-Zmiri-disable-weak-memory-emulation -Zmiri-ignore-leaks" \
-    cargo +nightly miri test --lib
+    cargo +nightly miri test -p streamexec --lib
