@@ -354,10 +354,7 @@ fn seed_example_prints_the_result_on_cuda() {
 
 /// Runs `run_kernel` with `args`: (exit code, stdout, stderr).
 fn run_kernel<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (Option<i32>, String, String) {
-    let out = example("run_kernel")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = example("run_kernel").args(args).output().unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

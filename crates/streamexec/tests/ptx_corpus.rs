@@ -26,20 +26,44 @@ use ptx_common::*;
 type Builds = [(&'static str, &'static str); 2];
 
 const BASIC: Builds = [
-    ("O0", include_str!("../../../kernels/ptx/corpus_basic.O0.ptx")),
-    ("O3", include_str!("../../../kernels/ptx/corpus_basic.O3.ptx")),
+    (
+        "O0",
+        include_str!("../../../kernels/ptx/corpus_basic.O0.ptx"),
+    ),
+    (
+        "O3",
+        include_str!("../../../kernels/ptx/corpus_basic.O3.ptx"),
+    ),
 ];
 const SYNC: Builds = [
-    ("O0", include_str!("../../../kernels/ptx/corpus_sync.O0.ptx")),
-    ("O3", include_str!("../../../kernels/ptx/corpus_sync.O3.ptx")),
+    (
+        "O0",
+        include_str!("../../../kernels/ptx/corpus_sync.O0.ptx"),
+    ),
+    (
+        "O3",
+        include_str!("../../../kernels/ptx/corpus_sync.O3.ptx"),
+    ),
 ];
 const MATH: Builds = [
-    ("O0", include_str!("../../../kernels/ptx/corpus_math.O0.ptx")),
-    ("O3", include_str!("../../../kernels/ptx/corpus_math.O3.ptx")),
+    (
+        "O0",
+        include_str!("../../../kernels/ptx/corpus_math.O0.ptx"),
+    ),
+    (
+        "O3",
+        include_str!("../../../kernels/ptx/corpus_math.O3.ptx"),
+    ),
 ];
 const FAULTS: Builds = [
-    ("O0", include_str!("../../../kernels/ptx/corpus_faults.O0.ptx")),
-    ("O3", include_str!("../../../kernels/ptx/corpus_faults.O3.ptx")),
+    (
+        "O0",
+        include_str!("../../../kernels/ptx/corpus_faults.O0.ptx"),
+    ),
+    (
+        "O3",
+        include_str!("../../../kernels/ptx/corpus_faults.O3.ptx"),
+    ),
 ];
 
 type P<T> = DevicePtr<T>;

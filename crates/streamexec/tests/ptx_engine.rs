@@ -858,7 +858,10 @@ fn bit_ops_and_tier5_instructions() {
 /// dropped or added) decode to `Ok` or `Err`, never a panic.
 #[test]
 fn mutated_instructions_never_panic_the_decoder() {
-    let files = [CONFORMANCE_O3, include_str!("../../../kernels/ptx/bench.O3.ptx")];
+    let files = [
+        CONFORMANCE_O3,
+        include_str!("../../../kernels/ptx/bench.O3.ptx"),
+    ];
     let mut tried = 0;
     for text in files {
         let lines: Vec<&str> = text.lines().collect();

@@ -85,7 +85,10 @@ fn dropping_unified_memory_under_a_queued_kernel_is_safe() {
 
 fn spin_spec() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(2)
-        .add_cuda_ptx_in_memory(include_str!("../../../../kernels/ptx/conformance.O3.ptx"), "spin")
+        .add_cuda_ptx_in_memory(
+            include_str!("../../../../kernels/ptx/conformance.O3.ptx"),
+            "spin",
+        )
         .add_opencl_text_in_memory(
             "__kernel void spin(volatile __global uint* flag, __global uint* out) {
                  ulong i = 0;
