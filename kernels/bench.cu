@@ -1,5 +1,5 @@
-// Kernels of benches/ptx.rs: the host platform's PTX engines (JIT and interpreter) against plain
-// Rust doing the same work. tests/ptx_bench_kernels.rs checks each against a Rust reference.
+// Kernels of crates/streamexec-ptx/benches/ptx.rs: the PTX engines (JIT and interpreter) against plain
+// Rust doing the same work. crates/streamexec-ptx/tests/bench_kernels.rs checks each against a Rust reference.
 #include "prelude.h"
 
 // y[i] = a * x[i] + y[i], one element per thread (clang contracts it to one fma.rn.f32).

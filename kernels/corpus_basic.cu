@@ -1,5 +1,5 @@
 // PTX corpus, part 1: elementwise kernels, matrix multiply and transpose. Compiled to
-// kernels/ptx/corpus_basic.{O0,O3}.ptx by scripts/gen-ptx.sh; tests/ptx_corpus.rs runs both
+// kernels/ptx/corpus_basic.{O0,O3}.ptx by scripts/gen-ptx.sh; crates/streamexec-ptx/tests/corpus.rs runs both
 // builds on the host platform's PTX engine against Rust references.
 //
 // What the PTX exercises (besides ld.param, cvta.to.global, mad.lo / mul.wide index math, setp,

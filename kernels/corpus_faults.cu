@@ -1,5 +1,5 @@
 // PTX corpus, part 4: kernels that must fail, for the host engine's checks. Compiled to
-// kernels/ptx/corpus_faults.{O0,O3}.ptx by scripts/gen-ptx.sh; see tests/ptx_corpus.rs.
+// kernels/ptx/corpus_faults.{O0,O3}.ptx by scripts/gen-ptx.sh; see crates/streamexec-ptx/tests/corpus.rs.
 //
 //   racy_shared_sum      every thread does `s += in[t]` on one .shared word without atomics:
 //                        ld.shared/st.shared from all warps between two bar.sync -> data race

@@ -1,5 +1,5 @@
 // PTX corpus, part 3: control flow, device-function calls, 64-bit and double math, conversions.
-// Compiled to kernels/ptx/corpus_math.{O0,O3}.ptx by scripts/gen-ptx.sh; see tests/ptx_corpus.rs.
+// Compiled to kernels/ptx/corpus_math.{O0,O3}.ptx by scripts/gen-ptx.sh; see crates/streamexec-ptx/tests/corpus.rs.
 //
 // What the PTX exercises:
 //   divergent_loops   nested loops with data-dependent trip counts, `ret` from inside both loops

@@ -1,5 +1,5 @@
 // PTX corpus, part 2: barriers, warp-level operations and atomics. Compiled to
-// kernels/ptx/corpus_sync.{O0,O3}.ptx by scripts/gen-ptx.sh; see tests/ptx_corpus.rs.
+// kernels/ptx/corpus_sync.{O0,O3}.ptx by scripts/gen-ptx.sh; see crates/streamexec-ptx/tests/corpus.rs.
 //
 // What the PTX exercises:
 //   block_reduce_sum      static .shared array, st/ld.shared.u32, bar.sync 0 in a loop, shr

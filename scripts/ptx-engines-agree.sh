@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the PTX test binaries on each host PTX engine (the JIT forced, then the interpreter)
 # with one seed, and checks that every output they download is bit-identical on both
-# (tests/ptx_common/mod.rs `download` writes a hash of each). Outputs whose order depends on
+# (crates/streamexec-ptx/tests/common/mod.rs `download` writes a hash of each). Outputs whose order depends on
 # how blocks interleave (atomic slot allocation) are left out by name.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 for engine in jit interpreter; do
     STREAMEXEC_TEST_SEED=$seed STREAMEXEC_PTX_ENGINE=$engine STREAMEXEC_PTX_DIGEST="$dir/$engine" \
-        cargo test -q -p streamexec --test ptx_corpus --test ptx_instructions --test ptx_bench_kernels 2>/dev/null \
+        cargo test -q -p streamexec-ptx --test corpus --test instructions --test bench_kernels 2>/dev/null \
         | grep -E "test result" || { echo "ptx tests failed on engine $engine (seed $seed)"; exit 1; }
     grep -Ev "$skip" "$dir/$engine" | sort > "$dir/$engine.sorted"
 done

@@ -22,15 +22,17 @@ export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
 
 # The conformance suite must run on these platforms: a missing one fails instead of skipping.
 export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl,cuda}"
-cargo test -p streamexec -p streamexec-rpc --all-targets
+cargo test -p streamexec -p streamexec-ptx -p streamexec-rpc --all-targets
 # PTX runs on the JIT by default; the engines must agree: the corpus, the one-instruction cells
 # and the bench kernels on the JIT (forced) and on the interpreter, one seed, every downloaded
 # output bit-identical. Then the hand-written engine tests on the interpreter too.
 bash scripts/ptx-engines-agree.sh
-STREAMEXEC_PTX_ENGINE=interpreter cargo test -p streamexec --test ptx_engine --test ptx_corpus
+STREAMEXEC_PTX_ENGINE=interpreter cargo test -p streamexec-ptx --test engine --test corpus
+# The PTX crate alone without its JIT (interpreter only; `PtxEngine::Jit` is refused).
+cargo test -p streamexec-ptx --no-default-features --lib --test engine --test corpus
 # Two CPU CUDA devices: the multi-device paths (peer access, peer copies) of the CUDA backend.
 STREAMEXEC_CUDA_DEVICES=2 cargo test -p streamexec --test conformance
-cargo test -p streamexec -p streamexec-rpc --doc
+cargo test -p streamexec -p streamexec-ptx -p streamexec-rpc --doc
 # The RPC stress test with spin-only clients (uniform 0..=64 KiB echoes) needs a release build.
 cargo test -p streamexec-rpc --release --test rpc -- --ignored
 cargo test -p streamexec --features noop --test conformance  # + the noop template backend (unsupported.rs)
@@ -88,4 +90,4 @@ fi
 # Weak-memory emulation is off: it cannot model the mixed-size atomics that device memory
 # uses (see ARCHITECTURE.md); leaks are expected from the mem::forget soundness tests.
 MIRIFLAGS="-Zmiri-disable-weak-memory-emulation -Zmiri-ignore-leaks" \
-    cargo +nightly miri test -p streamexec -p streamexec-rpc --lib
+    cargo +nightly miri test -p streamexec -p streamexec-ptx -p streamexec-rpc --lib

@@ -39,3 +39,24 @@ pub fn random_f32s(rng: &mut StdRng, n: usize) -> Vec<f32> {
 pub const POISON_U32: u32 = 0xDEAD_BEEF;
 /// Bytes of `POISON_U32` as f32 bits: a NaN.
 pub const POISON_F32_BITS: u32 = 0x7FBA_DBAD;
+
+/// `POISON_U32`'s bits as an `i32`.
+pub const POISON_I32: i32 = 0xDEAD_BEEFu32 as i32;
+/// A 64-bit poison pattern.
+pub const POISON_I64: i64 = 0xDEAD_BEEF_DEAD_BEEFu64 as i64;
+/// A NaN with a payload no arithmetic produces.
+pub const POISON_F32: f32 = f32::from_bits(POISON_F32_BITS);
+/// A NaN with a payload no arithmetic produces.
+pub const POISON_F64: f64 = f64::from_bits(0x7FF7_BADB_ADBA_DBAD);
+
+/// Bit-identical, or both NaN (PTX does not promise a NaN payload).
+pub fn same_f32(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan() && a.to_bits() != POISON_F32.to_bits())
+}
+
+/// Bit-identical, or both NaN.
+pub fn same_f64(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan() && a.to_bits() != POISON_F64.to_bits())
+}
+
+pub mod imports;

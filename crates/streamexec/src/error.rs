@@ -339,6 +339,46 @@ impl From<Error> for crate::rpc::Error {
     }
 }
 
+/// The PTX engine's errors as the host platform reports them (the engine runs the host
+/// platform's PTX; its texts become the details).
+impl From<crate::ptx::Error> for Error {
+    fn from(e: crate::ptx::Error) -> Self {
+        use crate::ptx::Error as P;
+        let host = || "host".to_string();
+        match e {
+            P::Ptx(e) => Error::KernelLoad {
+                platform: host(),
+                kernel: e.function().unwrap_or_default().to_string(),
+                detail: e.to_string(),
+            },
+            e @ P::NoEntry { .. } => Error::KernelLoad {
+                platform: host(),
+                kernel: match &e {
+                    P::NoEntry { kernel, .. } => kernel.clone(),
+                    _ => String::new(),
+                },
+                detail: e.to_string(),
+            },
+            P::Signature { kernel, detail } => Error::SignatureMismatch { kernel, detail },
+            P::Launch { kernel, detail } => Error::LaunchConfig {
+                platform: host(),
+                kernel,
+                detail,
+            },
+            P::Fault { kernel, detail } => Error::KernelFault {
+                platform: host(),
+                kernel,
+                detail,
+            },
+            P::JitUnsupported { detail, .. } => Error::unsupported("host", "PTX JIT", detail),
+            P::InvalidArgument { operation, detail } => {
+                Error::InvalidArgument { operation, detail }
+            }
+            other => Error::internal(format!("PTX engine: {other}")),
+        }
+    }
+}
+
 /// `MPI rank R: ` (or `MPI: ` while the rank is unknown) before an MPI error's operation.
 fn mpi_rank_prefix(rank: i32) -> String {
     if rank < 0 {

@@ -26,19 +26,26 @@
 //! ```
 #![warn(missing_docs)]
 
-// The floor: plain types and the one module that touches device bytes.
-mod device_bytes;
+// The floor: plain types (device bytes are touched only through `ptx::device_bytes`).
 mod error;
 mod types;
 
-// The PTX front end (a leaf) and the RPC protocol (its own crate; knows no platform).
-pub mod ptx;
+// The crates below: PTX on the CPU (front end, engines, device memory on the host) and the RPC
+// protocol (knows no platform).
+pub use streamexec_ptx as ptx;
 pub use streamexec_rpc as rpc;
 
 // The plugin interface, the backends behind it, and the registry above them.
 pub mod interface;
 mod platform;
 mod registry;
+
+/// Counters for benchmarks and profiling: what the host platform's PTX engines have done in
+/// this process.
+pub mod diagnostics {
+    pub use streamexec_ptx::jit_compile_times as ptx_jit_compile_times;
+    pub use streamexec_ptx::warp_instructions_executed as ptx_warp_instructions_executed;
+}
 
 // The user-facing handles.
 mod blas;
@@ -64,10 +71,6 @@ pub use interface::EventStatus;
 pub use interface::blas::Transpose;
 pub use kernel::{Kernel, TypedKernel};
 pub use memory::{DeviceMemory, DeviceSlice, UnifiedMemory};
-#[doc(hidden)]
-pub use platform::host::ptx::check_jit_compiles;
-pub use platform::host::ptx::jit_compile_times as ptx_jit_compile_times;
-pub use platform::host::ptx::warp_instructions_executed as ptx_warp_instructions_executed;
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 pub use registry::{Platform, PlatformInfo, PlatformManager};
 pub use rng::{GaussianElement, MIN_SEED_BYTES, UniformElement};

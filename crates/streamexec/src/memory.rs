@@ -300,14 +300,14 @@ impl<T: Pod> UnifiedMemory<T> {
         let p = self.at(i);
         // SAFETY: in bounds of the live allocation, aligned for T (64-byte aligned base,
         // whole elements); accessed atomically.
-        unsafe { crate::device_bytes::load_aligned(p) }
+        unsafe { crate::ptx::device_bytes::load_aligned(p) }
     }
 
     /// Sets element `i` with a relaxed atomic store. Panics if `i` is out of bounds.
     pub fn store(&self, i: usize, v: T) {
         let p = self.at(i);
         // SAFETY: as in `load`.
-        unsafe { crate::device_bytes::store_aligned(p, v) }
+        unsafe { crate::ptx::device_bytes::store_aligned(p, v) }
     }
 }
 

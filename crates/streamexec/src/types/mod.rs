@@ -11,7 +11,7 @@ mod geometry;
 mod host_memory;
 mod loader_spec;
 pub mod philox;
-mod ptx_engine;
+
 mod rpc_caps;
 
 pub use address::{DeviceAddress, MemoryUsage};
@@ -30,5 +30,5 @@ pub use loader_spec::{
     InProcessKernel, KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec,
 };
 pub use philox::RandDistribution;
-pub use ptx_engine::PtxEngine;
 pub use rpc_caps::{RpcBlockMemory, RpcCapability, RpcLockPlacement};
+pub use streamexec_ptx::PtxEngine;

@@ -5,6 +5,13 @@
 use streamexec::{PlatformManager, StreamExecutor};
 pub use streamexec_test_support::*;
 
+/// Device 0 of the host platform.
+pub fn host() -> StreamExecutor {
+    PlatformManager::platform_with_name("host")
+        .and_then(|p| p.executor_for_device(0))
+        .expect("the host platform is always available")
+}
+
 /// Platforms named in `STREAMEXEC_REQUIRE` (comma-separated) must be available: a missing one
 /// fails the test instead of being skipped.
 pub fn required_platforms() -> Vec<String> {
@@ -83,6 +90,7 @@ pub fn example(name: &str) -> std::process::Command {
             ("cuda", cfg!(feature = "cuda")),
             ("hip", cfg!(feature = "hip")),
             ("noop", cfg!(feature = "noop")),
+            ("jit", cfg!(feature = "jit")),
         ]
         .into_iter()
         .filter_map(|(f, on)| on.then_some(f))

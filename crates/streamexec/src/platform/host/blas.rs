@@ -14,11 +14,11 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::device::HostExecutor;
-use super::memory::Pinned;
-use crate::device_bytes;
 use crate::error::Result;
 use crate::interface::blas::{BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand};
 use crate::interface::{BlasSupport, StreamInterface};
+use crate::ptx::device_bytes;
+use crate::ptx::memory::Pinned;
 
 /// The two element types, with the conversions the loops need.
 trait Real: bytemuck::Pod + Send + Sync + 'static {

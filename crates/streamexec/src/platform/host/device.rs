@@ -7,11 +7,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
-use super::memory::{self, AllocTable};
-use super::ptx::ModuleCache;
 use super::status::{self, PLATFORM};
 use crate::error::Result;
 use crate::platform::work_queue::{StreamSet, WorkQueue};
+use crate::ptx::memory::{self, AllocTable};
 use crate::types::{DeviceAddress, DeviceDescription};
 
 /// The host device.
@@ -22,8 +21,8 @@ pub(crate) struct HostExecutor {
     pub(super) streams: StreamSet<WorkQueue>,
     pub(super) me: Weak<HostExecutor>,
     pub(super) next_stream: AtomicU64,
-    /// PTX modules loaded by this executor.
-    pub(super) ptx_modules: ModuleCache,
+    /// PTX modules loaded by this executor, by text (a module is decoded once per executor).
+    pub(super) ptx_modules: parking_lot::Mutex<Vec<Arc<crate::ptx::Module>>>,
     /// `set_race_check`: PTX launches record accesses and report data races.
     pub(super) race_check: AtomicBool,
     /// `set_ptx_engine` (initially `STREAMEXEC_PTX_ENGINE`, else `Auto`).
@@ -54,18 +53,16 @@ impl HostExecutor {
 
     /// `bytes` of device memory (`OutOfMemory` when the system allocator refuses).
     pub(super) fn allocate_bytes(&self, bytes: u64) -> Result<DeviceAddress> {
-        self.table.allocate(bytes).ok_or_else(|| {
-            status::out_of_memory(
-                self.description.ordinal,
-                bytes,
-                "the system allocator refused",
-            )
-        })
-    }
-
-    /// Device memory for a PTX module's `.global`/`.const` data.
-    pub(crate) fn allocate_for_module(&self, bytes: u64) -> Result<DeviceAddress> {
-        self.allocate_bytes(bytes)
+        self.table
+            .allocate(bytes)
+            .map(DeviceAddress::new)
+            .ok_or_else(|| {
+                status::out_of_memory(
+                    self.description.ordinal,
+                    bytes,
+                    "the system allocator refused",
+                )
+            })
     }
 
     /// Whether PTX launches run the data-race checker.
@@ -86,7 +83,7 @@ impl HostExecutor {
         what: &str,
     ) -> Result<memory::Pinned> {
         self.table
-            .resolve(addr, bytes)
+            .resolve(addr.raw(), bytes)
             .ok_or_else(|| status::not_live(addr, bytes, what))
     }
 
@@ -99,7 +96,7 @@ impl HostExecutor {
         kernel: &str,
         i: usize,
     ) -> Result<memory::Pinned> {
-        self.table.resolve(addr, bytes).ok_or_else(|| {
+        self.table.resolve(addr.raw(), bytes).ok_or_else(|| {
             status::not_live(
                 addr,
                 bytes,

@@ -13,12 +13,12 @@ use super::kernel::HostKernel;
 use super::status::{self, PLATFORM};
 use super::stream::HostStream;
 use super::{ptx, sysinfo};
-use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::{
     Command, CommandBufferInterface, EventInterface, KernelInterface, StreamExecutorInterface,
     StreamInterface,
 };
+use crate::ptx::device_bytes;
 use crate::types::{
     AlignedHostBuffer, DeviceAddress, DeviceDescription, HostBuffer, MemoryUsage,
     MultiKernelLoaderSpec,
@@ -46,13 +46,13 @@ impl StreamExecutorInterface for HostExecutor {
         bytes: u64,
     ) -> Option<(*mut u8, Box<dyn Send + Sync>)> {
         // Device memory is host memory; the pin keeps the allocation alive.
-        let p = self.table.resolve(addr, bytes)?;
+        let p = self.table.resolve(addr.raw(), bytes)?;
         Some((p.as_ptr(), Box::new(p)))
     }
 
     unsafe fn deallocate(&self, addr: DeviceAddress) {
         // Operations that pinned the allocation keep it alive until they finish.
-        self.table.free(addr);
+        self.table.free(addr.raw());
     }
 
     fn host_allocate(&self, bytes: usize) -> Result<Box<dyn HostBuffer>> {

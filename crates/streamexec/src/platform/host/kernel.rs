@@ -16,9 +16,9 @@ use bytemuck::Pod;
 use corosensei::Yielder;
 
 use super::launch::{AtBarrier, BlockState, Resume, fault};
-use crate::device_bytes;
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
+use crate::ptx::device_bytes;
 use crate::types::DevicePtr;
 use crate::types::{Dim3, KernelArgs, PackedArg, ParamKind, SharedMemory};
 

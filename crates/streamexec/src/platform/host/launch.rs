@@ -13,7 +13,7 @@ use std::sync::Arc;
 use corosensei::Yielder;
 use parking_lot::Mutex;
 
-use super::memory::{AllocTable, Pinned};
+use crate::ptx::memory::{AllocTable, Pinned};
 use crate::types::{DeviceAddress, Dim3};
 
 /// What the scheduler tells a suspended thread.
@@ -69,8 +69,8 @@ impl LaunchCtx {
         if let Some(p) = extra.iter().find(|p| p.contains(addr.raw(), bytes)) {
             return Some(p.at(addr.raw()));
         }
-        let pinned = self.table.resolve(addr, bytes)?;
-        let ptr = pinned.ptr;
+        let pinned = self.table.resolve(addr.raw(), bytes)?;
+        let ptr = pinned.as_ptr();
         extra.push(pinned);
         Some(ptr)
     }

@@ -1,5 +1,5 @@
 //! The host platform: device memory is host memory, kernels are Rust closures (or PTX, through
-//! the engine in `ptx/`) run with the CUDA execution model (grids of blocks of threads,
+//! the engines of `streamexec-ptx`) run with the CUDA execution model (grids of blocks of threads,
 //! barriers, shared memory), streams are worker threads. Always available; the default
 //! platform.
 //!
@@ -16,10 +16,9 @@
 //! | `launch.rs` | one launch as its threads see it: geometry, pinned arguments, a block's shared memory and barrier, how a thread faults |
 //! | `block.rs` | the grid/block scheduler: rayon across blocks; inside a block a plain loop, or corosensei coroutines once thread 0 reaches a barrier |
 //! | `blas.rs`, `rng.rs` | BLAS (the `gemm` crate, rayon loops) and Philox fills |
-//! | `memory.rs` | the allocation table and pinned ranges |
 //! | `status.rs` | the host's own failures as `Error`s (it has no driver status codes) |
 //! | `sysinfo.rs` | CPU and memory facts for the `DeviceDescription` |
-//! | `ptx/` | the PTX engine: PTX images of a spec run on the CPU |
+//! | `ptx.rs` | PTX images of a spec run on the CPU: the adapter to `streamexec-ptx` (module cache, arguments, limits, errors) |
 //!
 //! # Execution model
 //!
@@ -40,10 +39,11 @@
 //!
 //! # Memory and soundness
 //!
-//! Every queued operation pins the allocations it touches when it is enqueued (an `Arc` to the
-//! allocation, `memory::Pinned`), so freeing (or forgetting) a `DeviceMemory` cannot free memory
+//! Device memory is the allocation table of `streamexec-ptx` (`ptx::memory`), which the PTX
+//! engines run against too. Every queued operation pins the allocations it touches when it is
+//! enqueued (an `Arc` to the allocation, `ptx::memory::Pinned`), so freeing (or forgetting) a `DeviceMemory` cannot free memory
 //! under a queued copy or kernel: `deallocate` only takes the allocation out of the table.
-//! Device bytes are only touched through `crate::device_bytes` (relaxed atomics, opaque copies):
+//! Device bytes are only touched through `ptx::device_bytes` (relaxed atomics, opaque copies):
 //! kernels, stream workers and the host may race on them as on a GPU, and a race is a wrong
 //! answer, never undefined behaviour. Shared memory is `&[Cell<T>]`: every thread of a block runs
 //! on one OS thread, and `ThreadCtx` is neither `Send` nor `Sync`.
@@ -65,7 +65,7 @@ mod event;
 mod executor;
 mod kernel;
 mod launch;
-pub(crate) mod memory;
+
 pub(crate) mod ptx;
 mod rng;
 // PTX kernels and a server thread: real threads and the machine's core count, not for Miri.
@@ -79,7 +79,7 @@ use std::sync::Arc;
 
 pub use kernel::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};
 
-// The PTX engine (`ptx/`) reaches the device state as `super::HostExecutor`.
+// The PTX adapter (`ptx.rs`) reaches the device state as `super::HostExecutor`.
 use device::HostExecutor;
 use status::PLATFORM;
 

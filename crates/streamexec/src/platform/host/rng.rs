@@ -8,10 +8,10 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::device::HostExecutor;
-use crate::device_bytes;
 use crate::error::Result;
 use crate::interface::rng::PhiloxFill;
 use crate::interface::{RngSupport, StreamInterface};
+use crate::ptx::device_bytes;
 use crate::types::philox::{self, PhiloxStream};
 
 /// Elements per parallel task of a fill (a multiple of every `elems_per_block`).

@@ -1,0 +1,665 @@
+//! Syntax tree → executable IR ([`ir`](super::ir)): symbol resolution, register allocation,
+//! memory layout of variables and parameters, label and call resolution. Per-opcode decoding
+//! is in `inst.rs` (arithmetic in `arith.rs`, memory in `mem.rs`, lane-function and
+//! modifier tables in `fns.rs`).
+//!
+//! Every `.entry` becomes one [`Program`] holding the entry's code followed by the code of every
+//! `.func` it reaches. Call parameters and return values get fixed per-thread slots, so
+//! recursion is rejected at load time.
+
+mod arith;
+mod fns;
+#[cfg(feature = "jit")]
+pub(crate) use fns::cvt_ii_to;
+mod inst;
+mod mem;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::ast::{self, Operand, Space as AstSpace, Statement, VarType};
+use super::data::{imm_bits, scalar_ty, var_size};
+use super::ir::{
+    Addr, CallSite, DecodedModule, Inst, LOCAL_WINDOW, ModuleData, Op, PARAM_WINDOW, ParamCopy,
+    ParamSlot, Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
+};
+use crate::error::{PtxError, PtxResult as Result, load_error};
+
+/// Shared-space offset of dynamic (`.extern .shared`) shared memory; static shared memory
+/// starts at 0.
+pub const DYNAMIC_SHARED_BASE: u64 = 0x0100_0000;
+
+/// What a name stands for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Sym {
+    /// A register slot.
+    Reg(u32),
+    /// Static shared memory at this shared-space offset.
+    Shared(u64),
+    /// Local memory at this offset of the thread's frame.
+    Local(u64),
+    /// A kernel parameter at this offset.
+    KParam(u64),
+    /// A per-thread call parameter at this offset.
+    TParam(u64, u32),
+    /// Module data at this device address.
+    Abs(u64),
+    /// A function.
+    Func,
+}
+
+/// Decodes every `.entry` of `m`; module data lives at device address `data_base`.
+pub fn decode_module(m: &ast::Module, data: &ModuleData, data_base: u64) -> Result<DecodedModule> {
+    let mut programs = HashMap::new();
+    for f in m
+        .functions
+        .iter()
+        .filter(|f| f.is_entry && f.body.is_some())
+    {
+        let p = ProgramBuilder::new(m, data, data_base, &f.name).build(f)?;
+        programs.insert(f.name.clone(), Arc::new(p));
+    }
+    Ok(DecodedModule { programs })
+}
+
+struct FuncInfo {
+    params: Vec<(u64, u32)>,
+    rets: Vec<(u64, u32)>,
+    start: Option<u32>,
+}
+
+/// Builds one program.
+pub(super) struct ProgramBuilder<'m> {
+    pub(super) m: &'m ast::Module,
+    pub(super) kernel: String,
+    pub(super) code: Vec<Inst>,
+    pub(super) source: Vec<(u32, String)>,
+    regs: u32,
+    shared: u64,
+    local: u64,
+    tparam: u64,
+    params: Vec<ParamSlot>,
+    param_bytes: u64,
+    module_scope: HashMap<String, Sym>,
+    scopes: Vec<HashMap<String, Sym>>,
+    labels: HashMap<String, u32>,
+    label_fixups: Vec<(usize, String, u32, String)>,
+    call_fixups: Vec<(usize, String)>,
+    funcs: HashMap<String, FuncInfo>,
+    worklist: Vec<String>,
+    edges: Vec<(String, String)>,
+    current: String,
+    /// Whether the function being decoded is the entry (its `ret` ends the thread).
+    pub(super) in_entry: bool,
+}
+
+impl<'m> ProgramBuilder<'m> {
+    fn new(m: &'m ast::Module, data: &ModuleData, data_base: u64, kernel: &str) -> Self {
+        let mut b = ProgramBuilder {
+            m,
+            kernel: kernel.to_string(),
+            code: Vec::new(),
+            source: Vec::new(),
+            regs: 0,
+            shared: 0,
+            local: 0,
+            tparam: 0,
+            params: Vec::new(),
+            param_bytes: 0,
+            module_scope: HashMap::new(),
+            scopes: Vec::new(),
+            labels: HashMap::new(),
+            label_fixups: Vec::new(),
+            call_fixups: Vec::new(),
+            funcs: HashMap::new(),
+            worklist: Vec::new(),
+            edges: Vec::new(),
+            current: String::new(),
+            in_entry: true,
+        };
+        for (name, off) in &data.symbols {
+            b.module_scope
+                .insert(name.clone(), Sym::Abs(data_base.wrapping_add(*off)));
+        }
+        for f in &m.functions {
+            b.module_scope.insert(f.name.clone(), Sym::Func);
+        }
+        b
+    }
+
+    pub(super) fn err(&self, line: u32, msg: impl std::fmt::Display) -> PtxError {
+        load_error(Some(&self.kernel), Some(line), msg)
+    }
+
+    fn alloc(cursor: &mut u64, size: u64, align: u64) -> u64 {
+        let off = cursor.next_multiple_of(align.max(1));
+        *cursor = off + size;
+        off
+    }
+
+    /// Declares a variable in the innermost scope (or the module scope with `module`).
+    fn declare(&mut self, v: &ast::Variable, module: bool) -> Result<()> {
+        let align = v.alignment().max(1);
+        if !align.is_power_of_two() || align > 4096 {
+            return Err(self.err(v.line, format!("bad alignment {align} of `{}`", v.name)));
+        }
+        let sym = match v.space {
+            AstSpace::Reg => {
+                if matches!(v.ty, VarType::Scalar(s) if scalar_ty(s).is_none()) {
+                    return Err(self.err(
+                        v.line,
+                        format!("register `{}` has an unsupported type ({})", v.name, v.ty),
+                    ));
+                }
+                let scope = self.scopes.last_mut().unwrap_or(&mut self.module_scope);
+                match v.range {
+                    Some(n) => {
+                        if n > 1 << 20 {
+                            return Err(self.err(v.line, "too many registers"));
+                        }
+                        for i in 0..n {
+                            scope.insert(format!("{}{i}", v.name), Sym::Reg(self.regs));
+                            self.regs += 1;
+                        }
+                    }
+                    None => {
+                        scope.insert(v.name.clone(), Sym::Reg(self.regs));
+                        self.regs += 1;
+                    }
+                }
+                return Ok(());
+            }
+            AstSpace::Shared
+                if v.linkage == ast::Linkage::Extern
+                    || (v.array.first() == Some(&None) && v.init.is_none()) =>
+            {
+                Sym::Shared(DYNAMIC_SHARED_BASE)
+            }
+            space => {
+                let size = var_size(v).filter(|s| *s <= 1 << 30).ok_or_else(|| {
+                    self.err(v.line, format!("variable `{}` has no usable size", v.name))
+                })?;
+                if v.init.is_some() && space != AstSpace::Global && space != AstSpace::Const {
+                    return Err(self.err(
+                        v.line,
+                        format!(
+                            "initializer on {} variable `{}` is not supported",
+                            space.directive(),
+                            v.name
+                        ),
+                    ));
+                }
+                match space {
+                    AstSpace::Shared => Sym::Shared(Self::alloc(&mut self.shared, size, align)),
+                    AstSpace::Local => Sym::Local(Self::alloc(&mut self.local, size, align)),
+                    AstSpace::Param if !module => {
+                        let off = Self::alloc(&mut self.tparam, size, align);
+                        Sym::TParam(off, size as u32)
+                    }
+                    _ => {
+                        return Err(self.err(
+                            v.line,
+                            format!(
+                                "{} variable `{}` inside a function is not supported",
+                                space.directive(),
+                                v.name
+                            ),
+                        ));
+                    }
+                }
+            }
+        };
+        let scope = if module {
+            &mut self.module_scope
+        } else {
+            self.scopes.last_mut().unwrap_or(&mut self.module_scope)
+        };
+        scope.insert(v.name.clone(), sym);
+        Ok(())
+    }
+
+    pub(super) fn lookup(&self, name: &str) -> Option<Sym> {
+        self.scopes
+            .iter()
+            .rev()
+            .find_map(|s| s.get(name).copied())
+            .or_else(|| self.module_scope.get(name).copied())
+    }
+
+    fn build(mut self, entry: &'m ast::Function) -> Result<Program> {
+        for v in &self.m.variables {
+            if matches!(v.space, AstSpace::Shared | AstSpace::Local) {
+                self.declare(v, true)?;
+            }
+        }
+        // Kernel parameters.
+        let mut scope = HashMap::new();
+        for p in &entry.params {
+            let size = var_size(p).ok_or_else(|| self.err(p.line, "parameter without a size"))?;
+            let off = Self::alloc(&mut self.param_bytes, size, p.alignment().max(1));
+            scope.insert(p.name.clone(), Sym::KParam(off));
+            self.params.push(ParamSlot {
+                name: p.name.clone(),
+                offset: off as u32,
+                size: size as u32,
+            });
+        }
+        if self.param_bytes > 4096 {
+            return Err(self.err(entry.line, "more than 4 KiB of kernel parameters"));
+        }
+        self.current = entry.name.clone();
+        self.body(entry, scope)?;
+        self.in_entry = false;
+        while let Some(name) = self.worklist.pop() {
+            let f = self.find_func(&name).ok_or_else(|| {
+                load_error(Some(&self.kernel), None, format!("function `{name}` is declared but has no body in this module (calls to external functions such as vprintf are not supported)"))
+            })?;
+            let info = &self.funcs[&name];
+            let mut scope = HashMap::new();
+            for (p, (off, size)) in f.params.iter().zip(&info.params) {
+                scope.insert(p.name.clone(), Sym::TParam(*off, *size));
+            }
+            for (p, (off, size)) in f.returns.iter().zip(&info.rets) {
+                scope.insert(p.name.clone(), Sym::TParam(*off, *size));
+            }
+            let start = self.code.len() as u32;
+            if let Some(fi) = self.funcs.get_mut(&name) {
+                fi.start = Some(start);
+            }
+            self.current = name.clone();
+            self.body(f, scope)?;
+        }
+        self.check_recursion()?;
+        for (at, callee) in std::mem::take(&mut self.call_fixups) {
+            let start = self.funcs[&callee].start.unwrap_or(0);
+            if let Op::Call(c) = &mut self.code[at].op {
+                c.target = start;
+            }
+        }
+        if self.shared > 48 * 1024 {
+            return Err(load_error(
+                Some(&self.kernel),
+                None,
+                format!(
+                    "{} bytes of static shared memory exceed the 48 KiB per block",
+                    self.shared
+                ),
+            ));
+        }
+        if self.local > 64 << 10 || self.tparam > 64 << 10 {
+            return Err(load_error(
+                Some(&self.kernel),
+                None,
+                "more than 64 KiB of local or call-parameter memory per thread",
+            ));
+        }
+        if self.regs > 1 << 14 {
+            return Err(load_error(
+                Some(&self.kernel),
+                None,
+                format!(
+                    "{} registers per thread; the engine allows 16384",
+                    self.regs
+                ),
+            ));
+        }
+        let carry_reg = self.regs;
+        Ok(Program {
+            name: self.kernel.clone(),
+            code: self.code,
+            source: self.source,
+            regs: carry_reg + 1,
+            carry_reg,
+            params: self.params,
+            param_bytes: self.param_bytes as u32,
+            thread_param_bytes: self.tparam as u32,
+            local_bytes: self.local as u32,
+            static_shared_bytes: self.shared as u32,
+        })
+    }
+
+    fn find_func(&self, name: &str) -> Option<&'m ast::Function> {
+        self.m
+            .functions
+            .iter()
+            .find(|f| f.name == name && f.body.is_some() && !f.is_entry)
+    }
+
+    fn check_recursion(&self) -> Result<()> {
+        // Depth-first search for a cycle in the call graph.
+        let mut state: HashMap<&str, u8> = HashMap::new();
+        fn visit<'a>(
+            n: &'a str,
+            edges: &'a [(String, String)],
+            state: &mut HashMap<&'a str, u8>,
+        ) -> Option<&'a str> {
+            match state.get(n) {
+                Some(1) => return Some(n),
+                Some(2) => return None,
+                _ => {}
+            }
+            state.insert(n, 1);
+            for (a, b) in edges {
+                if a == n
+                    && let Some(c) = visit(b, edges, state)
+                {
+                    return Some(c);
+                }
+            }
+            state.insert(n, 2);
+            None
+        }
+        if let Some(f) = visit(&self.kernel, &self.edges, &mut state) {
+            return Err(load_error(
+                Some(&self.kernel),
+                None,
+                format!(
+                    "function `{f}` is called recursively; the host platform's PTX engine does not support recursion"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn body(&mut self, f: &'m ast::Function, scope: HashMap<String, Sym>) -> Result<()> {
+        self.scopes.push(scope);
+        self.labels.clear();
+        let first = self.code.len();
+        let body = f.body.as_deref().unwrap_or(&[]);
+        self.statements(body)?;
+        // A body that falls off its end returns.
+        self.push(
+            f.line,
+            "ret; (implicit)".into(),
+            Inst {
+                op: if self.in_entry { Op::Exit } else { Op::Ret },
+                guard: None,
+            },
+        );
+        for (at, label, line, text) in std::mem::take(&mut self.label_fixups) {
+            let target = *self.labels.get(&label).ok_or_else(|| {
+                self.err(
+                    line,
+                    format!("`{text}`: label `{label}` is not defined in this function"),
+                )
+            })?;
+            if let Op::Bra { target: t } = &mut self.code[at].op {
+                *t = target;
+            }
+        }
+        let _ = first;
+        self.scopes.pop();
+        Ok(())
+    }
+
+    fn statements(&mut self, body: &'m [Statement]) -> Result<()> {
+        for s in body {
+            match s {
+                Statement::Label { name, line } => {
+                    if self
+                        .labels
+                        .insert(name.clone(), self.code.len() as u32)
+                        .is_some()
+                    {
+                        return Err(self.err(*line, format!("label `{name}` defined twice")));
+                    }
+                }
+                Statement::Var(v) => self.declare(v, false)?,
+                Statement::Inst(i) => self.inst(i)?,
+                Statement::Block(b) => {
+                    self.scopes.push(HashMap::new());
+                    self.statements(b)?;
+                    self.scopes.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn push(&mut self, line: u32, text: String, inst: Inst) {
+        self.code.push(inst);
+        self.source.push((line, text));
+    }
+
+    /// Records that instruction `at` branches to `label`.
+    pub(super) fn branch_fixup(&mut self, at: usize, label: &str, i: &ast::Instruction) {
+        self.label_fixups
+            .push((at, label.to_string(), i.line, i.to_string()));
+    }
+
+    /// Builds a call site to `callee` with argument and return parameter names.
+    pub(super) fn call(
+        &mut self,
+        i: &ast::Instruction,
+        callee: &str,
+        rets: &[Operand],
+        args: &[Operand],
+    ) -> Result<Op> {
+        let Some(f) = self.find_func(callee) else {
+            return Err(self.err(i.line, format!("`{i}`: `{callee}` has no body in this module (calls to external functions such as vprintf are not supported)")));
+        };
+        if !self.funcs.contains_key(callee) {
+            let mut params = Vec::new();
+            for p in &f.params {
+                if p.space != AstSpace::Param {
+                    return Err(self.err(
+                        p.line,
+                        format!(
+                            "parameter `{}` of `{callee}` is not in .param space",
+                            p.name
+                        ),
+                    ));
+                }
+                let size =
+                    var_size(p).ok_or_else(|| self.err(p.line, "parameter without a size"))?;
+                params.push((
+                    Self::alloc(&mut self.tparam, size, p.alignment().max(1)),
+                    size as u32,
+                ));
+            }
+            let mut r = Vec::new();
+            for p in &f.returns {
+                let size =
+                    var_size(p).ok_or_else(|| self.err(p.line, "return value without a size"))?;
+                r.push((
+                    Self::alloc(&mut self.tparam, size, p.alignment().max(1)),
+                    size as u32,
+                ));
+            }
+            self.funcs.insert(
+                callee.to_string(),
+                FuncInfo {
+                    params,
+                    rets: r,
+                    start: None,
+                },
+            );
+            self.worklist.push(callee.to_string());
+        }
+        self.edges.push((self.current.clone(), callee.to_string()));
+        let info = &self.funcs[callee];
+        if args.len() != info.params.len() || rets.len() != info.rets.len() {
+            return Err(self.err(
+                i.line,
+                format!(
+                    "`{i}`: `{callee}` takes {} argument(s) and {} return value(s)",
+                    info.params.len(),
+                    info.rets.len()
+                ),
+            ));
+        }
+        let (pp, rr) = (info.params.clone(), info.rets.clone());
+        let slot = |o: &Operand| -> Result<(u64, u32)> {
+            let name = match o {
+                Operand::Symbol { name, offset: 0 } | Operand::Reg(name) => name,
+                _ => {
+                    return Err(self.err(
+                        i.line,
+                        format!("`{i}`: call operand `{o}` must name a .param variable"),
+                    ));
+                }
+            };
+            match self.lookup(name) {
+                Some(Sym::TParam(off, size)) => Ok((off, size)),
+                _ => Err(self.err(
+                    i.line,
+                    format!("`{i}`: call operand `{name}` is not a .param variable in scope"),
+                )),
+            }
+        };
+        let mut site = CallSite {
+            target: 0,
+            args: Vec::new(),
+            rets: Vec::new(),
+        };
+        for (a, (off, size)) in args.iter().zip(&pp) {
+            let (from, fsize) = slot(a)?;
+            site.args.push(ParamCopy {
+                from: from as u32,
+                to: *off as u32,
+                len: fsize.min(*size),
+            });
+        }
+        for (r, (off, size)) in rets.iter().zip(&rr) {
+            let (to, tsize) = slot(r)?;
+            site.rets.push(ParamCopy {
+                from: *off as u32,
+                to: to as u32,
+                len: tsize.min(*size),
+            });
+        }
+        self.call_fixups.push((self.code.len(), callee.to_string()));
+        Ok(Op::Call(Box::new(site)))
+    }
+
+    /// The address of a variable symbol as seen from `space` (`None`: its own space).
+    pub(super) fn symbol_address(
+        &self,
+        i: &ast::Instruction,
+        name: &str,
+        offset: i64,
+        space: Option<Space>,
+    ) -> Result<i64> {
+        let sym = self
+            .lookup(name)
+            .ok_or_else(|| self.err(i.line, format!("`{i}`: unknown symbol `{name}`")))?;
+        let bad = || {
+            self.err(
+                i.line,
+                format!("`{i}`: `{name}` cannot be addressed in this state space"),
+            )
+        };
+        let (own, base): (Space, u64) = match sym {
+            Sym::Shared(o) => (Space::Shared, o),
+            Sym::Local(o) => (Space::Local, o),
+            Sym::KParam(o) => (Space::Param, o),
+            Sym::TParam(o, _) => (Space::Param, THREAD_PARAM_BASE + o),
+            Sym::Abs(a) => (Space::Global, a),
+            Sym::Reg(_) | Sym::Func => return Err(bad()),
+        };
+        let addr = match (space, own) {
+            (None, _) => base,
+            (Some(s), o) if s == o => base,
+            (Some(Space::Generic), Space::Shared) => SHARED_WINDOW + base,
+            (Some(Space::Generic), Space::Local) => LOCAL_WINDOW + base,
+            (Some(Space::Generic), Space::Param) => PARAM_WINDOW + base,
+            (Some(Space::Generic), Space::Global) => base,
+            _ => return Err(bad()),
+        };
+        Ok((addr as i64).wrapping_add(offset))
+    }
+
+    /// A register operand (destination or source).
+    pub(super) fn reg(&self, i: &ast::Instruction, o: &Operand) -> Result<u32> {
+        match o {
+            Operand::Reg(name) | Operand::Symbol { name, offset: 0 } => match self.lookup(name) {
+                Some(Sym::Reg(r)) => Ok(r),
+                _ => Err(self.err(
+                    i.line,
+                    format!("`{i}`: `{name}` is not a declared register"),
+                )),
+            },
+            _ => Err(self.err(i.line, format!("`{i}`: operand `{o}` must be a register"))),
+        }
+    }
+
+    /// A source operand of type `ty`.
+    pub(super) fn src(&self, i: &ast::Instruction, o: &Operand, ty: Ty) -> Result<Src> {
+        match o {
+            Operand::Reg(name) if name.starts_with('%') && self.lookup(name).is_none() => {
+                fns::sreg(name)
+                    .map(Src::Sreg)
+                    .ok_or_else(|| self.err(i.line, format!("`{i}`: unknown register `{name}`")))
+            }
+            Operand::Reg(name) => match self.lookup(name) {
+                Some(Sym::Reg(r)) => Ok(Src::Reg(r)),
+                Some(_) => Ok(Src::Imm(self.symbol_address(i, name, 0, None)? as u64)),
+                None => Err(self.err(i.line, format!("`{i}`: unknown name `{name}`"))),
+            },
+            Operand::Imm(imm) => imm_bits(*imm, ty).map(Src::Imm).ok_or_else(|| {
+                self.err(
+                    i.line,
+                    format!("`{i}`: immediate {imm} does not fit type {ty:?}"),
+                )
+            }),
+            Operand::Symbol { name, offset: 0 }
+                if matches!(self.lookup(name), Some(Sym::Reg(_))) =>
+            {
+                Ok(Src::Reg(self.reg(i, o)?))
+            }
+            Operand::Symbol { name, offset } => {
+                Ok(Src::Imm(self.symbol_address(i, name, *offset, None)? as u64))
+            }
+            _ => Err(self.err(i.line, format!("`{i}`: operand `{o}` is not a value"))),
+        }
+    }
+
+    /// A memory operand in `space`.
+    pub(super) fn addr(&self, i: &ast::Instruction, o: &Operand, space: Space) -> Result<Addr> {
+        let Operand::Address(a) = o else {
+            return Err(self.err(i.line, format!("`{i}`: `{o}` is not an address [..]")));
+        };
+        Ok(match &a.base {
+            ast::AddressBase::Reg(name) => match self.lookup(name) {
+                Some(Sym::Reg(r)) => Addr {
+                    base: Some(r),
+                    offset: a.offset,
+                },
+                Some(_) => Addr {
+                    base: None,
+                    offset: self.symbol_address(i, name, a.offset, Some(space))?,
+                },
+                None => return Err(self.err(i.line, format!("`{i}`: unknown name `{name}`"))),
+            },
+            ast::AddressBase::Symbol(name) => Addr {
+                base: None,
+                offset: self.symbol_address(i, name, a.offset, Some(space))?,
+            },
+            ast::AddressBase::Absolute => Addr {
+                base: None,
+                offset: a.offset,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn immediates_convert_to_the_instruction_type() {
+        use ast::Imm;
+        assert_eq!(imm_bits(Imm::F32(0x42F6_0000), Ty::F32), Some(0x42F6_0000));
+        assert_eq!(
+            imm_bits(Imm::F32(0x3F80_0000), Ty::F64),
+            Some(1.0f64.to_bits())
+        );
+        assert_eq!(
+            imm_bits(Imm::Float(0.5), Ty::F32),
+            Some(0.5f32.to_bits() as u64)
+        );
+        assert_eq!(imm_bits(Imm::Int(-1), Ty::U32), Some(u64::MAX));
+        assert_eq!(imm_bits(Imm::Float(0.5), Ty::U32), None);
+    }
+}

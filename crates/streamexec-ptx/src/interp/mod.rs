@@ -1,0 +1,52 @@
+//! The interpreter: the reference engine, and the only one with the data-race checker.
+//!
+//! - **Grid**: blocks run in parallel on the caller's rayon pool (`grid.rs`); the first failing
+//!   block (lowest index) is the launch's error, as [`Error::Fault`](crate::Error::Fault).
+//! - **Block**: one host thread runs all warps of a block. Each warp runs until none of its lanes
+//!   can (all exited or at a barrier); then the next warp runs. When no warp can run, barriers
+//!   whose thread count has arrived release (`bar.sync id[, count]`; default: the whole block); if
+//!   none can, the launch fails with "barrier divergence" naming a waiting thread, the barrier's
+//!   instruction and an exited thread (never a hang). Warps and their buffers are pooled per worker
+//!   thread (registers start with stale values, which PTX leaves undefined).
+//! - **Warp** (`warp.rs`, `exec.rs`): 32 lanes, one PC each. The scheduler runs the group of
+//!   runnable lanes with the lowest PC, one instruction for all of them (min-PC / sorted-stack
+//!   reconvergence: no post-dominator analysis; lanes that diverged merge when the running group
+//!   reaches their PC, which is the reconvergence point of the structured code compilers emit).
+//!   `shfl.sync`, `vote.sync` and `activemask` act on the running group, so they are right after
+//!   an if/else has reconverged. Fairness: a group that takes 4096 back-edges while other runnable
+//!   lanes of its warp wait at higher PCs (an intra-warp spin lock) is set aside for 1024
+//!   instructions, so the lock holder can finish. `bar.warp.sync mask` waits until every lane of
+//!   the mask that has not exited is at it (the group is set aside meanwhile), so lanes that ran
+//!   ahead of a spinning one meet it there; a missing lane waiting at `bar.sync` is a fault.
+//!   `nanosleep.u32 t` gives the block's host thread's CPU away once per warp instruction (the
+//!   longest `t` of the executing lanes, capped at PTX's 1 ms): `yield_now` below 50 µs, a real
+//!   sleep from there on (`exec.rs` says why), so device-side RPC clients that spin with it leave
+//!   the RPC server thread a core when they outnumber the cores.
+//! - **Memory** (`mem.rs`): generic addresses are device addresses (host pointers, below 2^47),
+//!   shared memory at `0xA000_0000_0000_0000 + offset`, local memory at `0xB000_...`; `cvta` adds
+//!   or removes the window. Every access is checked: alignment (to the access size), bounds
+//!   against the launch's pinned pointer arguments, then the allocation table (pinned on first
+//!   use), the block's static/dynamic shared memory, the thread's local memory, the parameter
+//!   buffers. Device memory is touched only with relaxed atomics; `atom`/`red` on device memory
+//!   are host CAS loops (through [`crate::device_bytes`]), covering add (int, f32, f64), min/max, exch, cas, inc/dec (PTX wrap), and/or/xor. Shared and
+//!   local memory are plain bytes (one host thread per block). A fault names block, thread,
+//!   kernel, PTX line and text, and the address.
+//! - **Race checker** (`race.rs`, [`LaunchConfig::race_check`](crate::LaunchConfig::race_check)):
+//!   each global and shared access is recorded per byte between barriers; a conflict (different threads, one a write, not
+//!   both atomic, not ordered) ends the launch with a detail starting "data race" naming both
+//!   threads, both instructions, read/write and the address. Ordering rule: the same thread, or two
+//!   lanes of one warp at *different* warp instructions (lock-step); lanes of a warp at the same
+//!   instruction are not ordered (two of them writing one byte race). Across blocks, any two
+//!   non-atomic global accesses to one byte, one a write, race (fences are not taken as ordering).
+//!   Off, it costs one branch per access.
+//! - **Not done / limits**: f16/bf16 and packed types, textures/surfaces, `cp.async`, `mma`,
+//!   `match`/`redux`, `bar.arrive`/`bar.red`, indirect calls and `vprintf`, recursion; `.approx`
+//!   transcendental functions use Rust's `f64` functions (more accurate than the GPU); directed
+//!   rounding of `fma` is exact only where the residue test decides it; 64 KiB local memory and
+//!   16384 registers per thread.
+
+pub(crate) mod block;
+pub(crate) mod exec;
+pub(crate) mod mem;
+pub(crate) mod race;
+pub(crate) mod warp;

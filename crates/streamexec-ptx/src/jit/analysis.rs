@@ -1,0 +1,355 @@
+//! What the compiler needs to know about a program before it emits code: which registers an
+//! instruction reads and writes, where basic blocks start, which instructions suspend a thread
+//! (block barriers and warp collectives), which registers are live across them, and whether
+//! the compiler supports the program at all.
+
+use crate::ir::{Inst, Op, Program, Src};
+
+/// Why the compiler leaves a program to the interpreter.
+pub(crate) type Unsupported = String;
+
+/// How a suspension point is resolved by the block driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PointKind {
+    /// `bar.sync`: every thread of the block (or the count) arrives first.
+    Barrier,
+    /// `shfl.sync`, `vote.sync`, `activemask`: the lanes of a warp that wait at it together.
+    Warp,
+}
+
+/// A place where a thread stops and the driver takes over: its kind, and the
+/// registers live after it (saved per thread, restored when the thread resumes).
+#[derive(Clone, Debug)]
+pub(crate) struct Point {
+    pub(crate) kind: PointKind,
+    pub(crate) live: Vec<u32>,
+}
+
+/// The analysis result.
+pub(crate) struct Analysis {
+    /// Instructions that start a basic block.
+    pub(crate) leader: Vec<bool>,
+    /// Suspension points; a thread's resume index `k` (1-based) continues after `points[k-1]`.
+    pub(crate) points: Vec<Point>,
+    /// Index into `points` of each suspending instruction.
+    pub(crate) point_at: std::collections::HashMap<u32, usize>,
+    /// Most registers saved at one point (the per-thread spill area).
+    pub(crate) spill_slots: usize,
+    /// The program has warp collectives (the driver then runs warps one at a time).
+    pub(crate) has_warp_points: bool,
+    /// The program waits in `nanosleep` (a spin-waiting RPC client): `Auto` interprets it.
+    pub(crate) prefers_interpreter: bool,
+}
+
+fn src_reg(s: &Src, out: &mut Vec<u32>) {
+    if let Src::Reg(r) = s {
+        out.push(*r);
+    }
+}
+
+/// Registers `inst` reads and writes (the carry flag is `carry`). A guarded instruction also
+/// reads its guard; its writes may not happen, which `analyze` accounts for.
+pub(crate) fn uses_defs(inst: &Inst, carry: u32) -> (Vec<u32>, Vec<u32>) {
+    let (mut u, mut d) = (Vec::new(), Vec::new());
+    if let Some((g, _)) = inst.guard {
+        u.push(g);
+    }
+    match &inst.op {
+        Op::Un { d: x, a, .. } => {
+            src_reg(a, &mut u);
+            d.push(*x);
+        }
+        Op::Bin { d: x, a, b, .. } => {
+            src_reg(a, &mut u);
+            src_reg(b, &mut u);
+            d.push(*x);
+        }
+        Op::Tern { d: x, a, b, c, .. } | Op::Lop3 { d: x, a, b, c, .. } => {
+            for s in [a, b, c] {
+                src_reg(s, &mut u);
+            }
+            d.push(*x);
+        }
+        Op::Bfi {
+            d: x, a, b, c, e, ..
+        } => {
+            for s in [a, b, c, e] {
+                src_reg(s, &mut u);
+            }
+            d.push(*x);
+        }
+        Op::Carry {
+            d: x,
+            a,
+            b,
+            cin,
+            cout,
+            ..
+        } => {
+            src_reg(a, &mut u);
+            src_reg(b, &mut u);
+            if *cin {
+                u.push(carry);
+            }
+            d.push(*x);
+            if *cout {
+                d.push(carry);
+            }
+        }
+        Op::MadCarry {
+            d: x,
+            a,
+            b,
+            c,
+            cin,
+            cout,
+            ..
+        } => {
+            for s in [a, b, c] {
+                src_reg(s, &mut u);
+            }
+            if *cin {
+                u.push(carry);
+            }
+            d.push(*x);
+            if *cout {
+                d.push(carry);
+            }
+        }
+        Op::Setp {
+            p, q, a, b, comb, ..
+        } => {
+            src_reg(a, &mut u);
+            src_reg(b, &mut u);
+            if let Some((_, s, _)) = comb {
+                src_reg(s, &mut u);
+            }
+            d.push(*p);
+            d.extend(q);
+        }
+        Op::Cvta { d: x, a, .. } => {
+            src_reg(a, &mut u);
+            d.push(*x);
+        }
+        Op::Ld { d: xs, n, addr, .. } => {
+            u.extend(addr.base);
+            d.extend(xs.iter().take(*n as usize).filter(|r| **r != u32::MAX));
+        }
+        Op::St { s, n, addr, .. } => {
+            u.extend(addr.base);
+            for x in s.iter().take(*n as usize) {
+                src_reg(x, &mut u);
+            }
+        }
+        Op::Atom {
+            d: x, addr, b, c, ..
+        } => {
+            u.extend(addr.base);
+            src_reg(b, &mut u);
+            src_reg(c, &mut u);
+            d.extend(x);
+        }
+        Op::Bar { id, count } => {
+            src_reg(id, &mut u);
+            if let Some(c) = count {
+                src_reg(c, &mut u);
+            }
+        }
+        Op::WarpSync { mask } => src_reg(mask, &mut u),
+        Op::Nanosleep { t } => src_reg(t, &mut u),
+        Op::Shfl {
+            d: x,
+            p,
+            a,
+            b,
+            c,
+            mask,
+            ..
+        } => {
+            for s in [a, b, c, mask] {
+                src_reg(s, &mut u);
+            }
+            d.push(*x);
+            d.extend(p);
+        }
+        Op::Vote { d: x, a, mask, .. } => {
+            src_reg(a, &mut u);
+            src_reg(mask, &mut u);
+            d.push(*x);
+        }
+        Op::Activemask { d: x } => d.push(*x),
+        Op::Bra { .. } | Op::Call(_) | Op::Ret | Op::Exit | Op::Nop | Op::Trap => {}
+    }
+    (u, d)
+}
+
+/// Instructions control may reach right after `pc` (calls: the callee and the return site;
+/// returns: every return site, an over-approximation that keeps liveness sound).
+fn successors(code: &[Inst], pc: usize, return_sites: &[u32], out: &mut Vec<u32>) {
+    let next = pc as u32 + 1;
+    let guarded = code[pc].guard.is_some();
+    match &code[pc].op {
+        Op::Bra { target } => {
+            out.push(*target);
+            if guarded {
+                out.push(next);
+            }
+        }
+        Op::Call(site) => {
+            out.push(site.target);
+            out.push(next);
+        }
+        Op::Ret => {
+            out.extend_from_slice(return_sites);
+            if guarded {
+                out.push(next);
+            }
+        }
+        Op::Exit | Op::Trap => {
+            if guarded {
+                out.push(next);
+            }
+        }
+        _ => out.push(next),
+    }
+    out.retain(|s| (*s as usize) < code.len());
+}
+
+/// A fixed-size bit set over register slots.
+#[derive(Clone, PartialEq)]
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: usize) -> Self {
+        Bits(vec![0; n.div_ceil(64)])
+    }
+    fn set(&mut self, i: u32) {
+        self.0[i as usize / 64] |= 1 << (i % 64);
+    }
+    fn clear(&mut self, i: u32) {
+        self.0[i as usize / 64] &= !(1 << (i % 64));
+    }
+    fn union(&mut self, o: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a |= *b;
+        }
+    }
+    fn ones(&self) -> Vec<u32> {
+        let mut v = Vec::new();
+        for (w, bits) in self.0.iter().enumerate() {
+            let mut b = *bits;
+            while b != 0 {
+                v.push(w as u32 * 64 + b.trailing_zeros());
+                b &= b - 1;
+            }
+        }
+        v
+    }
+}
+
+/// Analyses `prog`, or says why the compiler does not support it.
+pub(crate) fn analyze(prog: &Program) -> Result<Analysis, Unsupported> {
+    let code = &prog.code;
+    let n = code.len();
+    let mut leader = vec![false; n + 1];
+    leader[0] = true;
+    let mut return_sites = Vec::new();
+    let mut point_pcs = Vec::new();
+    let mut has_warp_points = false;
+    let mut prefers_interpreter = false;
+    for (pc, inst) in code.iter().enumerate() {
+        let line = || match prog.source.get(pc) {
+            Some((l, t)) => format!("line {l} `{t}`"),
+            None => format!("instruction {pc}"),
+        };
+        match &inst.op {
+            Op::Bra { target } => {
+                leader[*target as usize] = true;
+                leader[pc + 1] = true;
+            }
+            Op::Call(site) => {
+                leader[site.target as usize] = true;
+                leader[pc + 1] = true;
+                return_sites.push(pc as u32 + 1);
+            }
+            Op::Ret | Op::Exit | Op::Trap => leader[pc + 1] = true,
+            Op::Bar { .. } => {
+                leader[pc + 1] = true;
+                point_pcs.push((pc as u32, PointKind::Barrier));
+            }
+            Op::Shfl { .. } | Op::Vote { .. } | Op::Activemask { .. } => {
+                leader[pc + 1] = true;
+                has_warp_points = true;
+                point_pcs.push((pc as u32, PointKind::Warp));
+            }
+            Op::WarpSync { .. } => {
+                return Err(format!(
+                    "{}: bar.warp.sync (lanes that wait for each other outside barriers)",
+                    line()
+                ));
+            }
+            Op::Nanosleep { .. } => prefers_interpreter = true,
+            _ => {}
+        }
+    }
+    // Backward liveness to a fixed point.
+    let regs = prog.regs as usize;
+    let mut live_in = vec![Bits::new(regs); n];
+    let ud: Vec<(Vec<u32>, Vec<u32>)> = code.iter().map(|i| uses_defs(i, prog.carry_reg)).collect();
+    let succ: Vec<Vec<u32>> = (0..n)
+        .map(|pc| {
+            let mut s = Vec::new();
+            successors(code, pc, &return_sites, &mut s);
+            s
+        })
+        .collect();
+    let mut changed = true;
+    let mut rounds = 0;
+    while changed {
+        changed = false;
+        rounds += 1;
+        if rounds > 10_000 {
+            return Err("liveness did not converge".into());
+        }
+        for pc in (0..n).rev() {
+            let mut out = Bits::new(regs);
+            for s in &succ[pc] {
+                out.union(&live_in[*s as usize]);
+            }
+            let (u, d) = &ud[pc];
+            if code[pc].guard.is_none() {
+                for r in d {
+                    out.clear(*r);
+                }
+            }
+            for r in u {
+                out.set(*r);
+            }
+            if out != live_in[pc] {
+                live_in[pc] = out;
+                changed = true;
+            }
+        }
+    }
+    let mut points = Vec::new();
+    let mut point_at = std::collections::HashMap::new();
+    for (pc, kind) in point_pcs {
+        let after = pc as usize + 1;
+        let live = if after < n {
+            live_in[after].ones()
+        } else {
+            Vec::new()
+        };
+        point_at.insert(pc, points.len());
+        points.push(Point { kind, live });
+    }
+    let spill_slots = points.iter().map(|p| p.live.len()).max().unwrap_or(0);
+    Ok(Analysis {
+        leader,
+        points,
+        point_at,
+        spill_slots,
+        has_warp_points,
+        prefers_interpreter,
+    })
+}

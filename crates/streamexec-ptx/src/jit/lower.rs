@@ -1,0 +1,1112 @@
+//! Lowering of a decoded program to one Cranelift function that runs a range of a block's
+//! threads: `fn(ctx, begin, end) -> status`.
+//!
+//! The function loops over the threads of the range. Each thread starts where its state word
+//! says (the kernel's first instruction, or the continuation of the suspension point it
+//! stopped at) and runs its own scalar code until it exits or reaches a suspension point (a
+//! block barrier or a warp collective). There it saves the registers live after the point,
+//! records the point, and the loop goes on with the next thread. The block driver (`run.rs`)
+//! resolves the points and calls the function again. `.func` calls are inlined (recursion is
+//! left to the interpreter); PTX registers are Cranelift variables.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    self, AbiParam, Block, InstBuilder, JumpTableData, MemFlagsData, Signature, Value, types,
+};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+use super::analysis::{Analysis, PointKind};
+use super::native;
+use super::run::{self, Ctx, EXITED, WAIT};
+use crate::DYNAMIC_SHARED_BASE;
+use crate::ir::{
+    Addr, BoolOp, Inst, LOCAL_WINDOW, Op, PARAM_WINDOW, Program, SHARED_WINDOW, Space, Src, Sreg,
+    THREAD_PARAM_BASE, Ty,
+};
+
+const I64: ir::Type = types::I64;
+const I32: ir::Type = types::I32;
+
+/// Inlined `.func` bodies deeper than this are left to the interpreter.
+const MAX_INLINE_DEPTH: usize = 16;
+/// Instructions lowered in all (inlining included) before the kernel is left to the interpreter.
+const MAX_LOWERED: usize = 200_000;
+
+/// Byte offset of a `Ctx` field, as compiled code addresses it.
+macro_rules! off {
+    ($f:ident) => {
+        std::mem::offset_of!(Ctx, $f) as i32
+    };
+}
+
+/// One inlined body: where its `ret` continues and which call made it.
+struct Instance {
+    /// `(call instruction, caller instance)`; `None` for the kernel itself.
+    caller: Option<(u32, usize)>,
+    /// Call targets from the kernel down to this body (recursion check).
+    chain: Vec<u32>,
+}
+
+/// A resume index's place: the instance and the suspending instruction.
+pub(crate) struct Resume {
+    pub(crate) pc: u32,
+}
+
+/// Values every thread's code uses, loaded once per call.
+struct Uniform {
+    ctx: Value,
+    params: Value,
+    shared: Value,
+    local: Value,
+    tparam: Value,
+    spill: Value,
+    state: Value,
+    coll: Value,
+    /// Fields of the context that do not change while the function runs, by offset.
+    fixed: HashMap<i32, Value>,
+}
+
+/// The lowering of one program.
+pub(crate) struct Lower<'a, 'b> {
+    b: &'a mut FunctionBuilder<'b>,
+    prog: &'a Program,
+    an: &'a Analysis,
+    u: Uniform,
+    regs: Vec<Option<Variable>>,
+    /// Current thread index and its coordinates.
+    t: Variable,
+    tid: [Variable; 3],
+    instances: Vec<Instance>,
+    blocks: HashMap<(usize, u32), Block>,
+    work: Vec<(usize, u32)>,
+    /// Resume blocks by resume index - 1.
+    resume_blocks: Vec<Block>,
+    pub(crate) resumes: Vec<Resume>,
+    next: Block,
+    fault: Block,
+    lowered: usize,
+    sigs: Sigs,
+}
+
+/// Signatures of the runtime helpers and trampolines.
+struct Sigs {
+    call1: ir::SigRef,
+    call2: ir::SigRef,
+    call3: ir::SigRef,
+    bfi: ir::SigRef,
+    resolve: ir::SigRef,
+    atom: ir::SigRef,
+    sreg: ir::SigRef,
+    fault: ir::SigRef,
+    sleep: ir::SigRef,
+}
+
+fn sig(params: &[ir::Type], ret: Option<ir::Type>) -> Signature {
+    let mut s = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+    s.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+    s.returns.extend(ret.map(AbiParam::new));
+    s
+}
+
+fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+fn mem_ty(bytes: u32) -> ir::Type {
+    match bytes {
+        1 => types::I8,
+        2 => types::I16,
+        4 => I32,
+        _ => I64,
+    }
+}
+
+impl<'a, 'b> Lower<'a, 'b> {
+    /// Emits the whole function into `b` (whose signature is `(i64, i32, i32) -> i32`).
+    pub(crate) fn emit(
+        b: &'a mut FunctionBuilder<'b>,
+        prog: &'a Program,
+        an: &'a Analysis,
+    ) -> Result<Vec<Resume>, String> {
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ctx = b.block_params(entry)[0];
+        let begin = b.block_params(entry)[1];
+        let end = b.block_params(entry)[2];
+        let ld = |b: &mut FunctionBuilder<'b>, o: i32| b.ins().load(I64, flags(), ctx, o);
+        let mut u = Uniform {
+            ctx,
+            params: ld(b, off!(params)),
+            shared: ld(b, off!(shared)),
+            local: ld(b, off!(local)),
+            tparam: ld(b, off!(tparam)),
+            spill: ld(b, off!(spill)),
+            state: ld(b, off!(state)),
+            coll: ld(b, off!(coll)),
+            fixed: HashMap::new(),
+        };
+        for o in (0..9).map(|i| off!(ntid) + 8 * i) {
+            u.fixed.insert(o, ld(b, o));
+        }
+        for o in [off!(dynamic_at), off!(dynamic_len)] {
+            u.fixed.insert(o, ld(b, o));
+        }
+        for o in [off!(nwarps), off!(nsm)] {
+            let v = b.ins().load(I32, flags(), ctx, o);
+            let v = b.ins().uextend(I64, v);
+            u.fixed.insert(o, v);
+        }
+        let t = b.declare_var(I64);
+        let tid = [b.declare_var(I64), b.declare_var(I64), b.declare_var(I64)];
+        let begin64 = b.ins().uextend(I64, begin);
+        let end64 = b.ins().uextend(I64, end);
+        b.def_var(t, begin64);
+        // The first thread's coordinates; later ones are counted up in `next`.
+        let ntx = u.fixed[&off!(ntid)];
+        let nty = u.fixed[&(off!(ntid) + 8)];
+        let x = b.ins().urem(begin64, ntx);
+        let q = b.ins().udiv(begin64, ntx);
+        let y = b.ins().urem(q, nty);
+        let z = b.ins().udiv(q, nty);
+        b.def_var(tid[0], x);
+        b.def_var(tid[1], y);
+        b.def_var(tid[2], z);
+        let head = b.create_block();
+        let body = b.create_block();
+        let dispatch = b.create_block();
+        let next = b.create_block();
+        let done = b.create_block();
+        let fault = b.create_block();
+        b.ins().jump(head, &[]);
+
+        b.switch_to_block(head);
+        let tv = b.use_var(t);
+        let more = b.ins().icmp(IntCC::UnsignedLessThan, tv, end64);
+        b.ins().brif(more, body, &[], done, &[]);
+
+        b.switch_to_block(done);
+        let ok = b.ins().iconst(I32, 0);
+        b.ins().return_(&[ok]);
+
+        b.switch_to_block(fault);
+        let one = b.ins().iconst(I32, 1);
+        b.ins().return_(&[one]);
+
+        b.switch_to_block(next);
+        {
+            let tv = b.use_var(t);
+            let t1 = b.ins().iadd_imm_s(tv, 1);
+            b.def_var(t, t1);
+            let (x, y, z) = (b.use_var(tid[0]), b.use_var(tid[1]), b.use_var(tid[2]));
+            let x1 = b.ins().iadd_imm_s(x, 1);
+            let wrap_x = b.ins().icmp(IntCC::Equal, x1, ntx);
+            let zero = b.ins().iconst(I64, 0);
+            let x2 = b.ins().select(wrap_x, zero, x1);
+            let wx = b.ins().uextend(I64, wrap_x);
+            let y1 = b.ins().iadd(y, wx);
+            let wrap_y = b.ins().icmp(IntCC::Equal, y1, nty);
+            let wrap_y = b.ins().band(wrap_y, wrap_x);
+            let y2 = b.ins().select(wrap_y, zero, y1);
+            let wy = b.ins().uextend(I64, wrap_y);
+            let z1 = b.ins().iadd(z, wy);
+            b.def_var(tid[0], x2);
+            b.def_var(tid[1], y2);
+            b.def_var(tid[2], z1);
+            b.ins().jump(head, &[]);
+        }
+
+        b.switch_to_block(body);
+        // Without suspension points every thread runs once from the start: no state words.
+        let st = if an.points.is_empty() {
+            b.ins().jump(dispatch, &[]);
+            None
+        } else {
+            let tv = b.use_var(t);
+            let at = b.ins().ishl_imm_s(tv, 2);
+            let sp = b.ins().iadd(u.state, at);
+            let st = b.ins().load(I32, flags(), sp, 0);
+            let waiting = b.ins().band_imm_s(st, WAIT as i64);
+            b.ins().brif(waiting, next, &[], dispatch, &[]);
+            Some(st)
+        };
+
+        let sigs = Sigs {
+            call1: b.import_signature(sig(&[I64, I64], Some(I64))),
+            call2: b.import_signature(sig(&[I64, I64, I64], Some(I64))),
+            call3: b.import_signature(sig(&[I64, I64, I64, I64], Some(I64))),
+            bfi: b.import_signature(sig(&[I64, I64, I64, I64, I64], Some(I64))),
+            resolve: b.import_signature(sig(&[I64, I32, I64, I64, I32, I64, I32], Some(I64))),
+            atom: b.import_signature(sig(&[I64, I64, I64, I64, I64, I64, I32], Some(I64))),
+            sreg: b.import_signature(sig(&[I64, I32, I64], Some(I64))),
+            fault: b.import_signature(sig(&[I64, I32, I64, I32, I64], None)),
+            sleep: b.import_signature(sig(&[I64], None)),
+        };
+        let mut lw = Lower {
+            b,
+            prog,
+            an,
+            u,
+            regs: vec![None; prog.regs as usize],
+            t,
+            tid,
+            instances: vec![Instance {
+                caller: None,
+                chain: Vec::new(),
+            }],
+            blocks: HashMap::new(),
+            work: Vec::new(),
+            resume_blocks: Vec::new(),
+            resumes: Vec::new(),
+            next,
+            fault,
+            lowered: 0,
+            sigs,
+        };
+        let start = lw.block_for(0, 0);
+        while let Some((inst, pc)) = lw.work.pop() {
+            lw.lower_block(inst, pc)?;
+        }
+        // The dispatch on the thread's resume index, now that every resume block exists.
+        lw.b.switch_to_block(dispatch);
+        if let (false, Some(st)) = (lw.resume_blocks.is_empty(), st) {
+            let pool = &mut lw.b.func.dfg.value_lists;
+            let calls: Vec<_> = std::iter::once(start)
+                .chain(lw.resume_blocks.iter().copied())
+                .map(|blk| ir::BlockCall::new(blk, [], pool))
+                .collect();
+            let def = ir::BlockCall::new(start, [], pool);
+            let jt = lw.b.create_jump_table(JumpTableData::new(def, &calls));
+            lw.b.ins().br_table(st, jt);
+        } else {
+            lw.b.ins().jump(start, &[]);
+        }
+        lw.b.seal_all_blocks();
+        Ok(lw.resumes)
+    }
+
+    fn block_for(&mut self, inst: usize, pc: u32) -> Block {
+        if let Some(b) = self.blocks.get(&(inst, pc)) {
+            return *b;
+        }
+        let b = self.b.create_block();
+        self.blocks.insert((inst, pc), b);
+        self.work.push((inst, pc));
+        b
+    }
+
+    fn var(&mut self, r: u32) -> Variable {
+        if let Some(v) = self.regs[r as usize] {
+            return v;
+        }
+        let v = self.b.declare_var(I64);
+        self.regs[r as usize] = Some(v);
+        v
+    }
+
+    fn get(&mut self, r: u32) -> Value {
+        let v = self.var(r);
+        self.b.use_var(v)
+    }
+
+    fn set(&mut self, r: u32, x: Value) {
+        let v = self.var(r);
+        self.b.def_var(v, x);
+    }
+
+    fn imm(&mut self, v: u64) -> Value {
+        self.b.ins().iconst(I64, v as i64)
+    }
+
+    fn val(&mut self, s: Src) -> Value {
+        match s {
+            Src::Reg(r) => self.get(r),
+            Src::Imm(v) => self.imm(v),
+            Src::Sreg(sr) => self.sreg(sr),
+        }
+    }
+
+    /// A `u32` field of the context that is fixed for the call (loaded at entry).
+    fn ctx_u32(&mut self, off: i32) -> Value {
+        self.u.fixed[&off]
+    }
+
+    /// A `u64` field: fixed ones from the entry, others (the range cache, the fault flag)
+    /// loaded now.
+    fn ctx_u64(&mut self, off: i32) -> Value {
+        match self.u.fixed.get(&off) {
+            Some(v) => *v,
+            None => self.b.ins().load(I64, flags(), self.u.ctx, off),
+        }
+    }
+
+    fn sreg(&mut self, s: Sreg) -> Value {
+        let t = self.b.use_var(self.t);
+        let comp = |c: u8| c.min(2) as i32 * 8;
+        match s {
+            Sreg::Tid(c) => self.b.use_var(self.tid[c.min(2) as usize]),
+            Sreg::Ntid(c) => self.ctx_u64(off!(ntid) + comp(c)),
+            Sreg::Ctaid(c) => self.ctx_u64(off!(ctaid) + comp(c)),
+            Sreg::Nctaid(c) => self.ctx_u64(off!(nctaid) + comp(c)),
+            Sreg::Laneid => self.b.ins().band_imm_s(t, 31),
+            Sreg::Warpid => self.b.ins().ushr_imm_s(t, 5),
+            Sreg::Nwarpid => self.ctx_u32(off!(nwarps)),
+            Sreg::Nsmid => self.ctx_u32(off!(nsm)),
+            Sreg::DynamicSmem => self.ctx_u64(off!(dynamic_len)),
+            Sreg::TotalSmem => {
+                let d = self.ctx_u64(off!(dynamic_len));
+                self.b
+                    .ins()
+                    .iadd_imm_s(d, self.prog.static_shared_bytes as i64)
+            }
+            Sreg::Gridid => self.imm(0),
+            Sreg::Lanemask(c) => {
+                use crate::ir::Cmp;
+                let lane = self.b.ins().band_imm_s(t, 31);
+                let one = self.imm(1);
+                let bit = self.b.ins().ishl(one, lane);
+                let m = match c {
+                    Cmp::Eq => bit,
+                    Cmp::Lt => self.b.ins().iadd_imm_s(bit, -1),
+                    Cmp::Le => {
+                        let b2 = self.b.ins().ishl_imm_s(bit, 1);
+                        self.b.ins().iadd_imm_s(b2, -1)
+                    }
+                    Cmp::Gt => {
+                        let b2 = self.b.ins().ishl_imm_s(bit, 1);
+                        let m = self.b.ins().iadd_imm_s(b2, -1);
+                        self.b.ins().bnot(m)
+                    }
+                    _ => {
+                        let m = self.b.ins().iadd_imm_s(bit, -1);
+                        self.b.ins().bnot(m)
+                    }
+                };
+                self.b.ins().band_imm_s(m, 0xFFFF_FFFF)
+            }
+            Sreg::Smid | Sreg::Clock | Sreg::Clock64 | Sreg::Globaltimer => {
+                let code = match s {
+                    Sreg::Smid => run::SREG_SMID,
+                    Sreg::Clock => run::SREG_CLOCK,
+                    Sreg::Clock64 => run::SREG_CLOCK64,
+                    _ => run::SREG_GLOBALTIMER,
+                };
+                let code = self.b.ins().iconst(I32, code as i64);
+                let f = self.imm(run::sreg as *const () as u64);
+                let call = self
+                    .b
+                    .ins()
+                    .call_indirect(self.sigs.sreg, f, &[self.u.ctx, code, t]);
+                self.b.inst_results(call)[0]
+            }
+        }
+    }
+
+    /// Calls `f(args)` through the C-ABI trampoline for its arity.
+    fn call_fn(&mut self, f: usize, args: &[Value]) -> Value {
+        let (tramp, sig) = match args.len() {
+            1 => (run::call1 as *const () as u64, self.sigs.call1),
+            2 => (run::call2 as *const () as u64, self.sigs.call2),
+            _ => (run::call3 as *const () as u64, self.sigs.call3),
+        };
+        let tramp = self.imm(tramp);
+        let fv = self.imm(f as u64);
+        let mut all = vec![fv];
+        all.extend_from_slice(args);
+        let call = self.b.ins().call_indirect(sig, tramp, &all);
+        self.b.inst_results(call)[0]
+    }
+
+    /// `f` applied to `args`: native code where `native` knows `f`, else a call.
+    fn apply(&mut self, f: usize, args: &[Value]) -> Value {
+        match native::emit(self.b, f, args) {
+            Some(v) => v,
+            None => self.call_fn(f, args),
+        }
+    }
+
+    /// Records a fault (`code`, `extra`) for the current thread at `pc` and leaves.
+    fn fault_here(&mut self, code: u32, pc: u32, extra: u64) {
+        let t = self.b.use_var(self.t);
+        let c = self.b.ins().iconst(I32, code as i64);
+        let p = self.b.ins().iconst(I32, pc as i64);
+        let e = self.imm(extra);
+        let f = self.imm(run::fault as *const () as u64);
+        self.b
+            .ins()
+            .call_indirect(self.sigs.fault, f, &[self.u.ctx, c, t, p, e]);
+        self.b.ins().jump(self.fault, &[]);
+    }
+
+    /// Leaves for the fault exit when the runtime flagged a fault.
+    fn check_faulted(&mut self) {
+        let f = self.ctx_u64(off!(faulted));
+        let ok = self.b.create_block();
+        self.b.ins().brif(f, self.fault, &[], ok, &[]);
+        self.b.switch_to_block(ok);
+    }
+
+    fn set_state(&mut self, v: u32) {
+        let t = self.b.use_var(self.t);
+        let at = self.b.ins().ishl_imm_s(t, 2);
+        let p = self.b.ins().iadd(self.u.state, at);
+        let v = self.b.ins().iconst(I32, v as i64);
+        self.b.ins().store(flags(), v, p, 0);
+    }
+
+    /// The address of slot `i` of the current thread's row of `width` u64s at `base`.
+    fn row(&mut self, base: Value, width: usize, i: usize) -> Value {
+        let t = self.b.use_var(self.t);
+        let r = self.b.ins().imul_imm_s(t, (width * 8) as i64);
+        let p = self.b.ins().iadd(base, r);
+        self.b.ins().iadd_imm_s(p, (i * 8) as i64)
+    }
+
+    fn lower_block(&mut self, inst: usize, start: u32) -> Result<(), String> {
+        let blk = self.blocks[&(inst, start)];
+        self.b.switch_to_block(blk);
+        let mut pc = start;
+        loop {
+            self.lowered += 1;
+            if self.lowered > MAX_LOWERED {
+                return Err(format!(
+                    "more than {MAX_LOWERED} instructions after inlining calls"
+                ));
+            }
+            let Some(i) = self.prog.code.get(pc as usize) else {
+                // Ran off the end: the interpreter's fault.
+                self.fault_here(run::FAULT_END, pc.saturating_sub(1), 0);
+                return Ok(());
+            };
+            let ends = self.lower_inst(inst, pc, i)?;
+            let next = pc + 1;
+            if ends {
+                return Ok(());
+            }
+            if self.an.leader.get(next as usize).copied().unwrap_or(true) {
+                let nb = self.block_for(inst, next);
+                self.b.ins().jump(nb, &[]);
+                return Ok(());
+            }
+            pc = next;
+        }
+    }
+
+    /// Lowers one instruction; true when it ended the block (a jump or return was emitted).
+    fn lower_inst(&mut self, inst: usize, pc: u32, i: &Inst) -> Result<bool, String> {
+        let Some((g, neg)) = i.guard else {
+            return self.lower_op(inst, pc, i);
+        };
+        let gv = self.get(g);
+        let (yes, no) = (self.b.create_block(), self.b.create_block());
+        if let Op::Bra { target } = i.op {
+            let tb = self.block_for(inst, target);
+            let fb = self.block_for(inst, pc + 1);
+            if neg {
+                self.b.ins().brif(gv, fb, &[], tb, &[]);
+            } else {
+                self.b.ins().brif(gv, tb, &[], fb, &[]);
+            }
+            return Ok(true);
+        }
+        if neg {
+            self.b.ins().brif(gv, no, &[], yes, &[]);
+        } else {
+            self.b.ins().brif(gv, yes, &[], no, &[]);
+        }
+        self.b.switch_to_block(yes);
+        if !self.lower_op(inst, pc, i)? {
+            self.b.ins().jump(no, &[]);
+        }
+        self.b.switch_to_block(no);
+        Ok(false)
+    }
+
+    fn lower_op(&mut self, inst: usize, pc: u32, i: &Inst) -> Result<bool, String> {
+        match &i.op {
+            Op::Un { f, d, a } => {
+                let a = self.val(*a);
+                let r = self.apply(*f as usize, &[a]);
+                self.set(*d, r);
+            }
+            Op::Bin { f, d, a, b } => {
+                let (a, b) = (self.val(*a), self.val(*b));
+                let r = self.apply(*f as usize, &[a, b]);
+                self.set(*d, r);
+            }
+            Op::Tern { f, d, a, b, c } => {
+                let (a, b, c) = (self.val(*a), self.val(*b), self.val(*c));
+                let r = self.apply(*f as usize, &[a, b, c]);
+                self.set(*d, r);
+            }
+            Op::Bfi {
+                wide,
+                d,
+                a,
+                b,
+                c,
+                e,
+            } => {
+                let w = self.imm(*wide as u64);
+                let (a, b, c, e) = (self.val(*a), self.val(*b), self.val(*c), self.val(*e));
+                let f = self.imm(run::bfi as *const () as u64);
+                let call = self
+                    .b
+                    .ins()
+                    .call_indirect(self.sigs.bfi, f, &[w, a, b, c, e]);
+                let r = self.b.inst_results(call)[0];
+                self.set(*d, r);
+            }
+            Op::Lop3 { lut, d, a, b, c } => {
+                let (a, b, c) = (self.val(*a), self.val(*b), self.val(*c));
+                let r = native::lop3(self.b, *lut, a, b, c);
+                self.set(*d, r);
+            }
+            Op::Setp {
+                f,
+                p,
+                q,
+                a,
+                b,
+                comb,
+            } => {
+                let (a, b) = (self.val(*a), self.val(*b));
+                let r = self.apply(*f as usize, &[a, b]);
+                let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+                let nc = self.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+                let (x, y) = match comb {
+                    None => (c, nc),
+                    Some((op, s, neg)) => {
+                        let sv = self.val(*s);
+                        let pv = self.b.ins().icmp_imm_s(
+                            if *neg { IntCC::Equal } else { IntCC::NotEqual },
+                            sv,
+                            0,
+                        );
+                        let f = |b: &mut FunctionBuilder<'b>, v: Value| match op {
+                            BoolOp::And => b.ins().band(v, pv),
+                            BoolOp::Or => b.ins().bor(v, pv),
+                            BoolOp::Xor => b.ins().bxor(v, pv),
+                        };
+                        (f(self.b, c), f(self.b, nc))
+                    }
+                };
+                let x = self.b.ins().uextend(I64, x);
+                self.set(*p, x);
+                if let Some(q) = q {
+                    let y = self.b.ins().uextend(I64, y);
+                    self.set(*q, y);
+                }
+            }
+            Op::Cvta { to, space, d, a } => {
+                let window = match space {
+                    Space::Shared => SHARED_WINDOW,
+                    Space::Local => LOCAL_WINDOW,
+                    Space::Param => PARAM_WINDOW,
+                    _ => 0,
+                };
+                let a = self.val(*a);
+                let w = if *to { window.wrapping_neg() } else { window };
+                let r = self.b.ins().iadd_imm_s(a, w as i64);
+                self.set(*d, r);
+            }
+            Op::Ld {
+                space,
+                ty,
+                n,
+                d,
+                addr,
+            } => {
+                let (size, n) = (ty.bytes(), *n as usize);
+                let total = size as u64 * n as u64;
+                let ptr = if *space == Space::Param
+                    && addr.base.is_none()
+                    && (addr.offset as u64) < THREAD_PARAM_BASE
+                {
+                    let at = addr.offset as u64;
+                    if at.saturating_add(total) > self.prog.param_bytes as u64 {
+                        self.fault_here(run::FAULT_PARAM, pc, at);
+                        return Ok(true);
+                    }
+                    self.b.ins().iadd_imm_s(self.u.params, at as i64)
+                } else {
+                    self.access(*space, addr, total, false, pc)
+                };
+                for (k, dk) in d.iter().enumerate().take(n) {
+                    if *dk == u32::MAX {
+                        continue;
+                    }
+                    let v = self.load(*ty, ptr, (k as u32 * size) as i32);
+                    self.set(*dk, v);
+                }
+            }
+            Op::St {
+                space,
+                ty,
+                n,
+                s,
+                addr,
+            } => {
+                let (size, n) = (ty.bytes(), *n as usize);
+                let total = size as u64 * n as u64;
+                let vals: Vec<Value> = s
+                    .iter()
+                    .take(n)
+                    .map(|x| match *x {
+                        Src::Sreg(_) => self.imm(0),
+                        x => self.val(x),
+                    })
+                    .collect();
+                let ptr = self.access(*space, addr, total, true, pc);
+                for (k, v) in vals.into_iter().enumerate() {
+                    let v = if size == 8 {
+                        v
+                    } else {
+                        self.b.ins().ireduce(mem_ty(size), v)
+                    };
+                    self.b
+                        .ins()
+                        .store(flags(), v, ptr, (k as u32 * size) as i32);
+                }
+            }
+            Op::Atom { d, addr, b, c, .. } => {
+                let a = self.address(addr);
+                let (bv, cv) = (self.val(*b), self.val(*c));
+                let t = self.b.use_var(self.t);
+                let ip = self.imm(i as *const Inst as u64);
+                let p = self.b.ins().iconst(I32, pc as i64);
+                let f = self.imm(run::atom as *const () as u64);
+                let call = self.b.ins().call_indirect(
+                    self.sigs.atom,
+                    f,
+                    &[self.u.ctx, ip, a, bv, cv, t, p],
+                );
+                let old = self.b.inst_results(call)[0];
+                self.check_faulted();
+                if let Some(d) = d {
+                    self.set(*d, old);
+                }
+            }
+            Op::Bra { target } => {
+                let tb = self.block_for(inst, *target);
+                self.b.ins().jump(tb, &[]);
+                return Ok(true);
+            }
+            Op::Call(site) => {
+                let chain = &self.instances[inst].chain;
+                if chain.contains(&site.target) {
+                    return Err(format!("{}: a recursive call", self.line(pc)));
+                }
+                if chain.len() >= MAX_INLINE_DEPTH {
+                    return Err(format!(
+                        "{}: calls nested deeper than {MAX_INLINE_DEPTH}",
+                        self.line(pc)
+                    ));
+                }
+                let tb = self.prog.thread_param_bytes as u64;
+                let inside = |c: &crate::ir::ParamCopy| {
+                    c.from as u64 + c.len as u64 <= tb && c.to as u64 + c.len as u64 <= tb
+                };
+                if !site.args.iter().chain(&site.rets).all(inside) {
+                    return Err(format!(
+                        "{}: a parameter copy outside the call-parameter space",
+                        self.line(pc)
+                    ));
+                }
+                let mut chain = chain.clone();
+                chain.push(site.target);
+                for c in &site.args {
+                    self.param_copy(c.from, c.to, c.len);
+                }
+                self.instances.push(Instance {
+                    caller: Some((pc, inst)),
+                    chain,
+                });
+                let callee = self.block_for(self.instances.len() - 1, site.target);
+                self.b.ins().jump(callee, &[]);
+                return Ok(true);
+            }
+            Op::Ret => {
+                let Some((call_pc, caller)) = self.instances[inst].caller else {
+                    self.fault_here(run::FAULT_RET, pc, 0);
+                    return Ok(true);
+                };
+                if let Some(Op::Call(site)) = self.prog.code.get(call_pc as usize).map(|i| &i.op) {
+                    for c in &site.rets {
+                        self.param_copy(c.from, c.to, c.len);
+                    }
+                }
+                let back = self.block_for(caller, call_pc + 1);
+                self.b.ins().jump(back, &[]);
+                return Ok(true);
+            }
+            Op::Exit => {
+                if !self.an.points.is_empty() {
+                    self.set_state(EXITED);
+                }
+                self.b.ins().jump(self.next, &[]);
+                return Ok(true);
+            }
+            Op::Trap => {
+                self.fault_here(run::FAULT_TRAP, pc, 0);
+                return Ok(true);
+            }
+            Op::Nop => {
+                self.b.ins().fence();
+            }
+            Op::Nanosleep { t } => {
+                let v = self.val(*t);
+                let f = self.imm(run::nanosleep as *const () as u64);
+                self.b.ins().call_indirect(self.sigs.sleep, f, &[v]);
+            }
+            Op::Bar { id, count } => {
+                let idv = self.val(*id);
+                let cv = match count {
+                    Some(c) => self.val(*c),
+                    None => self.imm(0),
+                };
+                self.suspend(inst, pc, &[idv, cv]);
+                return Ok(true);
+            }
+            Op::Shfl { a, b, c, mask, .. } => {
+                let v: Vec<Value> = [*a, *b, *c, *mask].iter().map(|s| self.val(*s)).collect();
+                self.suspend(inst, pc, &v);
+                return Ok(true);
+            }
+            Op::Vote { a, mask, .. } => {
+                let v = [self.val(*a), self.val(*mask)];
+                self.suspend(inst, pc, &v);
+                return Ok(true);
+            }
+            Op::Activemask { .. } => {
+                self.suspend(inst, pc, &[]);
+                return Ok(true);
+            }
+            Op::Carry {
+                sub,
+                wide,
+                cin,
+                cout,
+                d,
+                a,
+                b,
+            } => {
+                let (x, y) = (self.val(*a), self.val(*b));
+                let (r, c) = self.carry(*sub, *wide, *cin, x, y);
+                self.set(*d, r);
+                if *cout {
+                    self.set(self.prog.carry_reg, c);
+                }
+            }
+            Op::MadCarry {
+                hi,
+                wide,
+                signed,
+                cin,
+                cout,
+                d,
+                a,
+                b,
+                c,
+            } => {
+                let (x, y, z) = (self.val(*a), self.val(*b), self.val(*c));
+                let part = if *wide {
+                    match (*hi, *signed) {
+                        (false, _) => self.b.ins().imul(x, y),
+                        (true, true) => self.b.ins().smulhi(x, y),
+                        (true, false) => self.b.ins().umulhi(x, y),
+                    }
+                } else {
+                    let (x, y) = if *signed {
+                        let x = self.b.ins().ireduce(I32, x);
+                        let y = self.b.ins().ireduce(I32, y);
+                        (self.b.ins().sextend(I64, x), self.b.ins().sextend(I64, y))
+                    } else {
+                        let x = self.b.ins().ireduce(I32, x);
+                        let y = self.b.ins().ireduce(I32, y);
+                        (self.b.ins().uextend(I64, x), self.b.ins().uextend(I64, y))
+                    };
+                    let p = self.b.ins().imul(x, y);
+                    let p = if *hi {
+                        self.b.ins().sshr_imm_s(p, 32)
+                    } else {
+                        p
+                    };
+                    self.b.ins().band_imm_s(p, 0xFFFF_FFFF)
+                };
+                let (r, cy) = self.carry(false, *wide, *cin, part, z);
+                self.set(*d, r);
+                if *cout {
+                    self.set(self.prog.carry_reg, cy);
+                }
+            }
+            Op::WarpSync { .. } => {
+                return Err(format!("{}: not compiled", self.line(pc)));
+            }
+        }
+        Ok(false)
+    }
+
+    /// `x ± y (± carry-in)` at 32 or 64 bits: the result and the carry (or borrow) out, as
+    /// the interpreter computes them in 128-bit arithmetic.
+    fn carry(&mut self, sub: bool, wide: bool, cin: bool, x: Value, y: Value) -> (Value, Value) {
+        let cc = if cin {
+            let c = self.get(self.prog.carry_reg);
+            self.b.ins().band_imm_s(c, 1)
+        } else {
+            self.imm(0)
+        };
+        if wide {
+            if sub {
+                let (t, o) = self.b.ins().uadd_overflow(y, cc);
+                let lt = self.b.ins().icmp(IntCC::UnsignedLessThan, x, t);
+                let c = self.b.ins().bor(lt, o);
+                let r = self.b.ins().isub(x, t);
+                (r, self.b.ins().uextend(I64, c))
+            } else {
+                let (s1, o1) = self.b.ins().uadd_overflow(x, y);
+                let (s2, o2) = self.b.ins().uadd_overflow(s1, cc);
+                let c = self.b.ins().bor(o1, o2);
+                (s2, self.b.ins().uextend(I64, c))
+            }
+        } else {
+            let x = self.b.ins().band_imm_s(x, 0xFFFF_FFFF);
+            let y = self.b.ins().band_imm_s(y, 0xFFFF_FFFF);
+            let t = self.b.ins().iadd(y, cc);
+            if sub {
+                let lt = self.b.ins().icmp(IntCC::UnsignedLessThan, x, t);
+                let r = self.b.ins().isub(x, t);
+                let r = self.b.ins().band_imm_s(r, 0xFFFF_FFFF);
+                (r, self.b.ins().uextend(I64, lt))
+            } else {
+                let s = self.b.ins().iadd(x, t);
+                let c = self.b.ins().ushr_imm_s(s, 32);
+                let r = self.b.ins().band_imm_s(s, 0xFFFF_FFFF);
+                (r, c)
+            }
+        }
+    }
+
+    fn line(&self, pc: u32) -> String {
+        match self.prog.source.get(pc as usize) {
+            Some((l, t)) => format!("line {l} `{t}`"),
+            None => format!("instruction {pc}"),
+        }
+    }
+
+    /// Saves the live registers and the operands, marks the thread waiting at a new resume
+    /// index, and emits the resume block that restores them and goes on after `pc`.
+    fn suspend(&mut self, inst: usize, pc: u32, operands: &[Value]) {
+        let k = self.an.point_at[&pc];
+        let point = &self.an.points[k];
+        let live = point.live.clone();
+        let kind = point.kind;
+        let slots = self.an.spill_slots.max(1);
+        for (j, r) in live.iter().enumerate() {
+            let v = self.get(*r);
+            let p = self.row(self.u.spill, slots, j);
+            self.b.ins().store(flags(), v, p, 0);
+        }
+        for (j, v) in operands.iter().enumerate() {
+            let p = self.row(self.u.coll, run::COLL_WIDTH, j);
+            self.b.ins().store(flags(), *v, p, 0);
+        }
+        self.resumes.push(Resume { pc });
+        let index = self.resumes.len() as u32;
+        self.set_state(index | WAIT);
+        self.b.ins().jump(self.next, &[]);
+        // The resume block.
+        let rb = self.b.create_block();
+        self.resume_blocks.push(rb);
+        self.b.switch_to_block(rb);
+        for (j, r) in live.iter().enumerate() {
+            let p = self.row(self.u.spill, slots, j);
+            let v = self.b.ins().load(I64, flags(), p, 0);
+            self.set(*r, v);
+        }
+        if kind == PointKind::Warp {
+            // The driver wrote the collective's results (d, then p) in the operand row.
+            let (d, p) = match &self.prog.code[pc as usize].op {
+                Op::Shfl { d, p, .. } => (Some(*d), *p),
+                Op::Vote { d, .. } | Op::Activemask { d } => (Some(*d), None),
+                _ => (None, None),
+            };
+            for (j, r) in [d, p].into_iter().enumerate() {
+                if let Some(r) = r {
+                    let at = self.row(self.u.coll, run::COLL_WIDTH, j);
+                    let v = self.b.ins().load(I64, flags(), at, 0);
+                    self.set(r, v);
+                }
+            }
+        }
+        let after = self.block_for(inst, pc + 1);
+        self.b.ins().jump(after, &[]);
+    }
+
+    /// Copies `len` bytes inside the current thread's call-parameter row (the caller checked
+    /// that both ranges lie inside it).
+    fn param_copy(&mut self, from: u32, to: u32, len: u32) {
+        let tb = self.prog.thread_param_bytes as i64;
+        let t = self.b.use_var(self.t);
+        let r = self.b.ins().imul_imm_s(t, tb);
+        let base = self.b.ins().iadd(self.u.tparam, r);
+        let mut o = 0u32;
+        while o < len {
+            let step = match len - o {
+                n if n >= 8 => 8,
+                n if n >= 4 => 4,
+                n if n >= 2 => 2,
+                _ => 1,
+            };
+            let ty = mem_ty(step);
+            let v = self.b.ins().load(ty, flags(), base, (from + o) as i32);
+            self.b.ins().store(flags(), v, base, (to + o) as i32);
+            o += step;
+        }
+    }
+
+    fn address(&mut self, addr: &Addr) -> Value {
+        match addr.base {
+            Some(r) => {
+                let b = self.get(r);
+                self.b.ins().iadd_imm_s(b, addr.offset)
+            }
+            None => self.imm(addr.offset as u64),
+        }
+    }
+
+    /// Loads a `ty` at `ptr + off` into a register slot value (extended as `ty` says).
+    fn load(&mut self, ty: Ty, ptr: Value, off: i32) -> Value {
+        let size = ty.bytes();
+        if size == 8 {
+            return self.b.ins().load(I64, flags(), ptr, off);
+        }
+        let v = self.b.ins().load(mem_ty(size), flags(), ptr, off);
+        match ty {
+            Ty::S8 | Ty::S16 | Ty::S32 => self.b.ins().sextend(I64, v),
+            Ty::Pred => {
+                let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
+                self.b.ins().uextend(I64, nz)
+            }
+            _ => self.b.ins().uextend(I64, v),
+        }
+    }
+
+    /// The host pointer of an access of `total` bytes at `addr` in `space`: an inline check
+    /// for the common cases, the runtime's full resolution otherwise (a fault leaves).
+    fn access(&mut self, space: Space, addr: &Addr, total: u64, write: bool, pc: u32) -> Value {
+        let a = self.address(addr);
+        let done = self.b.create_block();
+        let ptr = self.b.append_block_param(done, I64);
+        let slow = self.b.create_block();
+        let aligned = self.b.ins().band_imm_s(a, (total - 1) as i64);
+        let fast = self.b.create_block();
+        self.b.ins().brif(aligned, slow, &[], fast, &[]);
+        self.b.switch_to_block(fast);
+        match space {
+            Space::Global | Space::Generic => {
+                for way in 0..run::WAYS {
+                    let o = off!(cache) + (way * 24) as i32;
+                    let lo = self.ctx_u64(o);
+                    let hi = self.ctx_u64(o + 8);
+                    let c1 = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, lo);
+                    let c2 = self.b.ins().icmp(IntCC::UnsignedLessThan, a, hi);
+                    let room = self.b.ins().isub(hi, a);
+                    let c3 = self.b.ins().icmp_imm_s(
+                        IntCC::UnsignedGreaterThanOrEqual,
+                        room,
+                        total as i64,
+                    );
+                    let c = self.b.ins().band(c1, c2);
+                    let c = self.b.ins().band(c, c3);
+                    let hit = self.b.create_block();
+                    let miss = self.b.create_block();
+                    self.b.ins().brif(c, hit, &[], miss, &[]);
+                    self.b.switch_to_block(hit);
+                    let host = self.ctx_u64(o + 16);
+                    let off = self.b.ins().isub(a, lo);
+                    let p = self.b.ins().iadd(host, off);
+                    self.b.ins().jump(done, &[p.into()]);
+                    self.b.switch_to_block(miss);
+                }
+                self.b.ins().jump(slow, &[]);
+            }
+            Space::Shared => {
+                let st = self.prog.static_shared_bytes as u64;
+                let dyn_hit = self.b.create_block();
+                if total <= st {
+                    let c = self.b.ins().icmp_imm_s(
+                        IntCC::UnsignedLessThanOrEqual,
+                        a,
+                        (st - total) as i64,
+                    );
+                    let hit = self.b.create_block();
+                    self.b.ins().brif(c, hit, &[], dyn_hit, &[]);
+                    self.b.switch_to_block(hit);
+                    let p = self.b.ins().iadd(self.u.shared, a);
+                    self.b.ins().jump(done, &[p.into()]);
+                } else {
+                    self.b.ins().jump(dyn_hit, &[]);
+                }
+                self.b.switch_to_block(dyn_hit);
+                let len = self.ctx_u64(off!(dynamic_len));
+                let o = self
+                    .b
+                    .ins()
+                    .iadd_imm_s(a, (DYNAMIC_SHARED_BASE as i64).wrapping_neg());
+                let c1 = self.b.ins().icmp(IntCC::UnsignedLessThan, o, len);
+                let room = self.b.ins().isub(len, o);
+                let c2 =
+                    self.b
+                        .ins()
+                        .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, total as i64);
+                let c = self.b.ins().band(c1, c2);
+                let hit = self.b.create_block();
+                self.b.ins().brif(c, hit, &[], slow, &[]);
+                self.b.switch_to_block(hit);
+                let at = self.ctx_u64(off!(dynamic_at));
+                let p = self.b.ins().iadd(self.u.shared, at);
+                let p = self.b.ins().iadd(p, o);
+                self.b.ins().jump(done, &[p.into()]);
+            }
+            Space::Local if total <= self.prog.local_bytes as u64 => {
+                let lb = self.prog.local_bytes as u64;
+                let c =
+                    self.b
+                        .ins()
+                        .icmp_imm_s(IntCC::UnsignedLessThanOrEqual, a, (lb - total) as i64);
+                let hit = self.b.create_block();
+                self.b.ins().brif(c, hit, &[], slow, &[]);
+                self.b.switch_to_block(hit);
+                let t = self.b.use_var(self.t);
+                let r = self.b.ins().imul_imm_s(t, lb as i64);
+                let p = self.b.ins().iadd(self.u.local, r);
+                let p = self.b.ins().iadd(p, a);
+                self.b.ins().jump(done, &[p.into()]);
+            }
+            _ => {
+                self.b.ins().jump(slow, &[]);
+            }
+        }
+        self.b.switch_to_block(slow);
+        let t = self.b.use_var(self.t);
+        let sp = self.b.ins().iconst(I32, run::space_code(space) as i64);
+        let tot = self.imm(total);
+        let w = self.b.ins().iconst(I32, write as i64);
+        let p = self.b.ins().iconst(I32, pc as i64);
+        let f = self.imm(run::resolve as *const () as u64);
+        let call =
+            self.b
+                .ins()
+                .call_indirect(self.sigs.resolve, f, &[self.u.ctx, sp, a, tot, w, t, p]);
+        let r = self.b.inst_results(call)[0];
+        let ok = self.b.create_block();
+        self.b.ins().brif(r, ok, &[], self.fault, &[]);
+        self.b.switch_to_block(ok);
+        self.b.ins().jump(done, &[r.into()]);
+        self.b.switch_to_block(done);
+        ptr
+    }
+}

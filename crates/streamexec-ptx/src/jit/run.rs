@@ -1,0 +1,531 @@
+//! Running compiled kernels: the context compiled code reads, the runtime functions it calls
+//! (slow-path address resolution, atomics, clocks, faults, lane functions without native
+//! code), and the block driver that resolves suspension points (barriers, warp collectives).
+
+use super::JitKernel;
+use super::analysis::PointKind;
+use crate::fault;
+use crate::fault::Fault;
+use crate::interp::mem::{self, BlockMem, Loc};
+use crate::interp::warp::{lanes, shfl_source, vote_result};
+use crate::ir::{Fn1, Fn2, Fn3, Inst, Op, Space, WARP};
+use crate::launch::Launch;
+
+/// A thread's state word: the resume index in the low bits, this bit while it waits.
+pub(crate) const WAIT: u32 = 1 << 31;
+/// The state of a thread that exited.
+pub(crate) const EXITED: u32 = u32::MAX;
+/// Global ranges the compiled code checks inline before calling `resolve`.
+pub(crate) const WAYS: usize = 4;
+/// u64s per thread of suspension operands and collective results.
+pub(crate) const COLL_WIDTH: usize = 4;
+
+/// `sreg` codes.
+pub(crate) const SREG_SMID: u32 = 0;
+pub(crate) const SREG_CLOCK: u32 = 1;
+pub(crate) const SREG_CLOCK64: u32 = 2;
+pub(crate) const SREG_GLOBALTIMER: u32 = 3;
+
+/// `fault` codes.
+pub(crate) const FAULT_TRAP: u32 = 0;
+pub(crate) const FAULT_RET: u32 = 1;
+pub(crate) const FAULT_PARAM: u32 = 2;
+pub(crate) const FAULT_END: u32 = 3;
+
+/// What compiled code and the runtime functions share for one block. The fields up to
+/// `faulted` are read by compiled code at fixed offsets.
+#[repr(C)]
+pub(crate) struct Ctx {
+    pub(crate) params: *const u8,
+    pub(crate) shared: *mut u8,
+    pub(crate) local: *mut u8,
+    pub(crate) tparam: *mut u8,
+    pub(crate) spill: *mut u64,
+    pub(crate) state: *mut u32,
+    pub(crate) coll: *mut u64,
+    pub(crate) ntid: [u64; 3],
+    pub(crate) ctaid: [u64; 3],
+    pub(crate) nctaid: [u64; 3],
+    pub(crate) nwarps: u32,
+    pub(crate) nsm: u32,
+    pub(crate) dynamic_at: u64,
+    pub(crate) dynamic_len: u64,
+    /// Pinned global ranges: first address, end address, host pointer of the first byte.
+    pub(crate) cache: [[u64; 3]; WAYS],
+    /// Set by a runtime function that recorded a fault.
+    pub(crate) faulted: u64,
+    next_way: usize,
+    shared_len: usize,
+    local_len: usize,
+    tparam_len: usize,
+    launch: *const Launch,
+    fault: Option<Fault>,
+}
+
+impl Ctx {
+    /// The block's memories as the engine's memory functions take them.
+    ///
+    /// # Safety
+    /// The pointers must be the driver's live buffers of the recorded lengths, with no other
+    /// reference to them while the result lives (compiled code is stopped in a call).
+    unsafe fn block_mem(&self) -> BlockMem<'static> {
+        // SAFETY: the caller's contract; the buffers outlive the call that uses the result.
+        unsafe {
+            let l = &*self.launch;
+            BlockMem {
+                shared: std::slice::from_raw_parts_mut(self.shared, self.shared_len),
+                static_shared: l.prog.static_shared_bytes as usize,
+                dynamic_at: self.dynamic_at as usize,
+                dynamic_len: self.dynamic_len as usize,
+                local: std::slice::from_raw_parts_mut(self.local, self.local_len),
+                local_bytes: l.prog.local_bytes as usize,
+                tparam: std::slice::from_raw_parts_mut(self.tparam, self.tparam_len),
+                tparam_bytes: l.prog.thread_param_bytes as usize,
+            }
+        }
+    }
+
+    fn record(&mut self, pc: u32, t: u64, msg: String) {
+        self.fault = Some(Fault {
+            pc,
+            lane: t as u32,
+            msg,
+        });
+        self.faulted = 1;
+    }
+}
+
+pub(crate) fn space_code(s: Space) -> u32 {
+    match s {
+        Space::Global => 0,
+        Space::Shared => 1,
+        Space::Local => 2,
+        Space::Param => 3,
+        Space::Generic => 4,
+    }
+}
+
+fn space_of(c: u32) -> Space {
+    match c {
+        0 => Space::Global,
+        1 => Space::Shared,
+        2 => Space::Local,
+        3 => Space::Param,
+        _ => Space::Generic,
+    }
+}
+
+/// The slow path of an access: full resolution as the interpreter does it (a global range
+/// found is remembered in the inline cache); null after recording the fault.
+pub(crate) extern "C" fn resolve(
+    ctx: *mut Ctx,
+    space: u32,
+    addr: u64,
+    total: u64,
+    write: u32,
+    t: u64,
+    pc: u32,
+) -> *mut u8 {
+    // SAFETY: compiled code passes the driver's context, which nothing else touches during
+    // the call.
+    let ctx = unsafe { &mut *ctx };
+    // SAFETY: as above; the launch outlives the block.
+    let l = unsafe { &*ctx.launch };
+    // SAFETY: the driver's buffers, not referenced elsewhere during this call.
+    let m = unsafe { ctx.block_mem() };
+    match mem::locate(l, &m, space_of(space), addr, total, t as usize, write != 0) {
+        Ok(loc) => match loc {
+            Loc::Global(p) => {
+                if let Some((lo, hi, host)) = l.global(addr, total) {
+                    ctx.cache[ctx.next_way] = [lo, hi, host as u64];
+                    ctx.next_way = (ctx.next_way + 1) % WAYS;
+                }
+                p
+            }
+            Loc::Shared(i) => ctx.shared.wrapping_add(i),
+            Loc::Local(i) => ctx.local.wrapping_add(i),
+            Loc::TParam(i) => ctx.tparam.wrapping_add(i),
+            Loc::KParam(i) => ctx.params.wrapping_add(i) as *mut u8,
+        },
+        Err(msg) => {
+            ctx.record(pc, t, msg);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// `atom`/`red` at `addr` for thread `t`: the old value (extended), or a recorded fault.
+pub(crate) extern "C" fn atom(
+    ctx: *mut Ctx,
+    inst: *const Inst,
+    addr: u64,
+    b: u64,
+    c: u64,
+    t: u64,
+    pc: u32,
+) -> u64 {
+    // SAFETY: as in `resolve`; `inst` points into the program the kernel keeps alive.
+    let (ctx, inst) = unsafe { (&mut *ctx, &*inst) };
+    let Op::Atom { space, op, ty, .. } = &inst.op else {
+        ctx.record(pc, t, "internal error: not an atomic instruction".into());
+        return 0;
+    };
+    // SAFETY: as in `resolve`.
+    let l = unsafe { &*ctx.launch };
+    // SAFETY: as in `resolve`.
+    let mut m = unsafe { ctx.block_mem() };
+    let size = ty.bytes() as u64;
+    let loc = match mem::locate(l, &m, *space, addr, size, t as usize, true) {
+        Ok(loc @ (Loc::Global(_) | Loc::Shared(_))) => loc,
+        Ok(_) => {
+            ctx.record(
+                pc,
+                t,
+                format!("atomic on address {addr:#x}, which is not global or shared memory"),
+            );
+            return 0;
+        }
+        Err(msg) => {
+            ctx.record(pc, t, msg);
+            return 0;
+        }
+    };
+    ty.extend(mem::atomic(&mut m, loc, *op, *ty, b, c))
+}
+
+/// Special registers that are not plain values of the block.
+pub(crate) extern "C" fn sreg(ctx: *mut Ctx, code: u32, _t: u64) -> u64 {
+    // SAFETY: as in `resolve`.
+    let l = unsafe { &*(*ctx).launch };
+    match code {
+        SREG_SMID => rayon::current_thread_index().unwrap_or(0) as u64,
+        SREG_CLOCK => l.start.elapsed().as_nanos() as u32 as u64,
+        SREG_CLOCK64 => l.start.elapsed().as_nanos() as u64,
+        _ => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    }
+}
+
+/// Records a fault raised by compiled code itself.
+pub(crate) extern "C" fn fault(ctx: *mut Ctx, code: u32, t: u64, pc: u32, extra: u64) {
+    // SAFETY: as in `resolve`.
+    let ctx = unsafe { &mut *ctx };
+    // SAFETY: as in `resolve`.
+    let l = unsafe { &*ctx.launch };
+    let msg = match code {
+        FAULT_TRAP => "trap".to_string(),
+        FAULT_RET => "ret with no pending call".to_string(),
+        FAULT_PARAM => format!(
+            "load past the {} bytes of kernel parameters at {extra:#x}",
+            l.params.len()
+        ),
+        _ => "ran past the end of the code".to_string(),
+    };
+    ctx.record(pc, t, msg);
+}
+
+/// `nanosleep`, as the interpreter waits.
+pub(crate) extern "C" fn nanosleep(ns: u64) {
+    crate::interp::exec::nanosleep(ns as u32 as u64);
+}
+
+/// Lane functions without native code, called through the C ABI.
+pub(crate) extern "C" fn call1(f: usize, a: u64) -> u64 {
+    // SAFETY: compiled code passes only `Fn1` values of the program here.
+    let f: Fn1 = unsafe { std::mem::transmute::<usize, Fn1>(f) };
+    f(a)
+}
+
+/// As [`call1`], two operands.
+pub(crate) extern "C" fn call2(f: usize, a: u64, b: u64) -> u64 {
+    // SAFETY: compiled code passes only `Fn2` values of the program here.
+    let f: Fn2 = unsafe { std::mem::transmute::<usize, Fn2>(f) };
+    f(a, b)
+}
+
+/// As [`call1`], three operands.
+pub(crate) extern "C" fn call3(f: usize, a: u64, b: u64, c: u64) -> u64 {
+    // SAFETY: compiled code passes only `Fn3` values of the program here.
+    let f: Fn3 = unsafe { std::mem::transmute::<usize, Fn3>(f) };
+    f(a, b, c)
+}
+
+/// `bfi`.
+pub(crate) extern "C" fn bfi(wide: u64, a: u64, b: u64, c: u64, e: u64) -> u64 {
+    crate::alu::bfi(wide != 0, a, b, c, e)
+}
+
+/// Per-worker buffers of a block, reused by the worker's next block.
+#[derive(Default)]
+struct Buffers {
+    shared: Vec<u8>,
+    local: Vec<u8>,
+    tparam: Vec<u8>,
+    spill: Vec<u64>,
+    state: Vec<u32>,
+    coll: Vec<u64>,
+    /// The device ranges the last block of launch `cache_launch` found: pinned until that
+    /// launch ends, so the next block of the same launch on this worker starts with them.
+    cache: [[u64; 3]; WAYS],
+    cache_launch: u64,
+    next_way: usize,
+}
+
+thread_local! {
+    static BUFFERS: std::cell::Cell<Buffers> = std::cell::Cell::new(Buffers::default());
+}
+
+/// Runs block `b` (linear index) of a launch with the compiled kernel `k`.
+pub(crate) fn run_block(l: &Launch, k: &JitKernel, b: u64) -> Result<(), String> {
+    let mut bufs = BUFFERS.with(|c| c.take());
+    let r = run_block_in(l, k, b, &mut bufs);
+    BUFFERS.with(|c| c.set(bufs));
+    r
+}
+
+fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result<(), String> {
+    let block_idx = l.grid.unlinear(b);
+    let prog = &*l.prog;
+    let n = l.block.count() as usize;
+    let static_shared = prog.static_shared_bytes as usize;
+    let dynamic_at = static_shared.next_multiple_of(16);
+    // Shared memory starts zeroed, as the interpreter's; local and call-parameter memory
+    // keep stale bytes (PTX leaves them undefined).
+    bufs.shared.clear();
+    bufs.shared.resize(dynamic_at + l.dynamic_bytes, 0);
+    bufs.local.resize(n * prog.local_bytes as usize, 0);
+    bufs.tparam.resize(n * prog.thread_param_bytes as usize, 0);
+    bufs.spill.resize(n * k.spill_slots.max(1), 0);
+    bufs.state.clear();
+    bufs.state.resize(n, 0);
+    bufs.coll.resize(n * COLL_WIDTH, 0);
+    let dims = |d: crate::dim::Dim3| [d.x as u64, d.y as u64, d.z as u64];
+    let nwarps = n.div_ceil(WARP);
+    let mut ctx = Ctx {
+        params: l.params.as_ptr(),
+        shared: bufs.shared.as_mut_ptr(),
+        local: bufs.local.as_mut_ptr(),
+        tparam: bufs.tparam.as_mut_ptr(),
+        spill: bufs.spill.as_mut_ptr(),
+        state: bufs.state.as_mut_ptr(),
+        coll: bufs.coll.as_mut_ptr(),
+        ntid: dims(l.block),
+        ctaid: dims(block_idx),
+        nctaid: dims(l.grid),
+        nwarps: nwarps as u32,
+        nsm: l.nsm,
+        dynamic_at: dynamic_at as u64,
+        dynamic_len: l.dynamic_bytes as u64,
+        cache: if bufs.cache_launch == l.id {
+            bufs.cache
+        } else {
+            [[u64::MAX, 0, 0]; WAYS]
+        },
+        faulted: 0,
+        next_way: if bufs.cache_launch == l.id {
+            bufs.next_way
+        } else {
+            0
+        },
+        shared_len: bufs.shared.len(),
+        local_len: bufs.local.len(),
+        tparam_len: bufs.tparam.len(),
+        launch: l,
+        fault: None,
+    };
+    let call = |ctx: &mut Ctx, lo: usize, hi: usize| -> Result<(), String> {
+        // SAFETY: `k.func` is the compiled kernel of `l.prog`; `ctx` describes this block's
+        // buffers (sized above for `n` threads, `lo..hi` within them), which are not touched
+        // otherwise until the call returns.
+        let status = unsafe { (k.func)(ctx, lo as u32, hi as u32) };
+        if status == 0 {
+            return Ok(());
+        }
+        let f = ctx.fault.take().unwrap_or(Fault {
+            pc: 0,
+            lane: lo as u32,
+            msg: "internal error: a fault without a cause".into(),
+        });
+        Err(fault::fault_detail(l, block_idx, &f))
+    };
+    let r = run_threads(k, l, block_idx, &mut ctx, n, call);
+    bufs.cache = ctx.cache;
+    bufs.next_way = ctx.next_way;
+    bufs.cache_launch = l.id;
+    r
+}
+
+/// Runs the block's threads to their end, resolving suspension points between calls.
+fn run_threads(
+    k: &JitKernel,
+    l: &Launch,
+    block_idx: crate::dim::Dim3,
+    ctx: &mut Ctx,
+    n: usize,
+    call: impl Fn(&mut Ctx, usize, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    let nwarps = n.div_ceil(WARP);
+    if k.resumes.is_empty() {
+        // No barriers or collectives: one pass runs every thread to its end.
+        return call(ctx, 0, n);
+    }
+    loop {
+        if k.has_warp_points {
+            for w in 0..nwarps {
+                let (lo, hi) = (w * WARP, ((w + 1) * WARP).min(n));
+                loop {
+                    call(ctx, lo, hi)?;
+                    if !warp_points(k, l, ctx, lo, hi) {
+                        break;
+                    }
+                }
+            }
+        } else {
+            call(ctx, 0, n)?;
+        }
+        if !barriers(k, l, block_idx, ctx, n)? {
+            return Ok(());
+        }
+    }
+}
+
+/// Resolves one group of lanes of the warp `lo..hi` waiting at the same warp collective (the
+/// lowest instruction first); false when none waits at one.
+fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -> bool {
+    // SAFETY: the driver's buffers of `n >= hi` threads; compiled code is not running.
+    let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, hi) };
+    // SAFETY: as above, `COLL_WIDTH` u64s per thread.
+    let coll = unsafe { std::slice::from_raw_parts_mut(ctx.coll, hi * COLL_WIDTH) };
+    let mut best: Option<(u32, u32)> = None; // (pc, resume index)
+    for s in &state[lo..hi] {
+        if *s == EXITED || *s & WAIT == 0 {
+            continue;
+        }
+        let idx = *s & !WAIT;
+        let Some(&(pc, PointKind::Warp)) =
+            (idx as usize).checked_sub(1).and_then(|i| k.resumes.get(i))
+        else {
+            continue;
+        };
+        if best.is_none_or(|(bp, _)| pc < bp) {
+            best = Some((pc, idx));
+        }
+    }
+    let Some((pc, idx)) = best else {
+        return false;
+    };
+    let mut group = 0u32;
+    for (lane, s) in state[lo..hi].iter().enumerate() {
+        if *s == idx | WAIT {
+            group |= 1 << lane;
+        }
+    }
+    let op = &l.prog.code[pc as usize].op;
+    let operand = |lane: usize, j: usize| coll[(lo + lane) * COLL_WIDTH + j];
+    let mut out = [(0u64, 0u64); WARP];
+    match op {
+        Op::Shfl { mode, .. } => {
+            let mut src = [0u64; WARP];
+            for lane in lanes(group) {
+                src[lane] = operand(lane, 0);
+            }
+            for lane in lanes(group) {
+                let (j, ok) = shfl_source(*mode, lane, operand(lane, 1), operand(lane, 2));
+                out[lane] = (src[j] & 0xFFFF_FFFF, ok as u64);
+            }
+        }
+        Op::Vote { mode, neg, .. } => {
+            let first = lanes(group).next().unwrap_or(0);
+            let active = group & operand(first, 1) as u32;
+            let mut ballot = 0u32;
+            for lane in lanes(active) {
+                if (operand(lane, 0) != 0) != *neg {
+                    ballot |= 1 << lane;
+                }
+            }
+            let r = vote_result(*mode, ballot, active);
+            for lane in lanes(group) {
+                out[lane] = (r, 0);
+            }
+        }
+        _ => {
+            for lane in lanes(group) {
+                out[lane] = (group as u64, 0);
+            }
+        }
+    }
+    for lane in lanes(group) {
+        coll[(lo + lane) * COLL_WIDTH] = out[lane].0;
+        coll[(lo + lane) * COLL_WIDTH + 1] = out[lane].1;
+        state[lo + lane] = idx;
+    }
+    true
+}
+
+/// Releases the barriers whose threads have all arrived; false when every thread has exited.
+/// A barrier that cannot be released is the interpreter's barrier-divergence error.
+fn barriers(
+    k: &JitKernel,
+    l: &Launch,
+    block: crate::dim::Dim3,
+    ctx: &mut Ctx,
+    n: usize,
+) -> Result<bool, String> {
+    // SAFETY: the driver's buffers of `n` threads; compiled code is not running.
+    let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, n) };
+    // SAFETY: as above.
+    let coll = unsafe { std::slice::from_raw_parts(ctx.coll, n * COLL_WIDTH) };
+    let mut arrived = [0u32; 16];
+    let mut expected = [0u32; 16];
+    let mut waiter = None;
+    let mut exited = None;
+    let mut waiting = 0;
+    for (t, s) in state.iter().enumerate() {
+        if *s == EXITED {
+            exited.get_or_insert(t as u32);
+            continue;
+        }
+        let idx = *s & !WAIT;
+        let pc = (idx as usize)
+            .checked_sub(1)
+            .and_then(|i| k.resumes.get(i))
+            .map_or(0, |r| r.0);
+        let id = coll[t * COLL_WIDTH];
+        if id >= 16 {
+            let f = Fault {
+                pc,
+                lane: t as u32,
+                msg: format!("barrier id {id} is not in 0..16"),
+            };
+            return Err(fault::fault_detail(l, block, &f));
+        }
+        arrived[id as usize] += 1;
+        expected[id as usize] = coll[t * COLL_WIDTH + 1] as u32;
+        waiting += 1;
+        waiter.get_or_insert((t as u32, pc));
+    }
+    let Some(waiter) = waiter else {
+        return Ok(false);
+    };
+    let mut released = [false; 16];
+    for id in 0..16 {
+        let want = match expected[id] {
+            0 => n as u32,
+            c => c,
+        };
+        released[id] = arrived[id] > 0 && arrived[id] >= want;
+    }
+    if !released.iter().any(|r| *r) {
+        return Err(fault::divergence(
+            l, block, waiting, waiter, exited, n as u32,
+        ));
+    }
+    for (t, s) in state.iter_mut().enumerate() {
+        if *s != EXITED && released[coll[t * COLL_WIDTH] as usize] {
+            *s &= !WAIT;
+        }
+    }
+    Ok(true)
+}

@@ -1,0 +1,242 @@
+//! The host platform's PTX JIT against its interpreter: what compiles, that the JIT is the
+//! default, what `PtxEngine::Jit` refuses and `Auto` interprets, and that faults read the same
+//! on both engines. (Outputs of the whole corpus are compared bit for bit by
+//! `scripts/ptx-engines-agree.sh`.)
+
+mod common;
+
+use std::sync::Mutex;
+
+use common::{Device, DevicePtr, Error, PtxEngine};
+use rand::RngExt;
+
+use common::*;
+
+const POISON_U32: u32 = 0xDEAD_BEEF;
+
+/// The engine is a per-executor setting and the tests of this file share the host executor.
+static ENGINE: Mutex<()> = Mutex::new(());
+
+fn with_engine<R>(exec: &Device, e: PtxEngine, f: impl FnOnce() -> R) -> R {
+    exec.set_ptx_engine(e).unwrap();
+    let r = f();
+    exec.set_ptx_engine(PtxEngine::Auto).unwrap();
+    r
+}
+
+/// Every entry of the committed clang corpus compiles, except the few that use what the JIT
+/// leaves to the interpreter, and none makes the compiler fail internally; the bench kernels
+/// get native code for every ALU instruction.
+#[test]
+fn the_committed_corpus_compiles() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../kernels/ptx");
+    let (mut ok, mut refused) = (0, Vec::new());
+    for f in std::fs::read_dir(dir).unwrap() {
+        let path = f.unwrap().path();
+        if path.extension().is_none_or(|e| e != "ptx") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let ast = streamexec_ptx::parse_module(&text).unwrap();
+        for (name, r) in streamexec_ptx::check_jit_compiles(&ast, 0x1000).unwrap() {
+            match r {
+                Ok(called) => {
+                    ok += 1;
+                    // The bench kernels use only lane functions with native code.
+                    if path.to_string_lossy().contains("bench.O3") {
+                        assert_eq!(called, 0, "`{name}` calls lane functions");
+                    }
+                }
+                Err(why) => {
+                    assert!(
+                        why.contains("bar.warp.sync") || why.contains("recursive"),
+                        "{} `{name}`: {why}",
+                        path.display()
+                    );
+                    refused.push(format!("{} {name}", path.display()));
+                }
+            }
+        }
+    }
+    eprintln!("compiled {ok}, left to the interpreter: {refused:?}");
+    assert!(ok >= 40, "only {ok} kernels compiled");
+}
+
+const SCALE: &str = r#"
+.visible .entry jit_scale_unique(.param .u64 p, .param .u32 n, .param .f32 a)
+{
+    .reg .pred %p<2>; .reg .b32 %r<6>; .reg .f32 %f<4>; .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r1, [n];
+    ld.param.f32 %f1, [a];
+    mov.u32 %r2, %ctaid.x; mov.u32 %r3, %ntid.x; mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r5, %r1;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f32 %f2, [%rd4];
+    mul.rn.f32 %f3, %f2, %f1;
+    st.global.f32 [%rd4], %f3;
+DONE:
+    ret;
+}
+"#;
+
+/// `Auto` compiles: the kernel shows in the compile times, and the result is right.
+#[test]
+fn the_jit_is_the_default_and_reports_compile_time() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<f32>, u32, f32)>(&exec, SCALE, "jit_scale_unique");
+    let mut rng = common::rng("the_jit_is_the_default");
+    let n = 1000usize;
+    let x: Vec<f32> = (0..n).map(|_| rng.random_range(-10.0f32..10.0)).collect();
+    let d = upload(&exec, &x);
+    // One element past the data, poisoned: the kernel must leave it.
+    let mut padded = x.clone();
+    padded.push(f32::from_bits(0x7FA0_0001));
+    let dp = upload(&exec, &padded);
+    run(&exec, 8u32, 128u32, &k, (dp.ptr(), n as u32, 3.0));
+    let got = download(&exec, &dp);
+    for i in 0..n {
+        assert_eq!(got[i].to_bits(), (x[i] * 3.0).to_bits(), "element {i}");
+    }
+    assert_eq!(got[n].to_bits(), 0x7FA0_0001);
+    drop(d);
+    let times = streamexec_ptx::jit_compile_times();
+    assert!(
+        times.iter().any(|(name, _)| name == "jit_scale_unique"),
+        "{times:?}"
+    );
+}
+
+const WARP_SYNC: &str = r#"
+.visible .entry jit_warp_sync(.param .u64 p)
+{
+    .reg .b32 %r<3>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    bar.warp.sync -1;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+"#;
+
+/// What the JIT does not compile is an `Unsupported` error under `Jit`, and `Auto` runs it
+/// on the interpreter.
+#[test]
+fn forced_jit_refuses_what_auto_interprets() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<u32>,)>(&exec, WARP_SYNC, "jit_warp_sync");
+    let out = poisoned(&exec, 64, POISON_U32);
+    let r = with_engine(&exec, PtxEngine::Jit, || {
+        launch(&exec, 64u32, 1u32, &k, (out.ptr(),))
+    });
+    match r {
+        Err(Error::JitUnsupported { detail: reason, .. }) => {
+            assert!(reason.contains("bar.warp.sync"), "{reason}")
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    assert_eq!(download(&exec, &out), vec![POISON_U32; 64]);
+    run(&exec, 64u32, 1u32, &k, (out.ptr(),));
+    assert_eq!(download(&exec, &out), (0..64).collect::<Vec<u32>>());
+}
+
+const FAULTS: &str = r#"
+.visible .entry jit_faults(.param .u64 p, .param .u32 mode)
+{
+    .reg .pred %p<4>; .reg .b32 %r<4>; .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [p];
+    ld.param.u32 %r1, [mode];
+    mov.u32 %r2, %tid.x;
+    mul.wide.u32 %rd2, %r2, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 st.global.u32 [%rd3], %r2;
+    setp.eq.u32 %p2, %r1, 1;
+    @%p2 bra MISALIGNED;
+    setp.eq.u32 %p3, %r1, 2;
+    @%p3 bra BARRIER;
+    ret;
+MISALIGNED:
+    add.s64 %rd4, %rd3, 2;
+    ld.global.u32 %r3, [%rd4];
+    ret;
+BARRIER:
+    setp.lt.u32 %p1, %r2, 40;
+    @%p1 ret;
+    bar.sync 0;
+    ret;
+}
+"#;
+
+/// Out-of-bounds and misaligned accesses and barrier divergence end the launch with the same
+/// `KernelFault` text on both engines, and the executor stays usable.
+#[test]
+fn faults_read_the_same_on_both_engines() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<u32>, u32)>(&exec, FAULTS, "jit_faults");
+    // 64 threads store into 48 elements: threads 48.. are out of bounds.
+    let small = poisoned(&exec, 48, POISON_U32);
+    for mode in 0..3u32 {
+        let texts: Vec<String> = [PtxEngine::Jit, PtxEngine::Interpreter]
+            .into_iter()
+            .map(|e| {
+                with_engine(&exec, e, || {
+                    fault_text(launch(&exec, 64u32, 1u32, &k, (small.ptr(), mode)))
+                })
+            })
+            .collect();
+        assert_eq!(texts[0], texts[1], "mode {mode}");
+        let want = ["out-of-bounds", "misaligned", "barrier divergence"][mode as usize];
+        assert!(texts[0].contains(want), "mode {mode}: {}", texts[0]);
+        assert!(texts[0].contains("jit_faults"), "{}", texts[0]);
+    }
+    let big = poisoned(&exec, 64, POISON_U32);
+    run(&exec, 64u32, 1u32, &k, (big.ptr(), 0));
+    assert_eq!(download(&exec, &big), (0..64).collect::<Vec<u32>>());
+}
+
+/// With the race checker on, `Auto` interprets (the checker lives there) and still flags a
+/// race; with it off, the same kernel runs compiled.
+#[test]
+fn the_race_checker_uses_the_interpreter() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let _race = RACE_CHECK.write().unwrap_or_else(|p| p.into_inner());
+    let exec = host();
+    const RACY: &str = r#"
+.visible .entry jit_racy(.param .u64 p)
+{
+    .reg .b32 %r<2>; .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"#;
+    let k = ptx_kernel::<(DevicePtr<u32>,)>(&exec, RACY, "jit_racy");
+    let out = poisoned(&exec, 1, POISON_U32);
+    exec.set_race_check(true).unwrap();
+    let mut s = exec.create_stream().unwrap();
+    let r = s
+        .then_launch(64u32, 1u32, &k, (out.ptr(),))
+        .block_host_until_done();
+    exec.set_race_check(false).unwrap();
+    let text = match r {
+        Err(e @ Error::Fault { .. }) => e.to_string(),
+        other => panic!("expected a race, got {other:?}"),
+    };
+    assert!(text.contains("data race"), "{text}");
+    let mut s = exec.create_stream().unwrap();
+    s.then_launch(64u32, 1u32, &k, (out.ptr(),))
+        .block_host_until_done()
+        .unwrap();
+    assert!(download(&exec, &out)[0] < 64);
+}
