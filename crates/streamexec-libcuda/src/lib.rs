@@ -18,22 +18,23 @@
 //!
 //! # Files
 //!
+//! Each object family keeps its handle table in its own file; the files import each other
+//! without a cycle (`tests/layering.rs` checks it), lower layers first:
+//!
 //! | file | holds |
 //! |---|---|
 //! | `entry.rs` | the wrapper every entry point runs in (panics, host-function check), `CuErr`, error names and strings, the extra `streamexec_cuda_*` exports |
-//! | `abi.rs` | the compile-time check of every export's signature against cudarc's `driver::sys` |
 //! | `handles.rs` | handle tables: opaque never-reused values, looked up before use |
-//! | `state.rs` | `cuInit`, configuration (`STREAMEXEC_CUDA_DEVICES`, `STREAMEXEC_CUDA_CC`) and devices |
+//! | `driver.rs` | `cuInit`, configuration (`STREAMEXEC_CUDA_DEVICES`, `STREAMEXEC_CUDA_CC`), the host executor |
 //! | `device.rs` | device queries and attributes |
-//! | `context.rs` | contexts (primary and created), the per-thread current-context stack, sticky errors |
-//! | `memory.rs` | the process-wide address map (unified addressing), allocation, host memory |
-//! | `copy.rs` | copies and memsets |
-//! | `stream.rs` | streams: the legacy and per-thread default streams, ordering, host functions |
-//! | `event.rs` | events |
-//! | `module.rs` | modules, functions, globals |
-//! | `launch.rs` | `cuLaunchKernel` |
-//! | `graph.rs` | CUDA graphs (the explicit API): graphs, nodes, executable graphs, `cuGraphLaunch` |
-//! | `refused.rs` | entry points cudarc can reach that this library refuses (`CUDA_ERROR_NOT_SUPPORTED`) |
+//! | `stream/mod.rs` | the stream object and its table: a host-platform stream, the lock-ordered enqueue |
+//! | `context/mod.rs` | contexts (primary and created) and their table, the per-thread current-context stack, sticky errors, stream order within a context, stream handles |
+//! | `event.rs`, `memory.rs`, `module.rs` | events; the process-wide address map (unified addressing), allocation, host memory; modules, functions, globals |
+//! | `stream/api.rs`, `context/api.rs` | the `cuStream*` and `cuCtx*`/`cuDevicePrimaryCtx*` entry points (destroying a context frees what it owns in every family) |
+//! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel` and occupancy |
+//! | `graph/` | CUDA graphs (the explicit API): tables and order (`mod.rs`), node operations (`nodes.rs`), building (`build.rs`), executable graphs (`instantiate.rs`), `cuGraphLaunch` (`launch.rs`) |
+//! | `exports.rs` | the one declaration list of every entry point, and the `extern "C"` shells it makes (refusals included) |
+//! | `abi.rs` | the compile-time check of that list against cudarc's `driver::sys` |
 
 #![allow(non_snake_case)] // exported names are CUDA's
 
@@ -41,15 +42,15 @@ mod abi;
 mod context;
 mod copy;
 mod device;
+mod driver;
 mod entry;
 mod event;
+mod exports;
 mod graph;
 mod handles;
 mod launch;
 mod memory;
 mod module;
-mod refused;
-mod state;
 mod stream;
 
 pub use entry::{streamexec_cuda_last_error_detail, streamexec_cuda_last_fault};
