@@ -22,7 +22,7 @@ export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
 
 # The conformance suite must run on these platforms: a missing one fails instead of skipping.
 export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl,cuda}"
-cargo test -p streamexec --all-targets
+cargo test -p streamexec -p streamexec-rpc --all-targets
 # PTX runs on the JIT by default; the engines must agree: the corpus, the one-instruction cells
 # and the bench kernels on the JIT (forced) and on the interpreter, one seed, every downloaded
 # output bit-identical. Then the hand-written engine tests on the interpreter too.
@@ -30,9 +30,9 @@ bash scripts/ptx-engines-agree.sh
 STREAMEXEC_PTX_ENGINE=interpreter cargo test -p streamexec --test ptx_engine --test ptx_corpus
 # Two CPU CUDA devices: the multi-device paths (peer access, peer copies) of the CUDA backend.
 STREAMEXEC_CUDA_DEVICES=2 cargo test -p streamexec --test conformance
-cargo test -p streamexec --doc
+cargo test -p streamexec -p streamexec-rpc --doc
 # The RPC stress test with spin-only clients (uniform 0..=64 KiB echoes) needs a release build.
-cargo test -p streamexec --release --test rpc -- --ignored
+cargo test -p streamexec-rpc --release --test rpc -- --ignored
 cargo test -p streamexec --features noop --test conformance  # + the noop template backend (unsupported.rs)
 # MPI (feature `mpi`): tests/mpi.rs under mpirun with 2, 3 and 4 ranks, and dead ranks.
 bash scripts/test-mpi.sh
@@ -91,4 +91,4 @@ fi
 # Weak-memory emulation is off: it cannot model the mixed-size atomics that device memory
 # uses (see ARCHITECTURE.md); leaks are expected from the mem::forget soundness tests.
 MIRIFLAGS="-Zmiri-disable-weak-memory-emulation -Zmiri-ignore-leaks" \
-    cargo +nightly miri test -p streamexec --lib
+    cargo +nightly miri test -p streamexec -p streamexec-rpc --lib

@@ -278,6 +278,67 @@ impl Error {
     }
 }
 
+/// The RPC crate's errors as the same variants of this crate's (a service's own error, kept as
+/// the source of `rpc::Error::Service`, comes back as itself when it is one of ours).
+impl From<crate::rpc::Error> for Error {
+    fn from(e: crate::rpc::Error) -> Self {
+        use crate::rpc::Error as R;
+        match e {
+            R::InvalidArgument { operation, detail } => {
+                Error::InvalidArgument { operation, detail }
+            }
+            R::Rpc { detail } => Error::Rpc { detail },
+            R::Emissary {
+                api,
+                function,
+                lane,
+                status,
+                detail,
+            } => Error::Emissary {
+                api,
+                function,
+                lane,
+                status,
+                detail,
+            },
+            R::Service(source) => match source.downcast_ref::<Error>() {
+                Some(ours) => ours.clone(),
+                None => Error::Rpc {
+                    detail: source.to_string(),
+                },
+            },
+            other => Error::Rpc {
+                detail: other.to_string(),
+            },
+        }
+    }
+}
+
+/// This crate's errors inside RPC handlers and Emissary wrappers: the RPC variants as
+/// themselves, anything else as a service failure with this error as its source.
+impl From<Error> for crate::rpc::Error {
+    fn from(e: Error) -> Self {
+        use crate::rpc::Error as R;
+        match e {
+            Error::Rpc { detail } => R::Rpc { detail },
+            Error::Emissary {
+                api,
+                function,
+                lane,
+                status,
+                detail,
+            } => R::Emissary {
+                api,
+                function,
+                lane,
+                status,
+                detail,
+            },
+            other => R::service(other),
+        }
+    }
+}
+
 /// `MPI rank R: ` (or `MPI: ` while the rank is unknown) before an MPI error's operation.
 fn mpi_rank_prefix(rank: i32) -> String {
     if rank < 0 {

@@ -31,9 +31,9 @@ mod device_bytes;
 mod error;
 mod types;
 
-// The PTX front end (a leaf) and the RPC protocol (knows no platform).
+// The PTX front end (a leaf) and the RPC protocol (its own crate; knows no platform).
 pub mod ptx;
-pub mod rpc;
+pub use streamexec_rpc as rpc;
 
 // The plugin interface, the backends behind it, and the registry above them.
 pub mod interface;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use bytemuck::{Pod, Zeroable};
 use rand::RngExt;
-use streamexec::rpc::{Client, PrintfArg, Server, Service, opcode};
+use streamexec::rpc::{self, Client, PrintfArg, Server, Service, opcode};
 use streamexec::*;
 
 #[derive(Clone, Default)]
@@ -115,9 +115,9 @@ impl Service for Scale {
     const OPCODE: u32 = 0x5500_0001;
     type Request = Req;
     type Response = [f64; 20];
-    fn call(&self, r: Req) -> Result<[f64; 20]> {
+    fn call(&self, r: Req) -> rpc::Result<[f64; 20]> {
         if r.k == 0 {
-            return Err(Error::Rpc {
+            return Err(rpc::Error::Rpc {
                 detail: "k must not be 0".into(),
             });
         }
@@ -131,7 +131,7 @@ impl Service for Reserved {
     const OPCODE: u32 = opcode::libc(100);
     type Request = u32;
     type Response = u32;
-    fn call(&self, r: u32) -> Result<u32> {
+    fn call(&self, r: u32) -> rpc::Result<u32> {
         Ok(r)
     }
 }
@@ -160,7 +160,7 @@ fn typed_services_emissary_and_host_calls() {
         b.iter().map(|&x| u64::from(x)).sum()
     }
     let f = server.register_host_function(sum_bytes);
-    let t = server.spawn();
+    let t = server.spawn().unwrap();
     let c = t.client();
 
     let req = Req {
@@ -227,7 +227,10 @@ fn malloc_gives_executor_memory() {
 #[test]
 fn file_opcodes() {
     let mut rng = common::rng("file_opcodes");
-    let t = Server::new(rpc::Layout::PreDoorbell, 2, 1).unwrap().spawn();
+    let t = Server::new(rpc::Layout::PreDoorbell, 2, 1)
+        .unwrap()
+        .spawn()
+        .unwrap();
     let c = t.client();
     let dir = std::env::temp_dir().join(format!("streamexec-rpc-{}", rng.random::<u64>()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -454,7 +457,7 @@ fn a_warp_of_emissary_calls_is_one_round_trip_with_a_reply_per_lane() {
             }),
         )
         .unwrap();
-    let t = server.spawn();
+    let t = server.spawn().unwrap();
     let c = t.client();
     let mask: u64 = 0xAAAA_AAAA;
     let a: Vec<i32> = (0..32).map(|_| rng.random()).collect();

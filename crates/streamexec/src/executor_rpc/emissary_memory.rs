@@ -17,7 +17,13 @@ pub(super) struct ExecutorMemory {
 }
 
 impl EmissaryMemory for ExecutorMemory {
-    fn buffer(&self, arg: EmissaryArg, bytes: u64) -> Result<HostBuffer> {
+    fn buffer(&self, arg: EmissaryArg, bytes: u64) -> crate::rpc::Result<HostBuffer> {
+        Ok(self.resolve(arg, bytes)?)
+    }
+}
+
+impl ExecutorMemory {
+    fn resolve(&self, arg: EmissaryArg, bytes: u64) -> Result<HostBuffer> {
         let EmissaryArg::Device(addr) = arg else {
             return Err(Error::invalid(
                 "emissary pointer",
@@ -50,7 +56,7 @@ impl EmissaryMemory for ExecutorMemory {
         let back = move |d: &[u8]| {
             // SAFETY: as above; the pin, moved into this closure, still holds the allocation,
             // and `d` has the `len` bytes taken from it.
-            unsafe { iface.memcpy_h2d_sync(d, dev) }
+            Ok(unsafe { iface.memcpy_h2d_sync(d, dev) }?)
         };
         Ok(HostBuffer::staged(data, back, Box::new(pin)))
     }

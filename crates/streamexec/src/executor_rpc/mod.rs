@@ -144,7 +144,7 @@ impl ExecutorRpc {
             images.ranges = 1;
         }
         Ok(ExecutorRpc {
-            thread: server.spawn(),
+            thread: server.spawn()?,
             block,
             images: Mutex::new(images),
             ranges,

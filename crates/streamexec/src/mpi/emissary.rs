@@ -249,7 +249,7 @@ impl State {
         if count == 0 || call.address(i)? == 0 {
             return Ok(None);
         }
-        call.buffer(i, count as u64 * size).map(Some)
+        Ok(Some(call.buffer(i, count as u64 * size)?))
     }
 
     /// Starts a nonblocking MPI operation: `start` gets the request's out-parameter and
@@ -474,7 +474,7 @@ pub(crate) fn api(comm: &Communicator) -> EmissaryApi {
     });
     let f = |s: &Arc<State>, g: fn(&State, &EmissaryCall<'_>) -> Result<EmissaryReply>| {
         let s = s.clone();
-        move |c: &EmissaryCall<'_>| g(&s, c)
+        move |c: &EmissaryCall<'_>| Ok(g(&s, c)?)
     };
     use function as f_;
     EmissaryApi::new(EMISSARY_API_MPI, "MPI")

@@ -18,10 +18,10 @@ impl Communicator {
     /// layout, if no module has). Kernels then call the stubs of `include/streamexec_mpi.h`
     /// (CUDA C), the OpenCL C ones (`MultiKernelLoaderSpec::with_mpi`) or [`KernelMpi`].
     pub fn serve_kernels(&self, executor: &StreamExecutor) -> Result<()> {
-        executor
+        Ok(executor
             .rpc()?
             .server()
-            .register_emissary(emissary::api(self))
+            .register_emissary(emissary::api(self))?)
     }
 }
 

@@ -1,9 +1,9 @@
-//! Helpers shared by the integration tests.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests: the crate-independent ones of
+//! `streamexec-test-support`, and executors of every available platform and the examples.
+#![allow(dead_code, unused_imports)]
 
-use rand::rngs::StdRng;
-use rand::{RngExt, SeedableRng};
 use streamexec::{PlatformManager, StreamExecutor};
+pub use streamexec_test_support::*;
 
 /// Platforms named in `STREAMEXEC_REQUIRE` (comma-separated) must be available: a missing one
 /// fails the test instead of being skipped.
@@ -62,35 +62,6 @@ pub fn executors_with_templates() -> Vec<StreamExecutor> {
     }
     out
 }
-
-/// A seeded RNG; the seed comes from `STREAMEXEC_TEST_SEED` or the clock and is printed, so a
-/// failing run can be replayed.
-pub fn rng(test: &str) -> StdRng {
-    let seed = std::env::var("STREAMEXEC_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    eprintln!("{test}: STREAMEXEC_TEST_SEED={seed}");
-    StdRng::seed_from_u64(seed)
-}
-
-pub fn random_u32s(rng: &mut StdRng, n: usize, below: u32) -> Vec<u32> {
-    (0..n).map(|_| rng.random_range(0..below)).collect()
-}
-
-pub fn random_f32s(rng: &mut StdRng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| rng.random_range(-100.0f32..100.0)).collect()
-}
-
-/// A value no correct operation writes, to detect unwritten outputs.
-pub const POISON_U32: u32 = 0xDEAD_BEEF;
-/// Bytes of `POISON_U32` as f32 bits: a NaN.
-pub const POISON_F32_BITS: u32 = 0x7FBA_DBAD;
 
 /// The repository's root (the workspace), where `kernels/` and `include/` are.
 pub const REPO_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");

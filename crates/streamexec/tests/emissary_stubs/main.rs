@@ -18,7 +18,7 @@ mod scenarios;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use streamexec::rpc::{Server, opcode};
-use streamexec::{Error, StreamExecutor, UnifiedMemory};
+use streamexec::{StreamExecutor, UnifiedMemory};
 
 /// One argument record as the host decodes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -154,7 +154,7 @@ impl Mock {
                 calls: calls.clone(),
             });
             if fail {
-                return Err(Error::Rpc {
+                return Err(streamexec::rpc::Error::Rpc {
                     detail: "the mock Emissary host fails this call".into(),
                 });
             }

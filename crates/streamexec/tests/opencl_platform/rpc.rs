@@ -37,7 +37,7 @@ impl Service for Affine3 {
     const OPCODE: u32 = AFFINE_OPCODE;
     type Request = Req;
     type Response = Resp;
-    fn call(&self, r: Req) -> streamexec::Result<Resp> {
+    fn call(&self, r: Req) -> streamexec::rpc::Result<Resp> {
         Ok(Resp {
             y: affine3(r.x),
             x: r.x,

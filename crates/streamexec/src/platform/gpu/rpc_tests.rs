@@ -69,7 +69,7 @@ fn device_client(image: &[u8], lanes: usize) -> crate::Result<Client> {
     });
     // SAFETY: the mock maps host memory at its own address (UVA), and the executor keeps the
     // block alive while its kernels run; nothing else drives the block's client side.
-    unsafe { Client::from_image_with_stop(image, lanes, Some(stop)) }
+    Ok(unsafe { Client::from_image_with_stop(image, lanes, Some(stop)) }?)
 }
 
 #[derive(Clone, Default)]
@@ -188,7 +188,7 @@ impl Service for Weighted {
     const OPCODE: u32 = 0x5E00_0001;
     type Request = [u32; 4];
     type Response = u64;
-    fn call(&self, r: [u32; 4]) -> crate::Result<u64> {
+    fn call(&self, r: [u32; 4]) -> crate::rpc::Result<u64> {
         Ok(r.iter()
             .enumerate()
             .map(|(i, &w)| (i as u64 + 1) * u64::from(w))
@@ -286,7 +286,7 @@ fn device_code_writes_prints_and_calls_a_service_through_the_written_image() {
 
 #[test]
 fn an_exit_fails_the_stream_of_the_one_running_launch() {
-    let code: DeviceCode = Arc::new(|image: &[u8]| device_client(image, 32)?.exit(7));
+    let code: DeviceCode = Arc::new(|image: &[u8]| Ok(device_client(image, 32)?.exit(7)?));
     let idle: DeviceCode = Arc::new(|_: &[u8]| Ok(()));
     let (exec, _) = executor(32, &[("quits", code), ("idle", idle)]);
     let quits = load(&exec, "quits", 2096).unwrap();

@@ -29,8 +29,8 @@ thread_local! {
 }
 
 /// True on a server thread inside a call (not on a thread calling `Server::poll`, the
-/// clients, or the model check).
-pub(crate) fn in_call() -> bool {
+/// clients, or the model check): a handler may then [`pause`] instead of blocking.
+pub fn in_call() -> bool {
     !CURRENT.with(Cell::get).is_null()
 }
 
@@ -49,8 +49,7 @@ pub(crate) fn suspend() {
 
 /// For a handler waiting on something other than its port (an MPI request, say): inside a
 /// call, suspends it so the server's other calls run meanwhile; elsewhere yields the thread.
-#[cfg(feature = "mpi")]
-pub(crate) fn pause() {
+pub fn pause() {
     if in_call() {
         EXTERNAL.with(|e| e.set(true));
         suspend();

@@ -12,9 +12,9 @@ use parking_lot::Mutex;
 
 use super::{ServiceState, handler, lanes_of, reply_words, write_to};
 use crate::error::Result;
-use crate::rpc::layout::Packet;
-use crate::rpc::opcode as op;
-use crate::rpc::port::{Handler, MAX_STREAM_BYTES, Port};
+use crate::layout::Packet;
+use crate::opcode as op;
+use crate::port::{Handler, MAX_STREAM_BYTES, Port};
 
 /// The standard streams as a device encodes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use super::port::Process;
 #[cfg(not(miri))]
 mod model {
     use super::*;
-    use crate::rpc::mem::model::LoomMem;
+    use crate::mem::model::LoomMem;
     use loom::sync::Arc;
 
     const INCREMENT: u32 = 1;
@@ -72,12 +72,12 @@ mod model {
 #[test]
 fn mailbox_trace_of_one_call() {
     let geo = Geometry::new(Layout::PreDoorbell, 4, 1).unwrap();
-    let server = crate::rpc::Server::new(Layout::PreDoorbell, 4, 1).unwrap();
+    let server = crate::Server::new(Layout::PreDoorbell, 4, 1).unwrap();
     let s: &Process = &server.inner.server;
     let c: &Process = &server.inner.client;
     let mailboxes = |port: usize| {
-        let a = crate::rpc::mem::Mem::load_u32(&s.mem, geo.client_inbox() + 4 * port);
-        let b = crate::rpc::mem::Mem::load_u32(&s.mem, geo.client_outbox() + 4 * port);
+        let a = crate::mem::Mem::load_u32(&s.mem, geo.client_inbox() + 4 * port);
+        let b = crate::mem::Mem::load_u32(&s.mem, geo.client_outbox() + 4 * port);
         (a, b)
     };
     assert!(s.try_open(0).is_none(), "nothing pending at 0/0");
@@ -111,7 +111,7 @@ fn mailbox_trace_of_one_call() {
 /// scheduling a stream once finished `Ok` after its kernel called `exit(7)`.)
 #[test]
 fn an_exit_is_charged_while_its_caller_still_waits_for_the_handshake() {
-    use crate::rpc::{ExitObserver, KernelExit, opcode};
+    use crate::{ExitObserver, KernelExit, opcode};
     use parking_lot::Mutex;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,7 +135,7 @@ fn an_exit_is_charged_while_its_caller_still_waits_for_the_handshake() {
         }
     }
 
-    let server = crate::rpc::Server::new(Layout::Current, 4, 1).unwrap();
+    let server = crate::Server::new(Layout::Current, 4, 1).unwrap();
     let probe = Arc::new(Probe::default());
     server.set_exit_observer(Some(probe.clone()));
     std::thread::scope(|scope| {

@@ -1,8 +1,6 @@
-//! Device-initiated RPC: kernels call the host through the LLVM GPU libc RPC protocol.
+#![doc = include_str!("../README.md")]
 //!
-//! This module is the protocol alone: it knows no platform, executor or stream, and depends
-//! only on the crate's error type and plain types. An executor's server (`StreamExecutor::rpc`,
-//! `ExecutorRpc`) is glue built on top of it, outside this module.
+//! ## The crate's parts
 //!
 //! - [`layout`]: where mailboxes, headers and packets sit for both layouts ([`Layout`]), and
 //!   the bytes of the device's `Client` struct ([`CLIENT_SYMBOL`]).
@@ -16,11 +14,12 @@
 //!   per lane, per-API tables of host wrappers ([`EmissaryApi`]), pointer arguments resolved by
 //!   an [`EmissaryMemory`].
 //! - `status.rs`: handler statuses and the error reply ([`error_reply`]).
-//! - `client.cl`: the OpenCL C client ([`OPENCL_CLIENT_SOURCE`]), prepended to a kernel's source
-//!   when its spec says [`with_rpc`](crate::MultiKernelLoaderSpec::with_rpc);
+//! - `client.cl`: the OpenCL C client ([`OPENCL_CLIENT_SOURCE`]), to prepend to a kernel's
+//!   source after [`opencl_prelude`] (streamexec does it for a spec `with_rpc`);
 //!   `emissary_client.cl` and `mpi_client.cl`: the OpenCL C Emissary client and MPI stubs
-//!   ([`OPENCL_EMISSARY_SOURCE`], [`OPENCL_MPI_SOURCE`]), after it for
-//!   [`with_mpi`](crate::MultiKernelLoaderSpec::with_mpi).
+//!   ([`OPENCL_EMISSARY_SOURCE`], [`OPENCL_MPI_SOURCE`]), after it.
+
+#![warn(missing_docs)]
 
 #[cfg(target_endian = "big")]
 compile_error!("the RPC block is little-endian; big-endian hosts are not supported");
@@ -28,6 +27,7 @@ compile_error!("the RPC block is little-endian; big-endian hosts are not support
 mod calls;
 mod client;
 mod emissary;
+mod error;
 pub mod layout;
 mod mem;
 mod opencl;
@@ -40,23 +40,22 @@ mod status;
 #[cfg(test)]
 mod tests;
 
-#[cfg(feature = "mpi")]
-pub(crate) use calls::{in_call, pause as pause_call};
+pub use calls::{in_call, pause as pause_call};
 pub use client::{Client, PrintfArg};
 pub use emissary::{
     EMISSARY_API_MPI, EMISSARY_ARG_BYTES, EMISSARY_HEADER_BYTES, EMISSARY_MAX_ARGS, EmissaryApi,
     EmissaryArg, EmissaryCall, EmissaryFn, EmissaryMemory, EmissaryReply, EmissaryStatus,
     HostBuffer, decode as decode_emissary, encode as encode_emissary,
 };
+pub use error::{Error, Result};
 pub use layout::{CLIENT_SYMBOL, EXECUTOR_PORTS, Geometry, Layout, Packet};
 pub use mem::{HostMem, LockWord, Mem, Wait};
-#[cfg(feature = "opencl")]
-pub(crate) use opencl::opencl_prelude;
-pub use opencl::{OPENCL_CLIENT_SOURCE, OPENCL_EMISSARY_SOURCE, OPENCL_MPI_SOURCE};
+pub use opencl::{OPENCL_CLIENT_SOURCE, OPENCL_EMISSARY_SOURCE, OPENCL_MPI_SOURCE, opencl_prelude};
 pub use port::{Handler, MAX_STREAM_BYTES, Port, Process};
 pub use server::{Server, ServerThread};
-pub(crate) use services::ExitObserver;
-pub use services::{HostFunction, KernelExit, Service, StdStream, check_user_opcode};
+pub use services::{
+    Allocator, ExitObserver, HostFunction, KernelExit, Service, StdStream, check_user_opcode,
+};
 pub use status::{ERROR_TAG, RPC_ERROR, RPC_SUCCESS, RPC_UNHANDLED_OPCODE, error_reply};
 
 /// Opcode numbers (rpc-protocol.md section 10).

@@ -2,11 +2,11 @@
 //! recv_n of every size, 32-lane warps with partial masks, error replies, shutdown, and a
 //! 256-thread stress test.
 
-mod common;
+use streamexec_test_support as common;
 
 use rand::{Rng, RngExt};
-use streamexec::Error;
-use streamexec::rpc::{
+use streamexec_rpc::Error;
+use streamexec_rpc::{
     Client, Layout, Port, RPC_ERROR, RPC_UNHANDLED_OPCODE, Server, Wait, error_reply,
 };
 
@@ -14,7 +14,7 @@ const ECHO: u32 = 0x1234_0001;
 const INCREMENT: u32 = 0x1234_0002;
 
 /// Echoes every lane's stream back.
-fn echo(port: &mut Port<'_>) -> streamexec::Result<()> {
+fn echo(port: &mut Port<'_>) -> streamexec_rpc::Result<()> {
     let lanes = port.recv_n()?;
     port.send_n(|l| &lanes[l])
 }
@@ -40,7 +40,7 @@ fn random_bytes(rng: &mut impl Rng, n: usize) -> Vec<u8> {
 fn both_layouts_round_trip_packets_and_streams() {
     let mut rng = common::rng("both_layouts_round_trip_packets_and_streams");
     for layout in [Layout::Current, Layout::PreDoorbell] {
-        let thread = server(layout, 4, 1).spawn();
+        let thread = server(layout, 4, 1).spawn().unwrap();
         let client = thread.client();
         for _ in 0..20 {
             let req: [u64; 8] = rng.random();
@@ -79,7 +79,7 @@ fn the_client_image_points_into_the_buffer() {
 #[test]
 fn a_32_lane_warp_with_partial_masks() {
     let mut rng = common::rng("a_32_lane_warp_with_partial_masks");
-    let thread = server(Layout::Current, 2, 32).spawn();
+    let thread = server(Layout::Current, 2, 32).spawn().unwrap();
     let client = thread.client();
     for round in 0..40 {
         let mask: u64 = match round {
@@ -129,7 +129,7 @@ fn a_32_lane_warp_with_partial_masks() {
 
 #[test]
 fn an_unknown_opcode_gets_an_error_reply_and_a_log_line() {
-    let thread = server(Layout::Current, 2, 1).spawn();
+    let thread = server(Layout::Current, 2, 1).spawn().unwrap();
     let client = thread.client();
     let err = client.call_packet(0x4242_0000, [1; 8]).unwrap_err();
     assert!(
@@ -154,7 +154,7 @@ fn an_unknown_opcode_gets_an_error_reply_and_a_log_line() {
 
 #[test]
 fn a_handler_that_panics_or_fails_gets_an_error_reply() {
-    let thread = server(Layout::PreDoorbell, 2, 1).spawn();
+    let thread = server(Layout::PreDoorbell, 2, 1).spawn().unwrap();
     thread.register(0x5000_0001, |port| {
         port.recv(|_, _| {})?;
         panic!("handler bug")
@@ -229,7 +229,7 @@ fn with_memory_uses_the_callers_block() {
     s.register(ECHO, echo);
     assert_eq!(s.buffer(), base);
     assert_eq!(s.device_address(), 0x1000);
-    let t = s.spawn();
+    let t = s.spawn().unwrap();
     assert_eq!(t.client().call(ECHO, &[9; 300]).unwrap(), vec![9; 300]);
     t.stop();
 }
@@ -263,7 +263,7 @@ enum Clients {
 
 fn stress(kind: Clients, threads: usize, calls: usize, large_one_in: u32) {
     let seed: u64 = common::rng("stress").random();
-    let thread = server(Layout::Current, 64, 1).spawn();
+    let thread = server(Layout::Current, 64, 1).spawn().unwrap();
     let client = match kind {
         Clients::InProcess => thread.client(),
         // SAFETY: the block is the server's own host memory, alive until `thread` drops after
@@ -310,7 +310,7 @@ fn stress(kind: Clients, threads: usize, calls: usize, large_one_in: u32) {
 /// marked in flight; it rings the doorbell, which the server fills in and takes back.
 #[test]
 fn a_client_that_cannot_wake_the_server_is_served_by_an_idle_server() {
-    let thread = server(Layout::Current, 8, 1).spawn();
+    let thread = server(Layout::Current, 8, 1).spawn().unwrap();
     let base = thread.buffer();
     let word = |off: usize| {
         // SAFETY: the block is 8-aligned host memory of the running server, at least 64 bytes,

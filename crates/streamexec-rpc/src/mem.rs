@@ -1,12 +1,11 @@
 //! The only code that touches the shared RPC block: relaxed atomic mailboxes and packet words
-//! (through `crate::device_bytes`, like every access to device bytes), fences, and the waiting
-//! policy. [`HostMem`] is the real memory; the model-checking tests plug
-//! in a loom-backed [`Mem`] so the same protocol code runs under loom.
+//! (devices and host threads touch the block at once, so every access is atomic; on x86-64 and
+//! AArch64 those are plain loads and stores), fences, and the waiting policy. [`HostMem`] is
+//! the real memory; the model-checking tests plug in a loom-backed [`Mem`] so the same
+//! protocol code runs under loom.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-use crate::device_bytes;
 
 mod sealed {
     pub trait Sealed {}
@@ -150,20 +149,20 @@ impl Mem for HostMem {
     fn load_u32(&self, off: usize) -> u32 {
         let p = self.at(off, 4) as *mut u32;
         // SAFETY: in bounds (checked), 4-aligned (geometry), live (type invariant), atomic only.
-        unsafe { device_bytes::load_aligned::<u32>(p as *const u8) }
+        unsafe { AtomicU32::from_ptr(p) }.load(Ordering::Relaxed)
     }
 
     fn store_u32(&self, off: usize, v: u32) {
         let p = self.at(off, 4) as *mut u32;
         // SAFETY: as in `load_u32`.
-        unsafe { device_bytes::store_aligned::<u32>(p as *mut u8, v) }
+        unsafe { AtomicU32::from_ptr(p) }.store(v, Ordering::Relaxed)
     }
 
     fn read(&self, off: usize, out: &mut [u64]) {
         let p = self.at(off, out.len() * 8) as *mut u64;
         for (i, w) in out.iter_mut().enumerate() {
             // SAFETY: in bounds (checked for the whole range), 8-aligned, live, atomic only.
-            *w = unsafe { device_bytes::load_aligned::<u64>(p.add(i) as *const u8) };
+            *w = unsafe { AtomicU64::from_ptr(p.add(i)) }.load(Ordering::Relaxed);
         }
     }
 
@@ -171,7 +170,7 @@ impl Mem for HostMem {
         let p = self.at(off, src.len() * 8) as *mut u64;
         for (i, w) in src.iter().enumerate() {
             // SAFETY: as in `read`.
-            unsafe { device_bytes::store_aligned::<u64>(p.add(i) as *mut u8, *w) };
+            unsafe { AtomicU64::from_ptr(p.add(i)) }.store(*w, Ordering::Relaxed);
         }
     }
 
@@ -195,14 +194,14 @@ impl Mem for HostMem {
         let p = self.at(off, 8);
         // SAFETY: in bounds (checked), 8-aligned (doorbell layout), live, accessed atomically
         // by every side (devices do relaxed system-scope atomics on it).
-        let word = unsafe { device_bytes::atomic::<u64>(p) };
+        let word = unsafe { AtomicU64::from_ptr(p as *mut u64) };
         word.fetch_add(delta, Ordering::Relaxed)
     }
 
     fn load_u64(&self, off: usize) -> u64 {
         let p = self.at(off, 8);
         // SAFETY: as in `counter_add`.
-        unsafe { device_bytes::load_aligned::<u64>(p as *const u8) }
+        unsafe { AtomicU64::from_ptr(p as *mut u64) }.load(Ordering::Relaxed)
     }
 }
 

@@ -36,7 +36,7 @@ pub enum KernelExit {
 /// Told about `exit`/`abort` calls as the server serves them, so that a layer above the
 /// protocol can charge them to what it knows was running (an executor's RPC launches). Without
 /// one, every exit goes to `Server::take_exits`.
-pub(crate) trait ExitObserver: Send + Sync {
+pub trait ExitObserver: Send + Sync {
     /// The handshake of an `exit` (`abort == false`) or `abort` is being served: the device
     /// waits for it, so the caller is running now. A ticket when the observer takes the exit;
     /// `None` leaves it to `Server::take_exits`.
@@ -45,8 +45,9 @@ pub(crate) trait ExitObserver: Send + Sync {
     fn exit_done(&self, ticket: u64, exit: KernelExit);
 }
 
-/// Device memory handed out by `MALLOC`: (allocate, free) callbacks.
-pub(crate) type Allocator = (
+/// Device memory handed out by `MALLOC`: (allocate `bytes` → device address, free address)
+/// callbacks ([`Server::set_allocator`](crate::Server::set_allocator)).
+pub type Allocator = (
     Box<dyn Fn(u64) -> Result<u64> + Send + Sync>,
     Box<dyn Fn(u64) + Send + Sync>,
 );

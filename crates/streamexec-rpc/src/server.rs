@@ -24,11 +24,17 @@ use super::services::{
 };
 use super::status::{RPC_ERROR, RPC_UNHANDLED_OPCODE};
 use crate::error::{Error, Result, panic_message};
-use crate::types::AlignedHostBuffer;
+
+/// 64 bytes aligned to 64: the unit of a server's own block (cache lines; the protocol needs
+/// 8-byte alignment).
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub(crate) struct Line([u8; 64]);
 
 /// Who owns the block's memory (kept alive until the server's halves have dropped).
 pub(crate) enum Backing {
-    Owned(#[allow(dead_code)] AlignedHostBuffer),
+    /// The server's own block. Only reached through the raw base pointer taken at creation.
+    Owned(#[allow(dead_code)] Box<[Line]>),
     /// Memory owned by whoever built the server (an executor's unified allocation), which
     /// frees it when this value drops.
     External(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
@@ -73,14 +79,10 @@ impl Server {
     /// A server with its own zeroed, 64-byte aligned block.
     pub fn new(layout: Layout, port_count: usize, lane_size: usize) -> Result<Server> {
         let geo = Geometry::new(layout, port_count, lane_size)?;
-        let buf = AlignedHostBuffer::new(geo.allocation_size(), 64).ok_or_else(|| {
-            Error::invalid(
-                "rpc::Server::new",
-                format!("cannot allocate the {}-byte block", geo.allocation_size()),
-            )
-        })?;
-        let base = crate::types::HostBuffer::as_ptr(&buf);
-        // SAFETY: `buf` is `allocation_size` zeroed, 64-aligned bytes that `Inner` keeps alive.
+        let mut buf = vec![Line([0; 64]); geo.allocation_size().div_ceil(64)].into_boxed_slice();
+        let base = buf.as_mut_ptr().cast::<u8>();
+        // SAFETY: `buf` is at least `allocation_size` zeroed, 64-aligned bytes that `Inner`
+        // keeps alive (moving the box does not move its heap bytes).
         unsafe { Self::build(geo, base, base as u64, Backing::Owned(buf)) }
     }
 
@@ -110,7 +112,7 @@ impl Server {
     /// # Safety
     /// As [`with_memory`](Self::with_memory), except that the memory must stay valid while
     /// `owner` lives rather than until the server drops. The memory is zeroed here.
-    pub(crate) unsafe fn with_owner(
+    pub unsafe fn with_owner(
         layout: Layout,
         port_count: usize,
         lane_size: usize,
@@ -262,7 +264,7 @@ impl Server {
     /// `first..first + count`, and the server's scan to those ports until client images of
     /// other ranges widen it ([`client_image_ports`](Self::client_image_ports)). Call it
     /// before any client exists.
-    pub(crate) fn confine_in_process_ports(&self, first: usize, count: usize) -> Result<()> {
+    pub fn confine_in_process_ports(&self, first: usize, count: usize) -> Result<()> {
         self.inner.client.set_ports(first, count)?;
         self.inner.server.scan_only(first + count);
         Ok(())
@@ -296,8 +298,9 @@ impl Server {
         e
     }
 
-    /// Runs the server on its own thread until the returned handle is stopped or dropped.
-    pub fn spawn(self) -> ServerThread {
+    /// Runs the server on its own thread until the returned handle is stopped or dropped; an
+    /// error if the thread cannot be started (the server is then stopped).
+    pub fn spawn(self) -> Result<ServerThread> {
         let view = Server {
             inner: self.inner.clone(),
             owner: false,
@@ -310,11 +313,13 @@ impl Server {
                 Inner::run(&self.inner);
                 drop(self);
             })
-            .expect("spawning the rpc server thread"); // ok: `spawn` returns no Result (the issue fixes its signature); out of threads is fatal
-        ServerThread {
+            .map_err(|e| Error::Rpc {
+                detail: format!("cannot start the server thread: {e}"),
+            })?;
+        Ok(ServerThread {
             server: view,
             join: Some(join),
-        }
+        })
     }
 
     /// Marks one more kernel that may call the server as in flight: until a matching
@@ -333,7 +338,7 @@ impl Server {
     }
 
     /// A handle that does not stop the server when dropped.
-    pub(crate) fn view(&self) -> Server {
+    pub fn view(&self) -> Server {
         Server {
             inner: self.inner.clone(),
             owner: false,
@@ -387,13 +392,13 @@ impl Server {
 
     /// Serves `MALLOC` / `FREE` with these callbacks (an executor's device memory) instead of
     /// host memory.
-    pub(crate) fn set_allocator(&self, a: Allocator) {
+    pub fn set_allocator(&self, a: Allocator) {
         self.inner.services.set_allocator(a)
     }
 
     /// Reports `exit` / `abort` calls to `observer` as they are served (an executor charges
     /// them to its running launches); `None`: they go to [`take_exits`](Self::take_exits).
-    pub(crate) fn set_exit_observer(&self, observer: Option<Arc<dyn ExitObserver>>) {
+    pub fn set_exit_observer(&self, observer: Option<Arc<dyn ExitObserver>>) {
         self.inner.services.set_exit_observer(observer)
     }
 }

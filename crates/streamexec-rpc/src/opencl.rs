@@ -1,10 +1,6 @@
-//! The OpenCL C client: `client.cl`, embedded, and the geometry defines the OpenCL loader puts
-//! in front of it when a spec asks for RPC ([`MultiKernelLoaderSpec::with_rpc`]); with
-//! [`MultiKernelLoaderSpec::with_mpi`], the Emissary client (`emissary_client.cl`) and the MPI
-//! stubs (`mpi_client.cl`) after it.
-//!
-//! [`MultiKernelLoaderSpec::with_rpc`]: crate::MultiKernelLoaderSpec::with_rpc
-//! [`MultiKernelLoaderSpec::with_mpi`]: crate::MultiKernelLoaderSpec::with_mpi
+//! The OpenCL C client: `client.cl`, embedded, and the geometry defines an OpenCL loader puts
+//! in front of it (streamexec's, for a spec `with_rpc`); with MPI (streamexec's `with_mpi`),
+//! the Emissary client (`emissary_client.cl`) and the MPI stubs (`mpi_client.cl`) after it.
 
 use super::layout::{DOORBELL_COUNTER, EXECUTOR_PORTS, Geometry, Layout};
 
@@ -26,12 +22,12 @@ fn executor_geometry() -> Geometry {
     Geometry::new(Layout::Current, EXECUTOR_PORTS, 1).expect("64 ports, lane size 1 is valid") // ok: constant
 }
 
-#[cfg_attr(not(feature = "opencl"), allow(dead_code))]
-/// What the OpenCL loader puts in front of a kernel's source: the geometry defines, the client,
+/// What an OpenCL loader puts in front of a kernel's source: the geometry defines, the client,
 /// and a `#line 1` so compiler messages name the kernel's own lines. The client's lock bitmap
 /// (`SE_RPC_LOCKS`) sits right after the protocol's bytes, in the same allocation. With `mpi`,
-/// the Emissary client and the MPI stubs follow the client.
-pub(crate) fn opencl_prelude(mpi: bool) -> String {
+/// the Emissary client and the MPI stubs follow the client. The block the client reaches is an
+/// executor's: [`EXECUTOR_PORTS`] ports of lane size 1 in the current layout.
+pub fn opencl_prelude(mpi: bool) -> String {
     let g = executor_geometry();
     let mpi = if mpi {
         format!("{OPENCL_EMISSARY_SOURCE}\n{OPENCL_MPI_SOURCE}\n")

@@ -20,12 +20,12 @@ use crossbeam_channel::{Sender, bounded, unbounded};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use streamexec::rpc::{Client, Layout, Port, Server, ServerThread, Wait};
+use streamexec_rpc::{Client, Layout, Port, Server, ServerThread, Wait};
 
 const OP: u32 = 0x5500_0000;
 const ECHO: u32 = 0x5500_0001;
 
-fn echo(port: &mut Port<'_>) -> streamexec::Result<()> {
+fn echo(port: &mut Port<'_>) -> streamexec_rpc::Result<()> {
     let lanes = port.recv_n()?;
     port.send_n(|l| &lanes[l])
 }
@@ -101,7 +101,7 @@ impl Drop for PollingServer {
 fn rpc_server() -> ServerThread {
     let s = Server::new(Layout::Current, 64, 1).expect("server");
     s.register(OP, |port| port.recv_and_send(|_, p| p[0] += 1));
-    s.spawn()
+    s.spawn().unwrap()
 }
 
 type Request = (u64, Sender<u64>);
@@ -175,7 +175,7 @@ fn bench(c: &mut Criterion) {
     let ours = {
         let s = Server::new(Layout::Current, 64, 1).expect("server");
         s.register(ECHO, echo);
-        s.spawn()
+        s.spawn().unwrap()
     };
     let ours_client = spin_client(&ours);
     let mut g = c.benchmark_group("spin_clients");

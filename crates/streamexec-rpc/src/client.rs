@@ -90,7 +90,7 @@ impl Client {
     ///
     /// # Safety
     /// As for `from_image`.
-    pub(crate) unsafe fn from_image_with_stop(
+    pub unsafe fn from_image_with_stop(
         image: &[u8],
         lane_size: usize,
         stop: Option<Arc<AtomicBool>>,
