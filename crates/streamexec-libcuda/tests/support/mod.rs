@@ -1,9 +1,8 @@
 //! What the tests of the CPU libcuda and NVRTC share (`mod support;` in each; the libnvrtc
 //! crate's tests include this file by path): calling the driver through cudarc's raw
 //! `driver::sys` (`cu!`, `expect!`, `ok!`), the library's extra text exports, whether a libcuda
-//! loads at all and whether it is the one `STREAMEXEC_LIBCUDA_DIR` names, and the workspace's
-//! test helpers (seeded RNG, random inputs, poison values, required platforms), which are
-//! streamexec's own (`crates/streamexec/tests/common`).
+//! loads at all and whether it is the one `STREAMEXEC_LIBCUDA_DIR` names; and the workspace's
+//! seeded inputs and poison values (`streamexec-test-support`).
 #![allow(dead_code, unused_imports, unused_macros)] // each test uses part of it
 
 use std::ffi::c_char;
@@ -11,13 +10,7 @@ use std::path::{Path, PathBuf};
 use std::ptr::null_mut;
 
 use cudarc::driver::sys::{self, CUresult};
-
-// Its `example()` names streamexec's cargo features, which these crates do not have.
-#[allow(unexpected_cfgs)]
-#[path = "../../../streamexec/tests/common/mod.rs"]
-mod common;
-
-pub use common::{POISON_F32_BITS, POISON_U32, random_f32s, random_u32s, required_platforms, rng};
+pub use streamexec_test_support::{POISON_F32_BITS, POISON_U32, random_f32s, random_u32s, rng};
 
 /// Calls `sys::$f`.
 macro_rules! cu {
@@ -89,10 +82,14 @@ pub fn last_fault() -> String {
     read_text(text_export(b"streamexec_cuda_last_fault\0").expect("streamexec's libcuda"))
 }
 
-/// Fails where `STREAMEXEC_REQUIRE` names `cuda`, else prints why `test` is skipped.
+/// Fails where `STREAMEXEC_REQUIRE` (platforms that must be available, comma-separated) names
+/// `cuda`, else prints why `test` is skipped.
 pub fn skip(test: &str, why: &str) {
+    let required = std::env::var("STREAMEXEC_REQUIRE").unwrap_or_default();
     assert!(
-        !required_platforms().iter().any(|p| p == "cuda"),
+        !required
+            .split(',')
+            .any(|p| p.trim().eq_ignore_ascii_case("cuda")),
         "STREAMEXEC_REQUIRE names `cuda`, but {test} cannot run: {why} (build the libraries with \
          `bash scripts/build-libcuda.sh` and put the directory it prints on LD_LIBRARY_PATH)"
     );
