@@ -146,12 +146,12 @@ macro_rules! check {
         /// Never called: it compiles only if every signature matches.
         fn signatures_match_cudarc() {
             $($(
-                same::<unsafe fn($($ty),*) -> CUresult, unsafe fn($(infer!($arg)),*) -> CUresult>(
+                same::<unsafe fn($($ty),*) -> CUresult, unsafe fn($(infer!($arg)),*) -> _>(
                     reference!($($decl)? $name),
                 );
             )*)*
             $(
-                same::<unsafe fn($($rty),*) -> CUresult, unsafe fn($(infer!($rarg)),*) -> CUresult>(
+                same::<unsafe fn($($rty),*) -> CUresult, unsafe fn($(infer!($rarg)),*) -> _>(
                     sys::$refused,
                 );
             )*

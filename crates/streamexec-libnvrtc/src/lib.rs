@@ -27,7 +27,8 @@
 //! | file | holds |
 //! |---|---|
 //! | `entry.rs` | the wrapper every entry point runs in, `NvErr`, error strings, version and architecture queries, `streamexec_nvrtc_last_error_detail` |
-//! | `abi.rs` | the compile-time check of every export's signature against cudarc's `nvrtc::sys` |
+//! | `exports.rs` | the one declaration list of every entry point, and the `extern "C"` shells it makes (refused outputs included) |
+//! | `abi.rs` | the compile-time check of that list against cudarc's `nvrtc::sys` |
 //! | `program.rs` | programs: the handle table, creation, compilation, PTX, log, name expressions |
 //! | `compile.rs` | NVRTC options → clang arguments, the clang run, lowered names out of the PTX |
 //! | `builtins.h` | what NVRTC predefines beyond `kernels/prelude.h` |
@@ -37,6 +38,7 @@
 mod abi;
 mod compile;
 mod entry;
+mod exports;
 mod program;
 
 pub use entry::streamexec_nvrtc_last_error_detail;
