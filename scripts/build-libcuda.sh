@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds the CPU libcuda (libcuda/, a cdylib) and the CPU NVRTC (libnvrtc/, CUDA C++ to PTX with
-# clang) in release mode and lays them out as NVIDIA's driver and toolkit do:
-# target/libcuda/libcuda.so, libcuda.so.1, libnvrtc.so and libnvrtc.so.12. Point a driver-API or
-# NVRTC program at them with
+# Builds the CPU libcuda (crates/streamexec-libcuda, a cdylib) and the CPU NVRTC
+# (crates/streamexec-libnvrtc, CUDA C++ to PTX with clang) in release mode and lays them out as
+# NVIDIA's driver and toolkit do: target/libcuda/libcuda.so, libcuda.so.1, libnvrtc.so and
+# libnvrtc.so.12. Point a driver-API or NVRTC program at them with
 #   LD_LIBRARY_PATH=$PWD/target/libcuda
 # Prints that directory.
 set -euo pipefail
@@ -16,7 +16,8 @@ ln -sf libcuda.so "$out/libcuda.so.1"
 cp -f "$target_dir/release/libnvrtc.so" "$out/libnvrtc.so"
 ln -sf libnvrtc.so "$out/libnvrtc.so.12"
 # `cargo test` puts target/debug (and deps/) first on the test's library path, so a debug build
-# of a library left there would shadow this one: remove them.
+# of a library left there (`cargo build` of these packages makes one) would shadow this one:
+# remove them. The libraries' tests check which one they loaded (tests/support/mod.rs).
 rm -f "$target_dir/debug/libcuda.so" "$target_dir/debug/deps/libcuda.so" \
     "$target_dir/debug/libnvrtc.so" "$target_dir/debug/deps/libnvrtc.so"
 cd "$out" && pwd

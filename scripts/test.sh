@@ -13,9 +13,9 @@ export HIP_PATH="${HIP_PATH:-/usr}"
 # The committed PTX must be what kernels/*.cu compile to.
 bash scripts/gen-ptx.sh --check
 
-# The CPU libcuda (libcuda/: the CUDA driver API on the host platform's PTX engine) and the CPU
-# NVRTC (libnvrtc/: CUDA C++ to PTX with clang-19), first on the library path, so the CUDA
-# backend, cudarc and the C client run in every test run.
+# The CPU libcuda (crates/streamexec-libcuda: the CUDA driver API on the host platform's PTX
+# engine) and the CPU NVRTC (crates/streamexec-libnvrtc: CUDA C++ to PTX with clang-19), first on
+# the library path, so the CUDA backend, cudarc and the C client run in every test run.
 libcuda_dir="$(bash scripts/build-libcuda.sh)"
 export LD_LIBRARY_PATH="$libcuda_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
@@ -38,8 +38,11 @@ cargo test -p streamexec-rpc --release --test rpc -- --ignored
 cargo test -p streamexec --features noop --test conformance  # + the noop template backend (unsupported.rs)
 # MPI (feature `mpi`): tests/mpi.rs under mpirun with 2, 3 and 4 ranks, and dead ranks.
 bash scripts/test-mpi.sh
-# The libraries' own unit tests; then their debug builds go (they would shadow the release ones).
-cargo test -p streamexec-libcuda -p streamexec-libnvrtc --lib
+# The libraries' own tests (unit tests, no import cycle in src, and the clients: cudarc, a C
+# program, error codes, graphs, NVRTC) on the release builds above: a cdylib is not built for
+# its tests, and the tests fail if a debug build in target/debug shadows STREAMEXEC_LIBCUDA_DIR's.
+# Then any debug build of the libraries goes (it would shadow the release ones).
+cargo test -p streamexec-libcuda -p streamexec-libnvrtc
 bash scripts/build-libcuda.sh >/dev/null
 # The HIP backend (opt-in feature): builds, links libamdhip64, and fails cleanly without a GPU.
 cargo test -p streamexec --features hip --test hip_platform --test examples

@@ -17,11 +17,11 @@ use std::sync::Arc;
 use cudarc::driver::sys::{CUcontext, CUdeviceptr, CUresult, CUstream};
 use streamexec::{DeviceSlice, Stream};
 
-use crate::context::{Context, current};
-use crate::entry::{CuErr, CuResult, call, invalid, non_null};
-use crate::memory::{Region, lookup, resolve};
-use crate::state::driver;
-use crate::stream::{CuStream, SendPtr, resolve as resolve_stream};
+use crate::context::{self, Context, current, resolve as resolve_stream};
+use crate::driver::driver;
+use crate::entry::{CuErr, CuResult, invalid, non_null};
+use crate::memory::{self, Region, lookup, resolve};
+use crate::stream::{CuStream, SendPtr};
 
 fn unknown(e: streamexec::Error) -> CuErr {
     CuErr::new(CUresult::CUDA_ERROR_UNKNOWN, e.to_string())
@@ -173,7 +173,7 @@ fn enqueue_copy(ctx: &Context, s: &CuStream, dst: u64, src: u64, n: usize) -> Cu
 /// Whether host range `[addr, addr + n)` is page-locked (registered with `cuMemHostRegister`);
 /// memory from `cuMemHostAlloc` is in the address map and never reaches here.
 fn page_locked(addr: u64, n: usize) -> bool {
-    crate::memory::registered(addr, n as u64).is_some()
+    memory::registered(addr, n as u64).is_some()
 }
 
 fn as_se(e: CuErr) -> streamexec::Error {
@@ -233,141 +233,121 @@ fn device(p: CUdeviceptr, n: usize, what: &str) -> CuResult<u64> {
 ///
 /// # Safety
 /// `srcHost` is valid for reads of `ByteCount` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyHtoD_v2(
+pub(crate) unsafe fn cuMemcpyHtoD_v2(
     dstDevice: CUdeviceptr,
     srcHost: *const c_void,
     ByteCount: usize,
-) -> CUresult {
-    call("cuMemcpyHtoD_v2", || {
-        sync_copy(
-            device(dstDevice, ByteCount, "dstDevice")?,
-            host(srcHost, "srcHost")?,
-            ByteCount,
-        )
-    })
+) -> CuResult<()> {
+    sync_copy(
+        device(dstDevice, ByteCount, "dstDevice")?,
+        host(srcHost, "srcHost")?,
+        ByteCount,
+    )
 }
 
 /// `cuMemcpyDtoH_v2`.
 ///
 /// # Safety
 /// `dstHost` is valid for writes of `ByteCount` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyDtoH_v2(
+pub(crate) unsafe fn cuMemcpyDtoH_v2(
     dstHost: *mut c_void,
     srcDevice: CUdeviceptr,
     ByteCount: usize,
-) -> CUresult {
-    call("cuMemcpyDtoH_v2", || {
-        sync_copy(
-            host(dstHost, "dstHost")?,
-            device(srcDevice, ByteCount, "srcDevice")?,
-            ByteCount,
-        )
-    })
+) -> CuResult<()> {
+    sync_copy(
+        host(dstHost, "dstHost")?,
+        device(srcDevice, ByteCount, "srcDevice")?,
+        ByteCount,
+    )
 }
 
 /// `cuMemcpyDtoD_v2`: enqueued on the legacy stream.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemcpyDtoD_v2(
+pub(crate) fn cuMemcpyDtoD_v2(
     dstDevice: CUdeviceptr,
     srcDevice: CUdeviceptr,
     ByteCount: usize,
-) -> CUresult {
-    call("cuMemcpyDtoD_v2", || {
-        sync_copy(
-            device(dstDevice, ByteCount, "dstDevice")?,
-            device(srcDevice, ByteCount, "srcDevice")?,
-            ByteCount,
-        )
-    })
+) -> CuResult<()> {
+    sync_copy(
+        device(dstDevice, ByteCount, "dstDevice")?,
+        device(srcDevice, ByteCount, "srcDevice")?,
+        ByteCount,
+    )
 }
 
 /// `cuMemcpy`: either side host or device, as unified addressing tells.
 ///
 /// # Safety
 /// Host sides are valid for `ByteCount` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpy(
+pub(crate) unsafe fn cuMemcpy(
     dst: CUdeviceptr,
     src: CUdeviceptr,
     ByteCount: usize,
-) -> CUresult {
-    call("cuMemcpy", || sync_copy(dst, src, ByteCount))
+) -> CuResult<()> {
+    sync_copy(dst, src, ByteCount)
 }
 
 /// `cuMemcpyAsync`.
 ///
 /// # Safety
 /// Host sides stay valid for `ByteCount` bytes until the copy has run.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyAsync(
+pub(crate) unsafe fn cuMemcpyAsync(
     dst: CUdeviceptr,
     src: CUdeviceptr,
     ByteCount: usize,
     hStream: CUstream,
-) -> CUresult {
-    call("cuMemcpyAsync", || async_copy(dst, src, ByteCount, hStream))
+) -> CuResult<()> {
+    async_copy(dst, src, ByteCount, hStream)
 }
 
 /// `cuMemcpyHtoDAsync_v2`.
 ///
 /// # Safety
 /// `srcHost` stays valid for reads of `ByteCount` bytes until the copy has run.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyHtoDAsync_v2(
+pub(crate) unsafe fn cuMemcpyHtoDAsync_v2(
     dstDevice: CUdeviceptr,
     srcHost: *const c_void,
     ByteCount: usize,
     hStream: CUstream,
-) -> CUresult {
-    call("cuMemcpyHtoDAsync_v2", || {
-        async_copy(
-            device(dstDevice, ByteCount, "dstDevice")?,
-            host(srcHost, "srcHost")?,
-            ByteCount,
-            hStream,
-        )
-    })
+) -> CuResult<()> {
+    async_copy(
+        device(dstDevice, ByteCount, "dstDevice")?,
+        host(srcHost, "srcHost")?,
+        ByteCount,
+        hStream,
+    )
 }
 
 /// `cuMemcpyDtoHAsync_v2`.
 ///
 /// # Safety
 /// `dstHost` stays valid for writes of `ByteCount` bytes until the copy has run.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemcpyDtoHAsync_v2(
+pub(crate) unsafe fn cuMemcpyDtoHAsync_v2(
     dstHost: *mut c_void,
     srcDevice: CUdeviceptr,
     ByteCount: usize,
     hStream: CUstream,
-) -> CUresult {
-    call("cuMemcpyDtoHAsync_v2", || {
-        async_copy(
-            host(dstHost, "dstHost")?,
-            device(srcDevice, ByteCount, "srcDevice")?,
-            ByteCount,
-            hStream,
-        )
-    })
+) -> CuResult<()> {
+    async_copy(
+        host(dstHost, "dstHost")?,
+        device(srcDevice, ByteCount, "srcDevice")?,
+        ByteCount,
+        hStream,
+    )
 }
 
 /// `cuMemcpyDtoDAsync_v2`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemcpyDtoDAsync_v2(
+pub(crate) fn cuMemcpyDtoDAsync_v2(
     dstDevice: CUdeviceptr,
     srcDevice: CUdeviceptr,
     ByteCount: usize,
     hStream: CUstream,
-) -> CUresult {
-    call("cuMemcpyDtoDAsync_v2", || {
-        async_copy(
-            device(dstDevice, ByteCount, "dstDevice")?,
-            device(srcDevice, ByteCount, "srcDevice")?,
-            ByteCount,
-            hStream,
-        )
-    })
+) -> CuResult<()> {
+    async_copy(
+        device(dstDevice, ByteCount, "dstDevice")?,
+        device(srcDevice, ByteCount, "srcDevice")?,
+        ByteCount,
+        hStream,
+    )
 }
 
 fn peer(
@@ -378,10 +358,10 @@ fn peer(
     n: usize,
     stream: Option<CUstream>,
 ) -> CuResult<()> {
-    let drv = driver()?;
+    driver()?;
     let (dc, sc) = (
-        drv.context(dst_ctx as usize)?,
-        drv.context(src_ctx as usize)?,
+        context::lookup(dst_ctx as usize)?,
+        context::lookup(src_ctx as usize)?,
     );
     let (dr, sr) = (device(dst, n, "dstDevice")?, device(src, n, "srcDevice")?);
     for (addr, c) in [(dr, &dc), (sr, &sc)] {
@@ -399,41 +379,35 @@ fn peer(
 }
 
 /// `cuMemcpyPeer`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemcpyPeer(
+pub(crate) fn cuMemcpyPeer(
     dstDevice: CUdeviceptr,
     dstContext: CUcontext,
     srcDevice: CUdeviceptr,
     srcContext: CUcontext,
     ByteCount: usize,
-) -> CUresult {
-    call("cuMemcpyPeer", || {
-        peer(
-            dstDevice, dstContext, srcDevice, srcContext, ByteCount, None,
-        )
-    })
+) -> CuResult<()> {
+    peer(
+        dstDevice, dstContext, srcDevice, srcContext, ByteCount, None,
+    )
 }
 
 /// `cuMemcpyPeerAsync`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemcpyPeerAsync(
+pub(crate) fn cuMemcpyPeerAsync(
     dstDevice: CUdeviceptr,
     dstContext: CUcontext,
     srcDevice: CUdeviceptr,
     srcContext: CUcontext,
     ByteCount: usize,
     hStream: CUstream,
-) -> CUresult {
-    call("cuMemcpyPeerAsync", || {
-        peer(
-            dstDevice,
-            dstContext,
-            srcDevice,
-            srcContext,
-            ByteCount,
-            Some(hStream),
-        )
-    })
+) -> CuResult<()> {
+    peer(
+        dstDevice,
+        dstContext,
+        srcDevice,
+        srcContext,
+        ByteCount,
+        Some(hStream),
+    )
 }
 
 /// A checked memset of `count` (> 0) elements of `width` bytes (1, 2, 4) to `value` at `dst`:
@@ -541,60 +515,46 @@ fn memset(
 }
 
 /// `cuMemsetD8_v2`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemsetD8_v2(dstDevice: CUdeviceptr, uc: c_uchar, N: usize) -> CUresult {
-    call("cuMemsetD8_v2", || memset(dstDevice, uc.into(), 1, N, None))
+pub(crate) fn cuMemsetD8_v2(dstDevice: CUdeviceptr, uc: c_uchar, N: usize) -> CuResult<()> {
+    memset(dstDevice, uc.into(), 1, N, None)
 }
 
 /// `cuMemsetD16_v2`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemsetD16_v2(dstDevice: CUdeviceptr, us: c_ushort, N: usize) -> CUresult {
-    call("cuMemsetD16_v2", || {
-        memset(dstDevice, us.into(), 2, N, None)
-    })
+pub(crate) fn cuMemsetD16_v2(dstDevice: CUdeviceptr, us: c_ushort, N: usize) -> CuResult<()> {
+    memset(dstDevice, us.into(), 2, N, None)
 }
 
 /// `cuMemsetD32_v2`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemsetD32_v2(dstDevice: CUdeviceptr, ui: c_uint, N: usize) -> CUresult {
-    call("cuMemsetD32_v2", || memset(dstDevice, ui, 4, N, None))
+pub(crate) fn cuMemsetD32_v2(dstDevice: CUdeviceptr, ui: c_uint, N: usize) -> CuResult<()> {
+    memset(dstDevice, ui, 4, N, None)
 }
 
 /// `cuMemsetD8Async`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemsetD8Async(
+pub(crate) fn cuMemsetD8Async(
     dstDevice: CUdeviceptr,
     uc: c_uchar,
     N: usize,
     hStream: CUstream,
-) -> CUresult {
-    call("cuMemsetD8Async", || {
-        memset(dstDevice, uc.into(), 1, N, Some(hStream))
-    })
+) -> CuResult<()> {
+    memset(dstDevice, uc.into(), 1, N, Some(hStream))
 }
 
 /// `cuMemsetD16Async`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemsetD16Async(
+pub(crate) fn cuMemsetD16Async(
     dstDevice: CUdeviceptr,
     us: c_ushort,
     N: usize,
     hStream: CUstream,
-) -> CUresult {
-    call("cuMemsetD16Async", || {
-        memset(dstDevice, us.into(), 2, N, Some(hStream))
-    })
+) -> CuResult<()> {
+    memset(dstDevice, us.into(), 2, N, Some(hStream))
 }
 
 /// `cuMemsetD32Async`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemsetD32Async(
+pub(crate) fn cuMemsetD32Async(
     dstDevice: CUdeviceptr,
     ui: c_uint,
     N: usize,
     hStream: CUstream,
-) -> CUresult {
-    call("cuMemsetD32Async", || {
-        memset(dstDevice, ui, 4, N, Some(hStream))
-    })
+) -> CuResult<()> {
+    memset(dstDevice, ui, 4, N, Some(hStream))
 }

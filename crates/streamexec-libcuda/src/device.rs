@@ -4,8 +4,8 @@ use std::ffi::{c_char, c_int};
 
 use cudarc::driver::sys::{CUdevice, CUresult, CUuuid};
 
-use crate::entry::{CuErr, CuResult, call, invalid, non_null, put};
-use crate::state::{Driver, driver};
+use crate::driver::{Driver, driver};
+use crate::entry::{CuErr, CuResult, invalid, non_null, put};
 
 /// Bytes of shared memory per block (the host platform's limit, also the opt-in limit).
 pub(crate) const SHARED_PER_BLOCK: i32 = 48 * 1024;
@@ -76,70 +76,58 @@ impl Driver {
 ///
 /// # Safety
 /// `device` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CUresult {
-    call("cuDeviceGet", || {
-        let d = driver()?.device(ordinal)?;
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(device, d as CUdevice, "device") }
-    })
+pub(crate) unsafe fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CuResult<()> {
+    let d = driver()?.device(ordinal)?;
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(device, d as CUdevice, "device") }
 }
 
 /// `cuDeviceGetCount`.
 ///
 /// # Safety
 /// `count` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
-    call("cuDeviceGetCount", || {
-        let n = driver()?.device_count as c_int;
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(count, n, "count") }
-    })
+pub(crate) unsafe fn cuDeviceGetCount(count: *mut c_int) -> CuResult<()> {
+    let n = driver()?.device_count as c_int;
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(count, n, "count") }
 }
 
 /// `cuDeviceGetName`: at most `len` bytes, NUL-terminated.
 ///
 /// # Safety
 /// `name` is null or valid for writes of `len` bytes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) -> CUresult {
-    call("cuDeviceGetName", || {
-        let drv = driver()?;
-        let d = drv.device(dev)?;
-        non_null(name, "name")?;
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l > 0)
-            .ok_or_else(|| invalid(format!("len must be positive, got {len}")))?;
-        let text = format!(
-            "streamexec CPU device {d} (sm_{}{}, PTX engine on {})",
-            drv.cc.0,
-            drv.cc.1,
-            drv.exec.description().name
-        );
-        let n = text.len().min(len - 1);
-        // SAFETY: `name` has `len` > `n` bytes (the caller's contract).
-        unsafe {
-            std::ptr::copy_nonoverlapping(text.as_ptr(), name.cast::<u8>(), n);
-            name.add(n).write(0);
-        }
-        Ok(())
-    })
+pub(crate) unsafe fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) -> CuResult<()> {
+    let drv = driver()?;
+    let d = drv.device(dev)?;
+    non_null(name, "name")?;
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l > 0)
+        .ok_or_else(|| invalid(format!("len must be positive, got {len}")))?;
+    let text = format!(
+        "streamexec CPU device {d} (sm_{}{}, PTX engine on {})",
+        drv.cc.0,
+        drv.cc.1,
+        drv.exec.description().name
+    );
+    let n = text.len().min(len - 1);
+    // SAFETY: `name` has `len` > `n` bytes (the caller's contract).
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), name.cast::<u8>(), n);
+        name.add(n).write(0);
+    }
+    Ok(())
 }
 
 /// `cuDeviceTotalMem_v2`.
 ///
 /// # Safety
 /// `bytes` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -> CUresult {
-    call("cuDeviceTotalMem_v2", || {
-        let drv = driver()?;
-        drv.device(dev)?;
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(bytes, drv.total_memory() as usize, "bytes") }
-    })
+pub(crate) unsafe fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -> CuResult<()> {
+    let drv = driver()?;
+    drv.device(dev)?;
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(bytes, drv.total_memory() as usize, "bytes") }
 }
 
 /// `cuDeviceGetAttribute`: every attribute of CUDA 12 has a value; unknown numbers are
@@ -147,50 +135,43 @@ pub unsafe extern "C" fn cuDeviceTotalMem_v2(bytes: *mut usize, dev: CUdevice) -
 ///
 /// # Safety
 /// `pi` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetAttribute(
+pub(crate) unsafe fn cuDeviceGetAttribute(
     pi: *mut c_int,
     attrib: u32,
     dev: CUdevice,
-) -> CUresult {
-    call("cuDeviceGetAttribute", || {
-        let drv = driver()?;
-        let d = drv.device(dev)?;
-        let v = match attrib {
-            33 => d as i32,
-            a => drv
-                .attribute(a)
-                .ok_or_else(|| invalid(format!("{a} is not a CUdevice_attribute")))?,
-        };
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(pi, v, "pi") }
-    })
+) -> CuResult<()> {
+    let drv = driver()?;
+    let d = drv.device(dev)?;
+    let v = match attrib {
+        33 => d as i32,
+        a => drv
+            .attribute(a)
+            .ok_or_else(|| invalid(format!("{a} is not a CUdevice_attribute")))?,
+    };
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(pi, v, "pi") }
 }
 
 /// `cuDeviceGetUuid`: a fixed UUID per ordinal.
 ///
 /// # Safety
 /// `uuid` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
-    call("cuDeviceGetUuid", || {
-        let d = driver()?.device(dev)?;
-        let mut bytes = *b"streamexec-cpu\0\0";
-        bytes[15] = d as u8;
-        let id = CUuuid {
-            bytes: bytes.map(|b| b as c_char),
-        };
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(uuid, id, "uuid") }
-    })
+pub(crate) unsafe fn cuDeviceGetUuid(uuid: *mut CUuuid, dev: CUdevice) -> CuResult<()> {
+    let d = driver()?.device(dev)?;
+    let mut bytes = *b"streamexec-cpu\0\0";
+    bytes[15] = d as u8;
+    let id = CUuuid {
+        bytes: bytes.map(|b| b as c_char),
+    };
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(uuid, id, "uuid") }
 }
 
 /// `cuDeviceGetUuid_v2`: as `cuDeviceGetUuid`.
 ///
 /// # Safety
 /// `uuid` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) -> CUresult {
+pub(crate) unsafe fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) -> CuResult<()> {
     // SAFETY: same contract.
     unsafe { cuDeviceGetUuid(uuid, dev) }
 }
@@ -199,16 +180,13 @@ pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut CUuuid, dev: CUdevice) ->
 ///
 /// # Safety
 /// `canAccessPeer` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDeviceCanAccessPeer(
+pub(crate) unsafe fn cuDeviceCanAccessPeer(
     canAccessPeer: *mut c_int,
     dev: CUdevice,
     peerDev: CUdevice,
-) -> CUresult {
-    call("cuDeviceCanAccessPeer", || {
-        let drv = driver()?;
-        let (a, b) = (drv.device(dev)?, drv.device(peerDev)?);
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(canAccessPeer, c_int::from(a != b), "canAccessPeer") }
-    })
+) -> CuResult<()> {
+    let drv = driver()?;
+    let (a, b) = (drv.device(dev)?, drv.device(peerDev)?);
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(canAccessPeer, c_int::from(a != b), "canAccessPeer") }
 }

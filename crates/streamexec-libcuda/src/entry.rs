@@ -338,38 +338,32 @@ fn error_name(code: u32) -> (bool, String) {
 ///
 /// # Safety
 /// `pStr` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGetErrorName(error: u32, pStr: *mut *const c_char) -> CUresult {
-    call("cuGetErrorName", || {
-        let name = lookup(error).map_or(std::ptr::null(), |(_, n, _)| n.as_ptr());
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(pStr, name, "pStr")? };
-        if name.is_null() {
-            return Err(invalid(format!(
-                "{error} is not a CUresult this driver returns"
-            )));
-        }
-        Ok(())
-    })
+pub(crate) unsafe fn cuGetErrorName(error: u32, pStr: *mut *const c_char) -> CuResult<()> {
+    let name = lookup(error).map_or(std::ptr::null(), |(_, n, _)| n.as_ptr());
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(pStr, name, "pStr")? };
+    if name.is_null() {
+        return Err(invalid(format!(
+            "{error} is not a CUresult this driver returns"
+        )));
+    }
+    Ok(())
 }
 
 /// `cuGetErrorString`.
 ///
 /// # Safety
 /// `pStr` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuGetErrorString(error: u32, pStr: *mut *const c_char) -> CUresult {
-    call("cuGetErrorString", || {
-        let text = lookup(error).map_or(std::ptr::null(), |(_, _, t)| t.as_ptr());
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(pStr, text, "pStr")? };
-        if text.is_null() {
-            return Err(invalid(format!(
-                "{error} is not a CUresult this driver returns"
-            )));
-        }
-        Ok(())
-    })
+pub(crate) unsafe fn cuGetErrorString(error: u32, pStr: *mut *const c_char) -> CuResult<()> {
+    let text = lookup(error).map_or(std::ptr::null(), |(_, _, t)| t.as_ptr());
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(pStr, text, "pStr")? };
+    if text.is_null() {
+        return Err(invalid(format!(
+            "{error} is not a CUresult this driver returns"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -7,10 +7,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use cudarc::driver::sys::{CUevent, CUresult, CUstream};
 use streamexec::{Event, EventStatus};
 
-use crate::context::{current, current_any};
-use crate::entry::{CuErr, CuResult, bad_handle, call, invalid, put};
-use crate::state::driver;
-use crate::stream::resolve;
+use crate::context::{self, current, current_any, resolve};
+use crate::driver::driver;
+use crate::entry::{CuErr, CuResult, bad_handle, invalid, non_null, put};
+use crate::handles::Table;
+
+/// Live events.
+static EVENTS: Table<CuEvent> = Table::new(0x3000_0000);
 
 /// `CU_EVENT_DISABLE_TIMING`.
 const DISABLE_TIMING: c_uint = 0x2;
@@ -42,65 +45,69 @@ impl CuEvent {
 
 /// The event of handle `h`, else `CUDA_ERROR_INVALID_HANDLE`.
 pub(crate) fn lookup(h: CUevent) -> CuResult<Arc<CuEvent>> {
-    driver()?
-        .events
+    driver()?;
+    EVENTS
         .get(h as usize)
         .ok_or_else(|| bad_handle(format!("{:#x} is not a live event", h as usize)))
+}
+
+/// Whether `e` is still live (not destroyed, nor freed with its context).
+pub(crate) fn is_live(e: &CuEvent) -> bool {
+    EVENTS.get(e.handle).is_some()
+}
+
+/// Takes every event of context `ctx` out of the table (the context is destroyed).
+pub(crate) fn unregister_context(ctx: usize) {
+    for e in EVENTS.filter(|e| e.ctx == ctx) {
+        EVENTS.remove(e.handle);
+    }
 }
 
 /// `cuEventCreate`.
 ///
 /// # Safety
 /// `phEvent` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) -> CUresult {
-    call("cuEventCreate", || {
-        let ctx = current()?;
-        crate::entry::non_null(phEvent, "phEvent")?;
-        if Flags & !0x7 != 0 {
-            return Err(invalid(format!(
-                "{Flags:#x} is not a valid set of CUevent_flags"
-            )));
-        }
-        if Flags & INTERPROCESS != 0 && Flags & DISABLE_TIMING == 0 {
-            return Err(invalid(
-                "CU_EVENT_INTERPROCESS needs CU_EVENT_DISABLE_TIMING as well",
-            ));
-        }
-        let drv = driver()?;
-        let se = drv.exec.create_event().map_err(|e| {
-            CuErr::new(
-                CUresult::CUDA_ERROR_UNKNOWN,
-                format!("creating the event: {e}"),
-            )
-        })?;
-        let handle = drv.events.reserve();
-        drv.events.insert(
+pub(crate) unsafe fn cuEventCreate(phEvent: *mut CUevent, Flags: c_uint) -> CuResult<()> {
+    let ctx = current()?;
+    non_null(phEvent, "phEvent")?;
+    if Flags & !0x7 != 0 {
+        return Err(invalid(format!(
+            "{Flags:#x} is not a valid set of CUevent_flags"
+        )));
+    }
+    if Flags & INTERPROCESS != 0 && Flags & DISABLE_TIMING == 0 {
+        return Err(invalid(
+            "CU_EVENT_INTERPROCESS needs CU_EVENT_DISABLE_TIMING as well",
+        ));
+    }
+    let se = driver()?.exec.create_event().map_err(|e| {
+        CuErr::new(
+            CUresult::CUDA_ERROR_UNKNOWN,
+            format!("creating the event: {e}"),
+        )
+    })?;
+    let handle = EVENTS.reserve();
+    EVENTS.insert(
+        handle,
+        Arc::new(CuEvent {
             handle,
-            Arc::new(CuEvent {
-                handle,
-                ctx: ctx.handle,
-                flags: Flags,
-                se,
-                recorded: AtomicBool::new(false),
-            }),
-        );
-        // SAFETY: the caller's out-pointer (checked non-null above).
-        unsafe { put(phEvent, handle as CUevent, "phEvent") }
-    })
+            ctx: ctx.handle,
+            flags: Flags,
+            se,
+            recorded: AtomicBool::new(false),
+        }),
+    );
+    // SAFETY: the caller's out-pointer (checked non-null above).
+    unsafe { put(phEvent, handle as CUevent, "phEvent") }
 }
 
 /// `cuEventDestroy_v2`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuEventDestroy_v2(hEvent: CUevent) -> CUresult {
-    call("cuEventDestroy_v2", || {
-        current_any()?;
-        driver()?
-            .events
-            .remove(hEvent as usize)
-            .map(|_| ())
-            .ok_or_else(|| bad_handle(format!("{:#x} is not a live event", hEvent as usize)))
-    })
+pub(crate) fn cuEventDestroy_v2(hEvent: CUevent) -> CuResult<()> {
+    current_any()?;
+    EVENTS
+        .remove(hEvent as usize)
+        .map(|_| ())
+        .ok_or_else(|| bad_handle(format!("{:#x} is not a live event", hEvent as usize)))
 }
 
 fn record(hEvent: CUevent, hStream: CUstream) -> CuResult<()> {
@@ -119,63 +126,53 @@ fn record(hEvent: CUevent, hStream: CUstream) -> CuResult<()> {
 }
 
 /// `cuEventRecord`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CUresult {
-    call("cuEventRecord", || record(hEvent, hStream))
+pub(crate) fn cuEventRecord(hEvent: CUevent, hStream: CUstream) -> CuResult<()> {
+    record(hEvent, hStream)
 }
 
 /// `cuEventRecordWithFlags`: flags 0 (`CU_EVENT_RECORD_DEFAULT`) only; the external flag
 /// belongs to stream capture, which is refused.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuEventRecordWithFlags(
+pub(crate) fn cuEventRecordWithFlags(
     hEvent: CUevent,
     hStream: CUstream,
     flags: c_uint,
-) -> CUresult {
-    call("cuEventRecordWithFlags", || {
-        if flags != 0 {
-            return Err(invalid(format!(
-                "flags must be 0 outside stream capture, got {flags}"
-            )));
-        }
-        record(hEvent, hStream)
-    })
+) -> CuResult<()> {
+    if flags != 0 {
+        return Err(invalid(format!(
+            "flags must be 0 outside stream capture, got {flags}"
+        )));
+    }
+    record(hEvent, hStream)
 }
 
 /// `cuEventQuery`: `CUDA_ERROR_NOT_READY` while its last record has not run.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuEventQuery(hEvent: CUevent) -> CUresult {
-    call("cuEventQuery", || {
-        let e = lookup(hEvent)?;
-        let ctx = driver()?.context(e.ctx)?;
-        if !e.recorded() {
-            return Ok(());
+pub(crate) fn cuEventQuery(hEvent: CUevent) -> CuResult<()> {
+    let e = lookup(hEvent)?;
+    let ctx = context::lookup(e.ctx)?;
+    if !e.recorded() {
+        return Ok(());
+    }
+    match e.se.status() {
+        EventStatus::Complete => Ok(()),
+        EventStatus::Error(_) => {
+            ctx.usable()?;
+            Err(CuErr::new(
+                CUresult::CUDA_ERROR_LAUNCH_FAILED,
+                "the work before the event failed",
+            ))
         }
-        match e.se.status() {
-            EventStatus::Complete => Ok(()),
-            EventStatus::Error(_) => {
-                ctx.usable()?;
-                Err(CuErr::new(
-                    CUresult::CUDA_ERROR_LAUNCH_FAILED,
-                    "the work before the event failed",
-                ))
-            }
-            _ => Err(CuErr::new(
-                CUresult::CUDA_ERROR_NOT_READY,
-                "the event's stream has not reached it yet",
-            )),
-        }
-    })
+        _ => Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_READY,
+            "the event's stream has not reached it yet",
+        )),
+    }
 }
 
 /// `cuEventSynchronize`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuEventSynchronize(hEvent: CUevent) -> CUresult {
-    call("cuEventSynchronize", || {
-        let e = lookup(hEvent)?;
-        let ctx = driver()?.context(e.ctx)?;
-        e.se.synchronize().map_err(|err| ctx.fail(&err))
-    })
+pub(crate) fn cuEventSynchronize(hEvent: CUevent) -> CuResult<()> {
+    let e = lookup(hEvent)?;
+    let ctx = context::lookup(e.ctx)?;
+    e.se.synchronize().map_err(|err| ctx.fail(&err))
 }
 
 /// `cuEventElapsedTime`: milliseconds between two completed records; events made with
@@ -183,38 +180,35 @@ pub extern "C" fn cuEventSynchronize(hEvent: CUevent) -> CUresult {
 ///
 /// # Safety
 /// `pMilliseconds` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuEventElapsedTime(
+pub(crate) unsafe fn cuEventElapsedTime(
     pMilliseconds: *mut f32,
     hStart: CUevent,
     hEnd: CUevent,
-) -> CUresult {
-    call("cuEventElapsedTime", || {
-        let (a, b) = (lookup(hStart)?, lookup(hEnd)?);
-        crate::entry::non_null(pMilliseconds, "pMilliseconds")?;
-        if !a.timing() || !b.timing() {
-            return Err(bad_handle(
-                "an event made with CU_EVENT_DISABLE_TIMING cannot be timed",
-            ));
+) -> CuResult<()> {
+    let (a, b) = (lookup(hStart)?, lookup(hEnd)?);
+    non_null(pMilliseconds, "pMilliseconds")?;
+    if !a.timing() || !b.timing() {
+        return Err(bad_handle(
+            "an event made with CU_EVENT_DISABLE_TIMING cannot be timed",
+        ));
+    }
+    if !a.recorded() || !b.recorded() {
+        return Err(bad_handle("both events must have been recorded"));
+    }
+    if a.se.status() != EventStatus::Complete || b.se.status() != EventStatus::Complete {
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_READY,
+            "an event's record has not run yet",
+        ));
+    }
+    let ms = match b.se.elapsed_since(&a.se) {
+        Ok(d) => d.as_secs_f64() * 1e3,
+        Err(_) => {
+            -(a.se
+                .elapsed_since(&b.se)
+                .map_or(0.0, |d| d.as_secs_f64() * 1e3))
         }
-        if !a.recorded() || !b.recorded() {
-            return Err(bad_handle("both events must have been recorded"));
-        }
-        if a.se.status() != EventStatus::Complete || b.se.status() != EventStatus::Complete {
-            return Err(CuErr::new(
-                CUresult::CUDA_ERROR_NOT_READY,
-                "an event's record has not run yet",
-            ));
-        }
-        let ms = match b.se.elapsed_since(&a.se) {
-            Ok(d) => d.as_secs_f64() * 1e3,
-            Err(_) => {
-                -(a.se
-                    .elapsed_since(&b.se)
-                    .map_or(0.0, |d| d.as_secs_f64() * 1e3))
-            }
-        };
-        // SAFETY: the caller's out-pointer (checked non-null above).
-        unsafe { put(pMilliseconds, ms as f32, "pMilliseconds") }
-    })
+    };
+    // SAFETY: the caller's out-pointer (checked non-null above).
+    unsafe { put(pMilliseconds, ms as f32, "pMilliseconds") }
 }

@@ -2,8 +2,11 @@
 //! type), never the address of an object: the library never dereferences a handle, it looks it
 //! up, so a forged, destroyed or other-kind handle is an error code, not a wild read. Values
 //! are never reused, and each kind has its own range, so a stale or mixed-up handle is caught.
+//!
+//! Each object family keeps its own table as a `static` in its file (`const` construction, so
+//! no family depends on a place that lists them all).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -12,15 +15,15 @@ use parking_lot::Mutex;
 /// Live objects of one kind by handle value.
 pub(crate) struct Table<T> {
     next: AtomicUsize,
-    map: Mutex<HashMap<usize, Arc<T>>>,
+    map: Mutex<BTreeMap<usize, Arc<T>>>,
 }
 
 impl<T> Table<T> {
     /// A table whose handles start at `base` (distinct per kind) and step by 16.
-    pub(crate) fn new(base: usize) -> Self {
+    pub(crate) const fn new(base: usize) -> Self {
         Table {
             next: AtomicUsize::new(base),
-            map: Mutex::new(HashMap::new()),
+            map: Mutex::new(BTreeMap::new()),
         }
     }
 

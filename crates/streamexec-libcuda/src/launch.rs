@@ -10,10 +10,11 @@ use std::sync::Arc;
 use cudarc::driver::sys::{CUfunction, CUresult, CUstream};
 use streamexec::{ArgList, BlockDim, SharedMemory, ThreadDim};
 
+use crate::context::resolve_in;
 use crate::device::SHARED_PER_BLOCK;
-use crate::entry::{CuErr, CuResult, call, invalid, put};
+use crate::driver::driver;
+use crate::entry::{CuErr, CuResult, invalid, put};
 use crate::module::{Function, function};
-use crate::stream::resolve_in;
 
 /// `CU_LAUNCH_PARAM_END`, `CU_LAUNCH_PARAM_BUFFER_POINTER`, `CU_LAUNCH_PARAM_BUFFER_SIZE`.
 const PARAM_END: usize = 0;
@@ -245,8 +246,8 @@ impl KernelLaunch {
 /// # Safety
 /// `kernelParams` holds one valid pointer per kernel parameter, or `extra` is a valid
 /// `CU_LAUNCH_PARAM_END`-terminated list; the memory they point to is read before return.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuLaunchKernel(
+#[allow(clippy::too_many_arguments)] // the C signature
+pub(crate) unsafe fn cuLaunchKernel(
     f: CUfunction,
     gridDimX: c_uint,
     gridDimY: c_uint,
@@ -258,24 +259,22 @@ pub unsafe extern "C" fn cuLaunchKernel(
     hStream: CUstream,
     kernelParams: *mut *mut c_void,
     extra: *mut *mut c_void,
-) -> CUresult {
-    call("cuLaunchKernel", || {
-        let (ctx, func) = function(f)?;
-        let s = resolve_in(&ctx, hStream)?;
-        // SAFETY: the caller's contract.
-        let launch = unsafe {
-            KernelLaunch::new(
-                func,
-                [gridDimX, gridDimY, gridDimZ],
-                [blockDimX, blockDimY, blockDimZ],
-                sharedMemBytes,
-                kernelParams,
-                extra,
-            )?
-        };
-        s.enqueue(&ctx, |se| launch.issue(se))
-            .map_err(|e| launch.explain(e))
-    })
+) -> CuResult<()> {
+    let (ctx, func) = function(f)?;
+    let s = resolve_in(&ctx, hStream)?;
+    // SAFETY: the caller's contract.
+    let launch = unsafe {
+        KernelLaunch::new(
+            func,
+            [gridDimX, gridDimY, gridDimZ],
+            [blockDimX, blockDimY, blockDimZ],
+            sharedMemBytes,
+            kernelParams,
+            extra,
+        )?
+    };
+    s.enqueue(&ctx, |se| launch.issue(se))
+        .map_err(|e| launch.explain(e))
 }
 
 /// Blocks of `block_size` threads and `shared` dynamic bytes one multiprocessor holds (2048
@@ -297,42 +296,33 @@ fn blocks_per_sm(block_size: c_int, shared: usize) -> CuResult<c_int> {
 ///
 /// # Safety
 /// `numBlocks` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
+pub(crate) unsafe fn cuOccupancyMaxActiveBlocksPerMultiprocessor(
     numBlocks: *mut c_int,
     func: CUfunction,
     blockSize: c_int,
     dynamicSMemSize: usize,
-) -> CUresult {
-    call("cuOccupancyMaxActiveBlocksPerMultiprocessor", || {
-        function(func)?;
-        let n = blocks_per_sm(blockSize, dynamicSMemSize)?;
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(numBlocks, n, "numBlocks") }
-    })
+) -> CuResult<()> {
+    function(func)?;
+    let n = blocks_per_sm(blockSize, dynamicSMemSize)?;
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(numBlocks, n, "numBlocks") }
 }
 
 /// `cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags`: the flags change nothing here.
 ///
 /// # Safety
 /// `numBlocks` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+pub(crate) unsafe fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     numBlocks: *mut c_int,
     func: CUfunction,
     blockSize: c_int,
     dynamicSMemSize: usize,
     flags: c_uint,
-) -> CUresult {
+) -> CuResult<()> {
     if flags > 1 {
-        return call(
-            "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
-            || {
-                Err(invalid(format!(
-                    "{flags:#x} is not a CUoccupancy_flags value"
-                )))
-            },
-        );
+        return Err(invalid(format!(
+            "{flags:#x} is not a CUoccupancy_flags value"
+        )));
     }
     // SAFETY: same contract.
     unsafe {
@@ -345,57 +335,49 @@ pub unsafe extern "C" fn cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
 ///
 /// # Safety
 /// The out pointers are null or valid for writes; the callback is null or callable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSize(
+pub(crate) unsafe fn cuOccupancyMaxPotentialBlockSize(
     minGridSize: *mut c_int,
     blockSize: *mut c_int,
     func: CUfunction,
     blockSizeToDynamicSMemSize: cudarc::driver::sys::CUoccupancyB2DSize,
     dynamicSMemSize: usize,
     blockSizeLimit: c_int,
-) -> CUresult {
-    call("cuOccupancyMaxPotentialBlockSize", || {
-        function(func)?;
-        let limit = if blockSizeLimit <= 0 {
-            1024
-        } else {
-            blockSizeLimit.min(1024)
+) -> CuResult<()> {
+    function(func)?;
+    let limit = if blockSizeLimit <= 0 {
+        1024
+    } else {
+        blockSizeLimit.min(1024)
+    };
+    let mut best = (0, 32);
+    for size in (32..=limit).rev().step_by(32) {
+        let shared = match blockSizeToDynamicSMemSize {
+            // SAFETY: the caller's callback, called with a block size as CUDA does.
+            Some(f) => unsafe { f(size) },
+            None => dynamicSMemSize,
         };
-        let mut best = (0, 32);
-        for size in (32..=limit).rev().step_by(32) {
-            let shared = match blockSizeToDynamicSMemSize {
-                // SAFETY: the caller's callback, called with a block size as CUDA does.
-                Some(f) => unsafe { f(size) },
-                None => dynamicSMemSize,
-            };
-            if shared > SHARED_PER_BLOCK as usize {
-                continue;
-            }
-            let threads = blocks_per_sm(size, shared)? * size;
-            if threads > best.0 {
-                best = (threads, size);
-            }
+        if shared > SHARED_PER_BLOCK as usize {
+            continue;
         }
-        let sms = crate::state::driver()?
-            .exec
-            .description()
-            .compute_units
-            .max(1) as c_int;
-        let per_sm = blocks_per_sm(best.1, dynamicSMemSize.min(SHARED_PER_BLOCK as usize))?;
-        // SAFETY: the caller's out-pointers.
-        unsafe {
-            put(minGridSize, per_sm.max(1) * sms, "minGridSize")?;
-            put(blockSize, best.1, "blockSize")
+        let threads = blocks_per_sm(size, shared)? * size;
+        if threads > best.0 {
+            best = (threads, size);
         }
-    })
+    }
+    let sms = driver()?.exec.description().compute_units.max(1) as c_int;
+    let per_sm = blocks_per_sm(best.1, dynamicSMemSize.min(SHARED_PER_BLOCK as usize))?;
+    // SAFETY: the caller's out-pointers.
+    unsafe {
+        put(minGridSize, per_sm.max(1) * sms, "minGridSize")?;
+        put(blockSize, best.1, "blockSize")
+    }
 }
 
 /// `cuOccupancyMaxPotentialBlockSizeWithFlags`: the flags change nothing here.
 ///
 /// # Safety
 /// As `cuOccupancyMaxPotentialBlockSize`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
+pub(crate) unsafe fn cuOccupancyMaxPotentialBlockSizeWithFlags(
     minGridSize: *mut c_int,
     blockSize: *mut c_int,
     func: CUfunction,
@@ -403,7 +385,7 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
     dynamicSMemSize: usize,
     blockSizeLimit: c_int,
     flags: c_uint,
-) -> CUresult {
+) -> CuResult<()> {
     let _ = flags;
     // SAFETY: same contract.
     unsafe {
@@ -422,21 +404,18 @@ pub unsafe extern "C" fn cuOccupancyMaxPotentialBlockSizeWithFlags(
 ///
 /// # Safety
 /// `dynamicSmemSize` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuOccupancyAvailableDynamicSMemPerBlock(
+pub(crate) unsafe fn cuOccupancyAvailableDynamicSMemPerBlock(
     dynamicSmemSize: *mut usize,
     func: CUfunction,
     numBlocks: c_int,
     blockSize: c_int,
-) -> CUresult {
-    call("cuOccupancyAvailableDynamicSMemPerBlock", || {
-        function(func)?;
-        blocks_per_sm(blockSize, 0)?;
-        if numBlocks <= 0 {
-            return Err(invalid(format!("numBlocks {numBlocks} must be positive")));
-        }
-        let per_block = (2 * SHARED_PER_BLOCK / numBlocks).min(SHARED_PER_BLOCK);
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(dynamicSmemSize, per_block as usize, "dynamicSmemSize") }
-    })
+) -> CuResult<()> {
+    function(func)?;
+    blocks_per_sm(blockSize, 0)?;
+    if numBlocks <= 0 {
+        return Err(invalid(format!("numBlocks {numBlocks} must be positive")));
+    }
+    let per_block = (2 * SHARED_PER_BLOCK / numBlocks).min(SHARED_PER_BLOCK);
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(dynamicSmemSize, per_block as usize, "dynamicSmemSize") }
 }

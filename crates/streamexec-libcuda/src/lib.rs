@@ -16,24 +16,88 @@
 //! from [`streamexec_cuda_last_fault`], and driver calls from inside a host function are
 //! `CUDA_ERROR_NOT_PERMITTED`. No panic crosses the C boundary.
 //!
+//! Building, loading and testing it: `README.md` of this crate.
+//!
+//! # Internals
+//!
+//! The library is a client of streamexec's **public** API like any other: the host platform's
+//! executor, `DeviceMemory`/`UnifiedMemory`, `Stream`, `Event` and PTX loaded through
+//! `MultiKernelLoaderSpec`, so everything it does is checked again by the handle layer. It adds
+//! only what the C API needs from streamexec: `ArgList::arg_bytes` (a by-value parameter as raw
+//! bytes with its alignment), `Kernel::module_global` (a module variable's bytes, for
+//! `cuModuleGetGlobal`) and `DeviceSlice::cast`.
+//!
+//! - **One address space.** Every CUDA device of the library is the one host executor
+//!   (`STREAMEXEC_CUDA_DEVICES=N` makes N of them); a process-wide map from address to region
+//!   (device memory, mapped pinned memory, named module globals) checks every device range a
+//!   call names (`memory.rs`), so a range outside a live allocation is
+//!   `CUDA_ERROR_INVALID_VALUE`. Kernel parameters are raw bytes, so a kernel's pointers are
+//!   checked by the engine at each access (a fault), not at launch.
+//! - **Handles** are opaque numbers looked up in per-kind tables, never dereferenced, never
+//!   reused (`handles.rs`); each family's table is a `static` in its own file.
+//! - **Streams** (`stream/`) wrap host `Stream`s. CUDA's legacy default stream is modelled with
+//!   `then_wait_for` between streams of a context at enqueue (`context/mod.rs` says which);
+//!   nothing blocks while a stream's lock is held (synchronizing records an event and waits
+//!   outside), so a thread serving a running kernel's RPC can call the driver.
+//! - **Graphs** (`graph/`, the explicit API; stream capture stays refused). A kernel node is the
+//!   same checked `launch::KernelLaunch` that `cuLaunchKernel` enqueues (argument bytes copied
+//!   when the node is added), a memset node a list of `copy::Memset` rows, a memcpy node (1-D/2-D,
+//!   host/device/unified) a list of `copy::issue_copy` rows; a child-graph node holds a flattened
+//!   clone of the child. Instantiation takes the nodes in a topological order (Kahn's algorithm,
+//!   ties in the order they were added, a cycle refused although the API cannot build one) with
+//!   child graphs flattened in place, so later edits of the graph do not reach it.
+//!   `cuGraphLaunch` checks every node again (ranges inside live allocations, events and modules
+//!   alive), then enqueues them all in one `CuStream::enqueue`, after a wait for the previous
+//!   launch of the same executable graph (an event per launch, under a lock, so launches on
+//!   different streams are ordered as CUDA documents), and records that launch's event.
+//!   Sequential order is a valid schedule of the graph; kernel arguments are packed at enqueue,
+//!   so `cuGraphExecKernelNodeSetParams` reaches only later launches. All nodes that run in a
+//!   context must share one, and the launching stream must belong to it (else
+//!   `CUDA_ERROR_NOT_SUPPORTED`). Graph, node and executable-graph handles are table handles; a
+//!   bad one is `CUDA_ERROR_INVALID_VALUE`, as the graph API documents.
+//! - **Errors.** Every entry point runs in `entry::call`: panics become `CUDA_ERROR_UNKNOWN`,
+//!   calls from a host function `CUDA_ERROR_NOT_PERMITTED`, and the detail of each failure is
+//!   kept per thread ([`streamexec_cuda_last_error_detail`]). A kernel fault (any failure of a
+//!   context's asynchronous work) becomes the context's sticky error, mapped from the engine's
+//!   report (`ILLEGAL_ADDRESS`, `MISALIGNED_ADDRESS`, `LAUNCH_FAILED`), printed and kept for
+//!   [`streamexec_cuda_last_fault`].
+//! - **Signatures, written once.** `exports.rs` holds the one declaration list of every entry
+//!   point (`entry_points!`, a macro that hands the list to another, as ZLUDA's
+//!   `cuda_function_declarations!` does): each entry's C signature and the family file whose
+//!   ordinary Rust function of the same name implements it (returning `CuResult<()>`), or the
+//!   reason it is refused. From it come the `extern "C"` shells (the implementation in
+//!   `entry::call`; a refusal is `CUDA_ERROR_NOT_SUPPORTED` naming what is missing) and, in
+//!   `abi.rs`, the compile-time check of every signature against cudarc's `driver::sys` (enums
+//!   passed by value are received as `u32`: a C caller may pass any value; `CUDA_MEMCPY3D`'s
+//!   memory types are read the same way). The CUDA 11 names of the kernel-node calls
+//!   (`cuGraphAddKernelNode`, ...), which take `CUDA_KERNEL_NODE_PARAMS_v1`, and CUDA 12.1's
+//!   `cuCtxSetFlags` are checked against local declarations of cudarc's signatures for those
+//!   versions. A new entry point is a line in the list and a function in its family's file.
+//! - **Loading.** `scripts/build-libcuda.sh` builds it in release mode into `target/libcuda`; the
+//!   test script puts that directory first on `LD_LIBRARY_PATH` and requires `cuda`, so the CUDA
+//!   backend of streamexec runs the conformance suite on it in every test run. `cargo test` puts
+//!   `target/debug` first on the library path, so the script removes any debug build of the
+//!   library there, and the tests check (`/proc/self/maps`) that they loaded the release one.
+//!
 //! # Files
+//!
+//! Each object family keeps its handle table in its own file; the files import each other
+//! without a cycle (`tests/layering.rs` checks it), lower layers first:
 //!
 //! | file | holds |
 //! |---|---|
 //! | `entry.rs` | the wrapper every entry point runs in (panics, host-function check), `CuErr`, error names and strings, the extra `streamexec_cuda_*` exports |
-//! | `abi.rs` | the compile-time check of every export's signature against cudarc's `driver::sys` |
 //! | `handles.rs` | handle tables: opaque never-reused values, looked up before use |
-//! | `state.rs` | `cuInit`, configuration (`STREAMEXEC_CUDA_DEVICES`, `STREAMEXEC_CUDA_CC`) and devices |
+//! | `driver.rs` | `cuInit`, configuration (`STREAMEXEC_CUDA_DEVICES`, `STREAMEXEC_CUDA_CC`), the host executor |
 //! | `device.rs` | device queries and attributes |
-//! | `context.rs` | contexts (primary and created), the per-thread current-context stack, sticky errors |
-//! | `memory.rs` | the process-wide address map (unified addressing), allocation, host memory |
-//! | `copy.rs` | copies and memsets |
-//! | `stream.rs` | streams: the legacy and per-thread default streams, ordering, host functions |
-//! | `event.rs` | events |
-//! | `module.rs` | modules, functions, globals |
-//! | `launch.rs` | `cuLaunchKernel` |
-//! | `graph.rs` | CUDA graphs (the explicit API): graphs, nodes, executable graphs, `cuGraphLaunch` |
-//! | `refused.rs` | entry points cudarc can reach that this library refuses (`CUDA_ERROR_NOT_SUPPORTED`) |
+//! | `stream/mod.rs` | the stream object and its table: a host-platform stream, the lock-ordered enqueue |
+//! | `context/mod.rs` | contexts (primary and created) and their table, the per-thread current-context stack, sticky errors, stream order within a context, stream handles |
+//! | `event.rs`, `memory.rs`, `module.rs` | events; the process-wide address map (unified addressing), allocation, host memory; modules, functions, globals |
+//! | `stream/api.rs`, `context/api.rs` | the `cuStream*` and `cuCtx*`/`cuDevicePrimaryCtx*` entry points (destroying a context frees what it owns in every family) |
+//! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel` and occupancy |
+//! | `graph/` | CUDA graphs (the explicit API): tables and order (`mod.rs`), node operations (`nodes.rs`), building (`build.rs`), executable graphs (`instantiate.rs`), `cuGraphLaunch` (`launch.rs`) |
+//! | `exports.rs` | the one declaration list of every entry point, and the `extern "C"` shells it makes (refusals included) |
+//! | `abi.rs` | the compile-time check of that list against cudarc's `driver::sys` |
 
 #![allow(non_snake_case)] // exported names are CUDA's
 
@@ -41,15 +105,15 @@ mod abi;
 mod context;
 mod copy;
 mod device;
+mod driver;
 mod entry;
 mod event;
+mod exports;
 mod graph;
 mod handles;
 mod launch;
 mod memory;
 mod module;
-mod refused;
-mod state;
 mod stream;
 
 pub use entry::{streamexec_cuda_last_error_detail, streamexec_cuda_last_fault};

@@ -17,8 +17,8 @@ use parking_lot::RwLock;
 use streamexec::{DeviceMemory, DeviceSlice, Kernel, UnifiedMemory};
 
 use crate::context::current;
-use crate::entry::{CuErr, CuResult, call, invalid, non_null, put};
-use crate::state::driver;
+use crate::driver::driver;
+use crate::entry::{CuErr, CuResult, invalid, non_null, put};
 
 /// What backs a region.
 pub(crate) enum Backing {
@@ -160,72 +160,63 @@ fn oom(bytes: u64, e: streamexec::Error) -> CuErr {
 ///
 /// # Safety
 /// `dptr` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> CUresult {
-    call("cuMemAlloc_v2", || {
-        let ctx = current()?;
-        non_null(dptr, "dptr")?;
-        if bytesize == 0 {
-            return Err(invalid("bytesize is 0"));
-        }
-        let mem = driver()?
-            .exec
-            .allocate_array::<u8>(bytesize)
-            .map_err(|e| oom(bytesize as u64, e))?;
-        let base = mem.address().raw();
-        insert(Region {
-            base,
-            bytes: bytesize as u64,
-            ctx: ctx.handle,
-            device: ctx.device,
-            backing: Backing::Device(mem),
-        });
-        // SAFETY: the caller's out-pointer (checked non-null above).
-        unsafe { put(dptr, base, "dptr") }
-    })
+pub(crate) unsafe fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> CuResult<()> {
+    let ctx = current()?;
+    non_null(dptr, "dptr")?;
+    if bytesize == 0 {
+        return Err(invalid("bytesize is 0"));
+    }
+    let mem = driver()?
+        .exec
+        .allocate_array::<u8>(bytesize)
+        .map_err(|e| oom(bytesize as u64, e))?;
+    let base = mem.address().raw();
+    insert(Region {
+        base,
+        bytes: bytesize as u64,
+        ctx: ctx.handle,
+        device: ctx.device,
+        backing: Backing::Device(mem),
+    });
+    // SAFETY: the caller's out-pointer (checked non-null above).
+    unsafe { put(dptr, base, "dptr") }
 }
 
 /// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` returned. Work already enqueued that uses
 /// the memory still finishes safely (the host platform pins it).
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemFree_v2(dptr: CUdeviceptr) -> CUresult {
-    call("cuMemFree_v2", || {
-        current()?;
-        let mut map = REGIONS.write();
-        match map.get(&dptr) {
-            Some(r) if matches!(r.backing, Backing::Device(_)) => {
-                map.remove(&dptr);
-                Ok(())
-            }
-            _ => Err(invalid(format!(
-                "{dptr:#x} is not the start of a live cuMemAlloc allocation (freed twice, an \
-                 offset pointer, or host memory)"
-            ))),
+pub(crate) fn cuMemFree_v2(dptr: CUdeviceptr) -> CuResult<()> {
+    current()?;
+    let mut map = REGIONS.write();
+    match map.get(&dptr) {
+        Some(r) if matches!(r.backing, Backing::Device(_)) => {
+            map.remove(&dptr);
+            Ok(())
         }
-    })
+        _ => Err(invalid(format!(
+            "{dptr:#x} is not the start of a live cuMemAlloc allocation (freed twice, an \
+             offset pointer, or host memory)"
+        ))),
+    }
 }
 
 /// `cuMemGetInfo_v2`: the machine's memory less what this device has allocated.
 ///
 /// # Safety
 /// Each pointer is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
-    call("cuMemGetInfo_v2", || {
-        let ctx = current()?;
-        let all = driver()?.total_memory();
-        let used: u64 = REGIONS
-            .read()
-            .values()
-            .filter(|r| r.device == ctx.device && !matches!(r.backing, Backing::Global { .. }))
-            .map(|r| r.bytes)
-            .sum();
-        // SAFETY: the caller's out-pointers.
-        unsafe {
-            put(free, all.saturating_sub(used) as usize, "free")?;
-            put(total, all as usize, "total")
-        }
-    })
+pub(crate) unsafe fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CuResult<()> {
+    let ctx = current()?;
+    let all = driver()?.total_memory();
+    let used: u64 = REGIONS
+        .read()
+        .values()
+        .filter(|r| r.device == ctx.device && !matches!(r.backing, Backing::Global { .. }))
+        .map(|r| r.bytes)
+        .sum();
+    // SAFETY: the caller's out-pointers.
+    unsafe {
+        put(free, all.saturating_sub(used) as usize, "free")?;
+        put(total, all as usize, "total")
+    }
 }
 
 /// `cuMemGetAddressRange_v2`: the allocation containing `dptr`; `CUDA_ERROR_NOT_FOUND` when no
@@ -233,31 +224,28 @@ pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) ->
 ///
 /// # Safety
 /// Each pointer is null (ignored) or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemGetAddressRange_v2(
+pub(crate) unsafe fn cuMemGetAddressRange_v2(
     pbase: *mut CUdeviceptr,
     psize: *mut usize,
     dptr: CUdeviceptr,
-) -> CUresult {
-    call("cuMemGetAddressRange_v2", || {
-        current()?;
-        let r = lookup(dptr).ok_or_else(|| {
-            CuErr::new(
-                CUresult::CUDA_ERROR_NOT_FOUND,
-                format!("{dptr:#x} is not in any live allocation"),
-            )
-        })?;
-        // SAFETY: the caller's out-pointers, each written only when non-null.
-        unsafe {
-            if !pbase.is_null() {
-                pbase.write(r.base);
-            }
-            if !psize.is_null() {
-                psize.write(r.bytes as usize);
-            }
+) -> CuResult<()> {
+    current()?;
+    let r = lookup(dptr).ok_or_else(|| {
+        CuErr::new(
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            format!("{dptr:#x} is not in any live allocation"),
+        )
+    })?;
+    // SAFETY: the caller's out-pointers, each written only when non-null.
+    unsafe {
+        if !pbase.is_null() {
+            pbase.write(r.base);
         }
-        Ok(())
-    })
+        if !psize.is_null() {
+            psize.write(r.bytes as usize);
+        }
+    }
+    Ok(())
 }
 
 fn host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CuResult<()> {
@@ -295,40 +283,35 @@ fn host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CuResult<
 ///
 /// # Safety
 /// `pp` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemHostAlloc(
+pub(crate) unsafe fn cuMemHostAlloc(
     pp: *mut *mut c_void,
     bytesize: usize,
     Flags: c_uint,
-) -> CUresult {
-    call("cuMemHostAlloc", || host_alloc(pp, bytesize, Flags))
+) -> CuResult<()> {
+    host_alloc(pp, bytesize, Flags)
 }
 
 /// `cuMemAllocHost_v2`: `cuMemHostAlloc` with no flags.
 ///
 /// # Safety
 /// `pp` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemAllocHost_v2(pp: *mut *mut c_void, bytesize: usize) -> CUresult {
-    call("cuMemAllocHost_v2", || host_alloc(pp, bytesize, 0))
+pub(crate) unsafe fn cuMemAllocHost_v2(pp: *mut *mut c_void, bytesize: usize) -> CuResult<()> {
+    host_alloc(pp, bytesize, 0)
 }
 
 /// `cuMemFreeHost`: `p` must be what `cuMemHostAlloc` returned.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
-    call("cuMemFreeHost", || {
-        current()?;
-        let mut map = REGIONS.write();
-        match map.get(&(p as u64)) {
-            Some(r) if r.is_host() => {
-                map.remove(&(p as u64));
-                Ok(())
-            }
-            _ => Err(invalid(format!(
-                "{p:p} is not the start of live cuMemHostAlloc memory"
-            ))),
+pub(crate) fn cuMemFreeHost(p: *mut c_void) -> CuResult<()> {
+    current()?;
+    let mut map = REGIONS.write();
+    match map.get(&(p as u64)) {
+        Some(r) if r.is_host() => {
+            map.remove(&(p as u64));
+            Ok(())
         }
-    })
+        _ => Err(invalid(format!(
+            "{p:p} is not the start of live cuMemHostAlloc memory"
+        ))),
+    }
 }
 
 /// `cuMemHostGetDevicePointer_v2`: the device address of mapped pinned memory (the same
@@ -336,56 +319,50 @@ pub extern "C" fn cuMemFreeHost(p: *mut c_void) -> CUresult {
 ///
 /// # Safety
 /// `pdptr` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemHostGetDevicePointer_v2(
+pub(crate) unsafe fn cuMemHostGetDevicePointer_v2(
     pdptr: *mut CUdeviceptr,
     p: *mut c_void,
     Flags: c_uint,
-) -> CUresult {
-    call("cuMemHostGetDevicePointer_v2", || {
-        current()?;
-        if Flags != 0 {
-            return Err(invalid(format!("Flags must be 0, got {Flags}")));
+) -> CuResult<()> {
+    current()?;
+    if Flags != 0 {
+        return Err(invalid(format!("Flags must be 0, got {Flags}")));
+    }
+    match lookup(p as u64) {
+        Some(r) if r.is_host() => {}
+        _ if registered(p as u64, 1).is_some() => {
+            return Err(invalid(
+                "memory registered with cuMemHostRegister is not mapped on the CPU driver \
+                 (kernels reach only memory it allocated); use cuMemHostAlloc",
+            ));
         }
-        match lookup(p as u64) {
-            Some(r) if r.is_host() => {}
-            _ if registered(p as u64, 1).is_some() => {
-                return Err(invalid(
-                    "memory registered with cuMemHostRegister is not mapped on the CPU driver \
-                     (kernels reach only memory it allocated); use cuMemHostAlloc",
-                ));
-            }
-            _ => {
-                return Err(invalid(format!(
-                    "{p:p} is not in mapped pinned memory from cuMemHostAlloc"
-                )));
-            }
+        _ => {
+            return Err(invalid(format!(
+                "{p:p} is not in mapped pinned memory from cuMemHostAlloc"
+            )));
         }
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(pdptr, p as u64, "pdptr") }
-    })
+    }
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(pdptr, p as u64, "pdptr") }
 }
 
 /// `cuMemHostGetFlags`.
 ///
 /// # Safety
 /// `pFlags` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuMemHostGetFlags(pFlags: *mut c_uint, p: *mut c_void) -> CUresult {
-    call("cuMemHostGetFlags", || {
-        current()?;
-        let flags = match lookup(p as u64).as_deref() {
-            Some(Region {
-                backing: Backing::Host { flags, .. },
-                ..
-            }) => *flags,
-            _ => registered(p as u64, 1)
-                .map(|(_, f)| f)
-                .ok_or_else(|| invalid(format!("{p:p} is not pinned host memory")))?,
-        };
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(pFlags, flags, "pFlags") }
-    })
+pub(crate) unsafe fn cuMemHostGetFlags(pFlags: *mut c_uint, p: *mut c_void) -> CuResult<()> {
+    current()?;
+    let flags = match lookup(p as u64).as_deref() {
+        Some(Region {
+            backing: Backing::Host { flags, .. },
+            ..
+        }) => *flags,
+        _ => registered(p as u64, 1)
+            .map(|(_, f)| f)
+            .ok_or_else(|| invalid(format!("{p:p} is not pinned host memory")))?,
+    };
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(pFlags, flags, "pFlags") }
 }
 
 /// The registration holding `[addr, addr + len)`, if any: (base, flags).
@@ -398,55 +375,49 @@ pub(crate) fn registered(addr: u64, len: u64) -> Option<(u64, c_uint)> {
 /// `cuMemHostRegister_v2`: pins `[p, p + bytesize)` for copies. `CU_MEMHOSTREGISTER_DEVICEMAP`
 /// is refused (`CUDA_ERROR_NOT_SUPPORTED`): the CPU engine's kernels reach only memory it
 /// allocated.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, Flags: c_uint) -> CUresult {
-    call("cuMemHostRegister_v2", || {
-        current()?;
-        non_null(p, "p")?;
-        if bytesize == 0 || Flags & !0xf != 0 {
-            return Err(invalid(format!(
-                "bytesize {bytesize} and Flags {Flags:#x}: give a non-empty range and \
-                 CU_MEMHOSTREGISTER flags"
-            )));
-        }
-        if Flags & 0x2 != 0 {
-            return Err(CuErr::new(
-                CUresult::CUDA_ERROR_NOT_SUPPORTED,
-                "CU_MEMHOSTREGISTER_DEVICEMAP: kernels on the CPU driver reach only memory it \
-                 allocated; use cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)",
-            ));
-        }
-        let (start, end) = (p as u64, p as u64 + bytesize as u64);
-        let mut map = REGISTERED.write();
-        let overlaps = map
-            .range(..end)
-            .next_back()
-            .is_some_and(|(&b, &(n, _))| b + n > start);
-        if overlaps || lookup(start).is_some() {
-            return Err(CuErr::new(
-                CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-                format!("{bytesize} bytes at {p:p} overlap pinned memory"),
-            ));
-        }
-        map.insert(start, (bytesize as u64, Flags));
-        Ok(())
-    })
+pub(crate) fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, Flags: c_uint) -> CuResult<()> {
+    current()?;
+    non_null(p, "p")?;
+    if bytesize == 0 || Flags & !0xf != 0 {
+        return Err(invalid(format!(
+            "bytesize {bytesize} and Flags {Flags:#x}: give a non-empty range and \
+             CU_MEMHOSTREGISTER flags"
+        )));
+    }
+    if Flags & 0x2 != 0 {
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_SUPPORTED,
+            "CU_MEMHOSTREGISTER_DEVICEMAP: kernels on the CPU driver reach only memory it \
+             allocated; use cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)",
+        ));
+    }
+    let (start, end) = (p as u64, p as u64 + bytesize as u64);
+    let mut map = REGISTERED.write();
+    let overlaps = map
+        .range(..end)
+        .next_back()
+        .is_some_and(|(&b, &(n, _))| b + n > start);
+    if overlaps || lookup(start).is_some() {
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+            format!("{bytesize} bytes at {p:p} overlap pinned memory"),
+        ));
+    }
+    map.insert(start, (bytesize as u64, Flags));
+    Ok(())
 }
 
 /// `cuMemHostUnregister`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuMemHostUnregister(p: *mut c_void) -> CUresult {
-    call("cuMemHostUnregister", || {
-        current()?;
-        REGISTERED
-            .write()
-            .remove(&(p as u64))
-            .map(|_| ())
-            .ok_or_else(|| {
-                CuErr::new(
-                    CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
-                    format!("{p:p} is not the start of a cuMemHostRegister range"),
-                )
-            })
-    })
+pub(crate) fn cuMemHostUnregister(p: *mut c_void) -> CuResult<()> {
+    current()?;
+    REGISTERED
+        .write()
+        .remove(&(p as u64))
+        .map(|_| ())
+        .ok_or_else(|| {
+            CuErr::new(
+                CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                format!("{p:p} is not the start of a cuMemHostRegister range"),
+            )
+        })
 }

@@ -16,8 +16,15 @@ use streamexec::{Kernel, MultiKernelLoaderSpec};
 
 use crate::context::{Context, current};
 use crate::device::SHARED_PER_BLOCK;
-use crate::entry::{CuErr, CuResult, bad_handle, call, invalid, non_null, put};
-use crate::state::{Driver, driver};
+use crate::driver::driver;
+use crate::entry::{CuErr, CuResult, bad_handle, invalid, non_null, put};
+use crate::handles::Table;
+use crate::memory;
+
+/// Loaded modules.
+static MODULES: Table<Module> = Table::new(0x4000_0000);
+/// Functions handed out by `cuModuleGetFunction` (a module's kernels by handle).
+static FUNCTIONS: Table<Function> = Table::new(0x5000_0000);
 
 /// A loaded module.
 pub(crate) struct Module {
@@ -79,15 +86,25 @@ fn release_copy(text: &str, n: usize) {
 }
 
 /// Removes `m`, its functions and its globals from the tables.
-pub(crate) fn unload(drv: &Driver, m: &Module) {
-    if drv.modules.remove(m.handle).is_none() {
+fn unload(m: &Module) {
+    if MODULES.remove(m.handle).is_none() {
         return; // unloaded already (by another thread)
     }
     release_copy(&m.copy.0, m.copy.1);
     for (_, h) in m.functions.lock().drain() {
-        drv.functions.remove(h);
+        FUNCTIONS.remove(h);
     }
-    crate::memory::remove_module(m.handle);
+    memory::remove_module(m.handle);
+}
+
+/// Unloads every module of context `ctx`, and drops its functions (the context is destroyed).
+pub(crate) fn unload_context(ctx: usize) {
+    for f in FUNCTIONS.filter(|f| f.ctx == ctx) {
+        FUNCTIONS.remove(f.handle);
+    }
+    for m in MODULES.filter(|m| m.ctx == ctx) {
+        unload(&m);
+    }
 }
 
 /// Writes `text` into the caller's JIT log buffer options (error or info), and the length
@@ -215,7 +232,7 @@ fn load(ctx: &Context, image: &[u8]) -> CuResult<Module> {
         kernels.insert(e.name.clone(), (k, e));
     }
     Ok(Module {
-        handle: drv.modules.reserve(),
+        handle: MODULES.reserve(),
         ctx: ctx.handle,
         kernels,
         functions: Mutex::new(HashMap::new()),
@@ -244,9 +261,8 @@ unsafe fn image_bytes<'a>(image: *const c_void) -> &'a [u8] {
 }
 
 fn register(module: Module, out: *mut CUmodule) -> CuResult<()> {
-    let drv = driver()?;
     let h = module.handle;
-    drv.modules.insert(h, Arc::new(module));
+    MODULES.insert(h, Arc::new(module));
     // SAFETY: the caller's out-pointer (checked non-null by the callers).
     unsafe { put(out, h as CUmodule, "module") }
 }
@@ -256,41 +272,37 @@ fn register(module: Module, out: *mut CUmodule) -> CuResult<()> {
 /// # Safety
 /// `image` is NUL-terminated PTX (or a binary header); the option arrays hold `numOptions`
 /// entries.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleLoadDataEx(
+pub(crate) unsafe fn cuModuleLoadDataEx(
     module: *mut CUmodule,
     image: *const c_void,
     numOptions: c_uint,
     options: *mut CUjit_option,
     optionValues: *mut *mut c_void,
-) -> CUresult {
-    call("cuModuleLoadDataEx", || {
-        let ctx = current()?;
-        non_null(module, "module")?;
-        non_null(image, "image")?;
-        // SAFETY: the caller's contract.
-        let bytes = unsafe { image_bytes(image) };
-        match load(&ctx, bytes) {
-            Ok(m) => {
-                // SAFETY: the caller's contract for the option arrays.
-                unsafe { write_logs(numOptions, options, optionValues, "") };
-                register(m, module)
-            }
-            Err(e) => {
-                // SAFETY: as above.
-                unsafe { write_logs(numOptions, options, optionValues, &e.detail) };
-                Err(e)
-            }
+) -> CuResult<()> {
+    let ctx = current()?;
+    non_null(module, "module")?;
+    non_null(image, "image")?;
+    // SAFETY: the caller's contract.
+    let bytes = unsafe { image_bytes(image) };
+    match load(&ctx, bytes) {
+        Ok(m) => {
+            // SAFETY: the caller's contract for the option arrays.
+            unsafe { write_logs(numOptions, options, optionValues, "") };
+            register(m, module)
         }
-    })
+        Err(e) => {
+            // SAFETY: as above.
+            unsafe { write_logs(numOptions, options, optionValues, &e.detail) };
+            Err(e)
+        }
+    }
 }
 
 /// `cuModuleLoadData`.
 ///
 /// # Safety
 /// `image` is NUL-terminated PTX (or a binary header).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void) -> CUresult {
+pub(crate) unsafe fn cuModuleLoadData(module: *mut CUmodule, image: *const c_void) -> CuResult<()> {
     // SAFETY: same contract, no options.
     unsafe { cuModuleLoadDataEx(module, image, 0, std::ptr::null_mut(), std::ptr::null_mut()) }
 }
@@ -299,42 +311,35 @@ pub unsafe extern "C" fn cuModuleLoadData(module: *mut CUmodule, image: *const c
 ///
 /// # Safety
 /// `fname` is a NUL-terminated path.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleLoad(module: *mut CUmodule, fname: *const c_char) -> CUresult {
-    call("cuModuleLoad", || {
-        let ctx = current()?;
-        non_null(module, "module")?;
-        non_null(fname, "fname")?;
-        // SAFETY: the caller's contract.
-        let path = unsafe { CStr::from_ptr(fname) }
-            .to_string_lossy()
-            .into_owned();
-        let bytes = std::fs::read(&path)
-            .map_err(|e| CuErr::new(CUresult::CUDA_ERROR_FILE_NOT_FOUND, format!("{path}: {e}")))?;
-        register(load(&ctx, &bytes)?, module)
-    })
+pub(crate) unsafe fn cuModuleLoad(module: *mut CUmodule, fname: *const c_char) -> CuResult<()> {
+    let ctx = current()?;
+    non_null(module, "module")?;
+    non_null(fname, "fname")?;
+    // SAFETY: the caller's contract.
+    let path = unsafe { CStr::from_ptr(fname) }
+        .to_string_lossy()
+        .into_owned();
+    let bytes = std::fs::read(&path)
+        .map_err(|e| CuErr::new(CUresult::CUDA_ERROR_FILE_NOT_FOUND, format!("{path}: {e}")))?;
+    register(load(&ctx, &bytes)?, module)
 }
 
 /// `cuModuleLoadFatBinary`: there is no GPU code to run here.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuModuleLoadFatBinary(
+pub(crate) fn cuModuleLoadFatBinary(
     _module: *mut CUmodule,
     _fatCubin: *const c_void,
-) -> CUresult {
-    call("cuModuleLoadFatBinary", || {
-        current()?;
-        Err(CuErr::new(
-            CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
-            "fatbins hold GPU machine code; the CPU driver runs PTX only",
-        ))
-    })
+) -> CuResult<()> {
+    current()?;
+    Err(CuErr::new(
+        CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
+        "fatbins hold GPU machine code; the CPU driver runs PTX only",
+    ))
 }
 
 /// The module of handle `h` in the current context.
 fn module_of(h: CUmodule) -> CuResult<(Arc<Context>, Arc<Module>)> {
     let ctx = current()?;
-    let m = driver()?
-        .modules
+    let m = MODULES
         .get(h as usize)
         .ok_or_else(|| bad_handle(format!("{:#x} is not a loaded module", h as usize)))?;
     if m.ctx != ctx.handle {
@@ -344,69 +349,62 @@ fn module_of(h: CUmodule) -> CuResult<(Arc<Context>, Arc<Module>)> {
 }
 
 /// `cuModuleUnload`.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuModuleUnload(hmod: CUmodule) -> CUresult {
-    call("cuModuleUnload", || {
-        let (_, m) = module_of(hmod)?;
-        unload(driver()?, &m);
-        Ok(())
-    })
+pub(crate) fn cuModuleUnload(hmod: CUmodule) -> CuResult<()> {
+    let (_, m) = module_of(hmod)?;
+    unload(&m);
+    Ok(())
 }
 
 /// `cuModuleGetFunction`.
 ///
 /// # Safety
 /// `name` is NUL-terminated; `hfunc` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleGetFunction(
+pub(crate) unsafe fn cuModuleGetFunction(
     hfunc: *mut CUfunction,
     hmod: CUmodule,
     name: *const c_char,
-) -> CUresult {
-    call("cuModuleGetFunction", || {
-        let (ctx, m) = module_of(hmod)?;
-        non_null(hfunc, "hfunc")?;
-        non_null(name, "name")?;
-        // SAFETY: the caller's contract.
-        let name = unsafe { CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned();
-        let Some((kernel, entry)) = m.kernels.get(&name) else {
-            let mut have: Vec<&str> = m.kernels.keys().map(String::as_str).collect();
-            have.sort_unstable();
-            return Err(CuErr::new(
-                CUresult::CUDA_ERROR_NOT_FOUND,
-                format!(
-                    "the module has no kernel `{name}` (it has: {})",
-                    have.join(", ")
-                ),
-            ));
-        };
-        let drv = driver()?;
-        let mut fns = m.functions.lock();
-        let h = match fns.get(&name) {
-            Some(&h) => h,
-            None => {
-                let h = drv.functions.reserve();
-                drv.functions.insert(
-                    h,
-                    Arc::new(Function {
-                        handle: h,
-                        ctx: ctx.handle,
-                        module: m.handle,
-                        kernel: kernel.clone(),
-                        entry: entry.clone(),
-                        ptx_version: m.ptx_version,
-                        max_dynamic_shared: Mutex::new(SHARED_PER_BLOCK),
-                    }),
-                );
-                fns.insert(name, h);
-                h
-            }
-        };
-        // SAFETY: the caller's out-pointer (checked non-null above).
-        unsafe { put(hfunc, h as CUfunction, "hfunc") }
-    })
+) -> CuResult<()> {
+    let (ctx, m) = module_of(hmod)?;
+    non_null(hfunc, "hfunc")?;
+    non_null(name, "name")?;
+    // SAFETY: the caller's contract.
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    let Some((kernel, entry)) = m.kernels.get(&name) else {
+        let mut have: Vec<&str> = m.kernels.keys().map(String::as_str).collect();
+        have.sort_unstable();
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            format!(
+                "the module has no kernel `{name}` (it has: {})",
+                have.join(", ")
+            ),
+        ));
+    };
+    let mut fns = m.functions.lock();
+    let h = match fns.get(&name) {
+        Some(&h) => h,
+        None => {
+            let h = FUNCTIONS.reserve();
+            FUNCTIONS.insert(
+                h,
+                Arc::new(Function {
+                    handle: h,
+                    ctx: ctx.handle,
+                    module: m.handle,
+                    kernel: kernel.clone(),
+                    entry: entry.clone(),
+                    ptx_version: m.ptx_version,
+                    max_dynamic_shared: Mutex::new(SHARED_PER_BLOCK),
+                }),
+            );
+            fns.insert(name, h);
+            h
+        }
+    };
+    // SAFETY: the caller's out-pointer (checked non-null above).
+    unsafe { put(hfunc, h as CUfunction, "hfunc") }
 }
 
 /// `cuModuleGetGlobal_v2`: address and size of a `.global`/`.const` variable (either out
@@ -414,50 +412,52 @@ pub unsafe extern "C" fn cuModuleGetFunction(
 ///
 /// # Safety
 /// `name` is NUL-terminated; the out pointers are null or valid for writes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuModuleGetGlobal_v2(
+pub(crate) unsafe fn cuModuleGetGlobal_v2(
     dptr: *mut CUdeviceptr,
     bytes: *mut usize,
     hmod: CUmodule,
     name: *const c_char,
-) -> CUresult {
-    call("cuModuleGetGlobal_v2", || {
-        let (ctx, m) = module_of(hmod)?;
-        non_null(name, "name")?;
-        // SAFETY: the caller's contract.
-        let name = unsafe { CStr::from_ptr(name) }
-            .to_string_lossy()
-            .into_owned();
-        let found = m.kernels.values().find_map(|(k, _)| {
-            let s = k.module_global(&name)?;
-            Some((k.clone(), s.address().raw(), s.size_bytes()))
-        });
-        let Some((kernel, addr, size)) = found else {
-            return Err(CuErr::new(
-                CUresult::CUDA_ERROR_NOT_FOUND,
-                format!("the module has no global variable `{name}`"),
-            ));
-        };
-        crate::memory::add_global(addr, size, ctx.handle, ctx.device, kernel, &name, m.handle);
-        // SAFETY: the caller's out-pointers, each written only when non-null.
-        unsafe {
-            if !dptr.is_null() {
-                dptr.write(addr);
-            }
-            if !bytes.is_null() {
-                bytes.write(size as usize);
-            }
+) -> CuResult<()> {
+    let (ctx, m) = module_of(hmod)?;
+    non_null(name, "name")?;
+    // SAFETY: the caller's contract.
+    let name = unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned();
+    let found = m.kernels.values().find_map(|(k, _)| {
+        let s = k.module_global(&name)?;
+        Some((k.clone(), s.address().raw(), s.size_bytes()))
+    });
+    let Some((kernel, addr, size)) = found else {
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            format!("the module has no global variable `{name}`"),
+        ));
+    };
+    memory::add_global(addr, size, ctx.handle, ctx.device, kernel, &name, m.handle);
+    // SAFETY: the caller's out-pointers, each written only when non-null.
+    unsafe {
+        if !dptr.is_null() {
+            dptr.write(addr);
         }
-        Ok(())
-    })
+        if !bytes.is_null() {
+            bytes.write(size as usize);
+        }
+    }
+    Ok(())
 }
 
 /// The live function of handle `h`, of any context.
 pub(crate) fn function_any(h: CUfunction) -> CuResult<Arc<Function>> {
-    driver()?
-        .functions
+    driver()?;
+    FUNCTIONS
         .get(h as usize)
         .ok_or_else(|| bad_handle(format!("{:#x} is not a live function", h as usize)))
+}
+
+/// Whether `f` is still live (its module not unloaded, its context not destroyed).
+pub(crate) fn is_live(f: &Function) -> bool {
+    FUNCTIONS.get(f.handle).is_some()
 }
 
 /// The function of handle `h` in the current context.
@@ -474,73 +474,61 @@ pub(crate) fn function(h: CUfunction) -> CuResult<(Arc<Context>, Arc<Function>)>
 ///
 /// # Safety
 /// `pi` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuFuncGetAttribute(
+pub(crate) unsafe fn cuFuncGetAttribute(
     pi: *mut c_int,
     attrib: u32,
     hfunc: CUfunction,
-) -> CUresult {
-    call("cuFuncGetAttribute", || {
-        let (_, f) = function(hfunc)?;
-        let cc = driver()?.cc;
-        let v = match attrib {
-            0 => 1024,                         // max threads per block
-            1..=3 => 0,                        // static shared, const, local bytes
-            4 => 32,                           // registers
-            5 => f.ptx_version,                // PTX version
-            6 => (cc.0 * 10 + cc.1) as i32,    // binary version
-            7 => 0,                            // cache mode CA
-            8 => *f.max_dynamic_shared.lock(), // max dynamic shared
-            9 => -1,                           // preferred carveout
-            10..=15 => 0,                      // cluster attributes
-            a => return Err(invalid(format!("{a} is not a CUfunction_attribute"))),
-        };
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(pi, v, "pi") }
-    })
+) -> CuResult<()> {
+    let (_, f) = function(hfunc)?;
+    let cc = driver()?.cc;
+    let v = match attrib {
+        0 => 1024,                         // max threads per block
+        1..=3 => 0,                        // static shared, const, local bytes
+        4 => 32,                           // registers
+        5 => f.ptx_version,                // PTX version
+        6 => (cc.0 * 10 + cc.1) as i32,    // binary version
+        7 => 0,                            // cache mode CA
+        8 => *f.max_dynamic_shared.lock(), // max dynamic shared
+        9 => -1,                           // preferred carveout
+        10..=15 => 0,                      // cluster attributes
+        a => return Err(invalid(format!("{a} is not a CUfunction_attribute"))),
+    };
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(pi, v, "pi") }
 }
 
 /// `cuFuncSetAttribute`: the dynamic shared memory limit (up to the device's 48 KiB) and the
 /// carveout hint.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuFuncSetAttribute(hfunc: CUfunction, attrib: u32, value: c_int) -> CUresult {
-    call("cuFuncSetAttribute", || {
-        let (_, f) = function(hfunc)?;
-        match attrib {
-            8 if (0..=SHARED_PER_BLOCK).contains(&value) => {
-                *f.max_dynamic_shared.lock() = value;
-                Ok(())
-            }
-            8 => Err(invalid(format!(
-                "{value} bytes of dynamic shared memory: this device has {SHARED_PER_BLOCK} per block"
-            ))),
-            9 if (-1..=100).contains(&value) => Ok(()),
-            a => Err(invalid(format!("attribute {a} = {value} cannot be set"))),
+pub(crate) fn cuFuncSetAttribute(hfunc: CUfunction, attrib: u32, value: c_int) -> CuResult<()> {
+    let (_, f) = function(hfunc)?;
+    match attrib {
+        8 if (0..=SHARED_PER_BLOCK).contains(&value) => {
+            *f.max_dynamic_shared.lock() = value;
+            Ok(())
         }
-    })
+        8 => Err(invalid(format!(
+            "{value} bytes of dynamic shared memory: this device has {SHARED_PER_BLOCK} per block"
+        ))),
+        9 if (-1..=100).contains(&value) => Ok(()),
+        a => Err(invalid(format!("attribute {a} = {value} cannot be set"))),
+    }
 }
 
 /// `cuFuncSetCacheConfig`: accepted (no cache split on the CPU).
-#[unsafe(no_mangle)]
-pub extern "C" fn cuFuncSetCacheConfig(hfunc: CUfunction, config: u32) -> CUresult {
-    call("cuFuncSetCacheConfig", || {
-        function(hfunc)?;
-        if config > 3 {
-            return Err(invalid(format!("{config} is not a CUfunc_cache")));
-        }
-        Ok(())
-    })
+pub(crate) fn cuFuncSetCacheConfig(hfunc: CUfunction, config: u32) -> CuResult<()> {
+    function(hfunc)?;
+    if config > 3 {
+        return Err(invalid(format!("{config} is not a CUfunc_cache")));
+    }
+    Ok(())
 }
 
 /// `cuFuncGetModule`.
 ///
 /// # Safety
 /// `hmod` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) -> CUresult {
-    call("cuFuncGetModule", || {
-        let (_, f) = function(hfunc)?;
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(hmod, f.module as CUmodule, "hmod") }
-    })
+pub(crate) unsafe fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) -> CuResult<()> {
+    let (_, f) = function(hfunc)?;
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(hmod, f.module as CUmodule, "hmod") }
 }

@@ -171,8 +171,7 @@ fn error_name(code: u32) -> String {
 
 /// `nvrtcGetErrorString`: the code's name (a static string), `"NVRTC_ERROR unknown"` for a
 /// value that is not a code.
-#[unsafe(no_mangle)]
-pub extern "C" fn nvrtcGetErrorString(result: u32) -> *const c_char {
+pub(crate) fn nvrtcGetErrorString(result: u32) -> *const c_char {
     catch_unwind(|| error_string(result).as_ptr()).unwrap_or(UNKNOWN.as_ptr())
 }
 
@@ -188,58 +187,52 @@ pub(crate) const SUPPORTED_ARCHS: &[c_int] =
 ///
 /// # Safety
 /// `major` and `minor` are null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcVersion(major: *mut c_int, minor: *mut c_int) -> nvrtcResult {
-    call("nvrtcVersion", || {
-        if major.is_null() || minor.is_null() {
-            return Err(invalid("major or minor is NULL"));
-        }
-        // SAFETY: the caller's out-pointers.
-        unsafe {
-            put(major, VERSION.0, "major")?;
-            put(minor, VERSION.1, "minor")
-        }
-    })
+pub(crate) unsafe fn nvrtcVersion(major: *mut c_int, minor: *mut c_int) -> NvResult<()> {
+    if major.is_null() || minor.is_null() {
+        return Err(invalid("major or minor is NULL"));
+    }
+    // SAFETY: the caller's out-pointers.
+    unsafe {
+        put(major, VERSION.0, "major")?;
+        put(minor, VERSION.1, "minor")
+    }
 }
 
 /// `nvrtcGetNumSupportedArchs`.
 ///
 /// # Safety
 /// `numArchs` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcGetNumSupportedArchs(numArchs: *mut c_int) -> nvrtcResult {
-    call("nvrtcGetNumSupportedArchs", || {
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(numArchs, SUPPORTED_ARCHS.len() as c_int, "numArchs") }
-    })
+pub(crate) unsafe fn nvrtcGetNumSupportedArchs(numArchs: *mut c_int) -> NvResult<()> {
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(numArchs, SUPPORTED_ARCHS.len() as c_int, "numArchs") }
 }
 
 /// `nvrtcGetSupportedArchs`: as many entries as `nvrtcGetNumSupportedArchs` says.
 ///
 /// # Safety
 /// `supportedArchs` is null or valid for that many writes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcGetSupportedArchs(supportedArchs: *mut c_int) -> nvrtcResult {
-    call("nvrtcGetSupportedArchs", || {
-        if supportedArchs.is_null() {
-            return Err(invalid("supportedArchs is NULL"));
-        }
-        // SAFETY: non-null and valid for `SUPPORTED_ARCHS.len()` writes (the caller's
-        // contract); a caller's buffer never overlaps this constant.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                SUPPORTED_ARCHS.as_ptr(),
-                supportedArchs,
-                SUPPORTED_ARCHS.len(),
-            )
-        };
-        Ok(())
-    })
+pub(crate) unsafe fn nvrtcGetSupportedArchs(supportedArchs: *mut c_int) -> NvResult<()> {
+    if supportedArchs.is_null() {
+        return Err(invalid("supportedArchs is NULL"));
+    }
+    // SAFETY: non-null and valid for `SUPPORTED_ARCHS.len()` writes (the caller's
+    // contract); a caller's buffer never overlaps this constant.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            SUPPORTED_ARCHS.as_ptr(),
+            supportedArchs,
+            SUPPORTED_ARCHS.len(),
+        )
+    };
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exports::{
+        nvrtcGetErrorString, nvrtcGetNumSupportedArchs, nvrtcGetSupportedArchs, nvrtcVersion,
+    };
 
     #[test]
     fn every_code_has_its_variant_name_and_unknown_values_are_named_as_nvrtc_does() {

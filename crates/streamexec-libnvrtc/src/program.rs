@@ -11,7 +11,7 @@ use cudarc::nvrtc::sys::{nvrtcProgram, nvrtcResult};
 use parking_lot::Mutex;
 
 use crate::compile::{self, Input, check_include_name};
-use crate::entry::{NvErr, NvResult, c_str, call, invalid, put};
+use crate::entry::{NvErr, NvResult, c_str, invalid, put};
 
 /// A program: what `nvrtcCreateProgram` was given (copied), and its compilation.
 struct Program {
@@ -88,145 +88,136 @@ unsafe fn ptr_array<'a>(
 /// # Safety
 /// Pointers are null or valid as NVRTC's contract says: `src`, `name` and every entry of
 /// `headers`/`includeNames` NUL-terminated, the arrays `numHeaders` long.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcCreateProgram(
+pub(crate) unsafe fn nvrtcCreateProgram(
     prog: *mut nvrtcProgram,
     src: *const c_char,
     name: *const c_char,
     numHeaders: c_int,
     headers: *const *const c_char,
     includeNames: *const *const c_char,
-) -> nvrtcResult {
-    call("nvrtcCreateProgram", || {
-        if prog.is_null() {
-            return Err(NvErr::new(
-                nvrtcResult::NVRTC_ERROR_INVALID_PROGRAM,
-                "prog is NULL",
-            ));
-        }
-        // SAFETY: the caller's contract (NUL-terminated or null).
-        let source = unsafe { c_str(src, "src")? }.to_bytes().to_vec();
-        let name = if name.is_null() {
-            "default_program".to_string()
-        } else {
-            // SAFETY: non-null, NUL-terminated (the caller's contract).
-            unsafe { c_str(name, "name")? }
-                .to_string_lossy()
-                .into_owned()
-        };
-        // SAFETY: the caller's contract (arrays of `numHeaders` entries).
-        let (texts, names) = unsafe {
+) -> NvResult<()> {
+    if prog.is_null() {
+        return Err(NvErr::new(
+            nvrtcResult::NVRTC_ERROR_INVALID_PROGRAM,
+            "prog is NULL",
+        ));
+    }
+    // SAFETY: the caller's contract (NUL-terminated or null).
+    let source = unsafe { c_str(src, "src")? }.to_bytes().to_vec();
+    let name = if name.is_null() {
+        "default_program".to_string()
+    } else {
+        // SAFETY: non-null, NUL-terminated (the caller's contract).
+        unsafe { c_str(name, "name")? }
+            .to_string_lossy()
+            .into_owned()
+    };
+    // SAFETY: the caller's contract (arrays of `numHeaders` entries).
+    let (texts, names) = unsafe {
+        (
+            ptr_array(headers, numHeaders, "headers")?,
+            ptr_array(includeNames, numHeaders, "includeNames")?,
+        )
+    };
+    let mut hs = Vec::with_capacity(texts.len());
+    for (i, (&t, &n)) in texts.iter().zip(names).enumerate() {
+        // SAFETY: each entry is NUL-terminated (the caller's contract).
+        let (t, n) = unsafe {
             (
-                ptr_array(headers, numHeaders, "headers")?,
-                ptr_array(includeNames, numHeaders, "includeNames")?,
+                c_str(t, &format!("headers[{i}]"))?,
+                c_str(n, &format!("includeNames[{i}]"))?,
             )
         };
-        let mut hs = Vec::with_capacity(texts.len());
-        for (i, (&t, &n)) in texts.iter().zip(names).enumerate() {
-            // SAFETY: each entry is NUL-terminated (the caller's contract).
-            let (t, n) = unsafe {
-                (
-                    c_str(t, &format!("headers[{i}]"))?,
-                    c_str(n, &format!("includeNames[{i}]"))?,
-                )
-            };
-            let n = n
-                .to_str()
-                .map_err(|_| invalid(format!("includeNames[{i}] is not UTF-8")))?;
-            check_include_name(n).map_err(invalid)?;
-            hs.push((n.to_string(), t.to_bytes().to_vec()));
-        }
-        let t = table();
-        let h = t.next.fetch_add(16, Ordering::Relaxed);
-        let p = Program {
-            source,
-            name,
-            headers: hs,
-            state: Mutex::new(State::default()),
-        };
-        t.map.lock().insert(h, Arc::new(p));
-        // SAFETY: checked non-null; the caller's out-pointer.
-        unsafe { put(prog, h as nvrtcProgram, "prog") }
-    })
+        let n = n
+            .to_str()
+            .map_err(|_| invalid(format!("includeNames[{i}] is not UTF-8")))?;
+        check_include_name(n).map_err(invalid)?;
+        hs.push((n.to_string(), t.to_bytes().to_vec()));
+    }
+    let t = table();
+    let h = t.next.fetch_add(16, Ordering::Relaxed);
+    let p = Program {
+        source,
+        name,
+        headers: hs,
+        state: Mutex::new(State::default()),
+    };
+    t.map.lock().insert(h, Arc::new(p));
+    // SAFETY: checked non-null; the caller's out-pointer.
+    unsafe { put(prog, h as nvrtcProgram, "prog") }
 }
 
 /// `nvrtcDestroyProgram`: `*prog` is destroyed and set to NULL.
 ///
 /// # Safety
 /// `prog` is null or valid for a read and a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcDestroyProgram(prog: *mut nvrtcProgram) -> nvrtcResult {
-    call("nvrtcDestroyProgram", || {
-        if prog.is_null() {
-            return Err(NvErr::new(
-                nvrtcResult::NVRTC_ERROR_INVALID_PROGRAM,
-                "prog is NULL",
-            ));
-        }
-        // SAFETY: non-null, valid for reads (the caller's contract).
-        let h = unsafe { prog.read() };
-        if table().map.lock().remove(&(h as usize)).is_none() {
-            lookup(h)?; // the error
-        }
-        // SAFETY: as above, valid for writes.
-        unsafe { prog.write(std::ptr::null_mut()) };
-        Ok(())
-    })
+pub(crate) unsafe fn nvrtcDestroyProgram(prog: *mut nvrtcProgram) -> NvResult<()> {
+    if prog.is_null() {
+        return Err(NvErr::new(
+            nvrtcResult::NVRTC_ERROR_INVALID_PROGRAM,
+            "prog is NULL",
+        ));
+    }
+    // SAFETY: non-null, valid for reads (the caller's contract).
+    let h = unsafe { prog.read() };
+    if table().map.lock().remove(&(h as usize)).is_none() {
+        lookup(h)?; // the error
+    }
+    // SAFETY: as above, valid for writes.
+    unsafe { prog.write(std::ptr::null_mut()) };
+    Ok(())
 }
 
 /// `nvrtcCompileProgram`: runs clang (see `compile.rs`); the log has its diagnostics.
 ///
 /// # Safety
 /// `options` is null or holds `numOptions` NUL-terminated strings.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcCompileProgram(
+pub(crate) unsafe fn nvrtcCompileProgram(
     prog: nvrtcProgram,
     numOptions: c_int,
     options: *const *const c_char,
-) -> nvrtcResult {
-    call("nvrtcCompileProgram", || {
-        let p = lookup(prog)?;
-        // SAFETY: the caller's contract.
-        let raw = unsafe { ptr_array(options, numOptions, "options")? };
-        let mut opts = Vec::with_capacity(raw.len());
-        for (i, &o) in raw.iter().enumerate() {
-            // SAFETY: each entry is NUL-terminated (the caller's contract).
-            let o = unsafe { c_str(o, &format!("options[{i}]"))? };
-            opts.push(o.to_string_lossy().into_owned());
+) -> NvResult<()> {
+    let p = lookup(prog)?;
+    // SAFETY: the caller's contract.
+    let raw = unsafe { ptr_array(options, numOptions, "options")? };
+    let mut opts = Vec::with_capacity(raw.len());
+    for (i, &o) in raw.iter().enumerate() {
+        // SAFETY: each entry is NUL-terminated (the caller's contract).
+        let o = unsafe { c_str(o, &format!("options[{i}]"))? };
+        opts.push(o.to_string_lossy().into_owned());
+    }
+    let mut st = p.state.lock();
+    let input = Input {
+        source: &p.source,
+        name: &p.name,
+        headers: &p.headers,
+        name_expressions: &st.name_expressions,
+    };
+    let result = compile::compile(&input, &opts);
+    let old = std::mem::take(&mut st.lowered);
+    st.retired.extend(old.into_values());
+    st.compiled = true;
+    match result {
+        Ok(c) => {
+            let mut ptx = c.ptx.into_bytes();
+            ptx.retain(|&b| b != 0);
+            ptx.push(0);
+            st.ptx = Some(ptx);
+            st.log = c.log;
+            st.lowered = c
+                .lowered
+                .into_iter()
+                .map(|(e, n)| (e, CString::new(n).unwrap_or_default()))
+                .collect();
+            Ok(())
         }
-        let mut st = p.state.lock();
-        let input = Input {
-            source: &p.source,
-            name: &p.name,
-            headers: &p.headers,
-            name_expressions: &st.name_expressions,
-        };
-        let result = compile::compile(&input, &opts);
-        let old = std::mem::take(&mut st.lowered);
-        st.retired.extend(old.into_values());
-        st.compiled = true;
-        match result {
-            Ok(c) => {
-                let mut ptx = c.ptx.into_bytes();
-                ptx.retain(|&b| b != 0);
-                ptx.push(0);
-                st.ptx = Some(ptx);
-                st.log = c.log;
-                st.lowered = c
-                    .lowered
-                    .into_iter()
-                    .map(|(e, n)| (e, CString::new(n).unwrap_or_default()))
-                    .collect();
-                Ok(())
-            }
-            Err(f) => {
-                st.ptx = None;
-                st.log = f.log;
-                let first = st.log.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                Err(NvErr::new(f.code, format!("see the program log ({first})")))
-            }
+        Err(f) => {
+            st.ptx = None;
+            st.log = f.log;
+            let first = st.log.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            Err(NvErr::new(f.code, format!("see the program log ({first})")))
         }
-    })
+    }
 }
 
 /// Writes `bytes` to the caller's buffer.
@@ -258,49 +249,37 @@ fn ptx_of(st: &State) -> NvResult<&[u8]> {
 ///
 /// # Safety
 /// `ptxSizeRet` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcGetPTXSize(
-    prog: nvrtcProgram,
-    ptxSizeRet: *mut usize,
-) -> nvrtcResult {
-    call("nvrtcGetPTXSize", || {
-        let p = lookup(prog)?;
-        let st = p.state.lock();
-        let n = ptx_of(&st)?.len();
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(ptxSizeRet, n, "ptxSizeRet") }
-    })
+pub(crate) unsafe fn nvrtcGetPTXSize(prog: nvrtcProgram, ptxSizeRet: *mut usize) -> NvResult<()> {
+    let p = lookup(prog)?;
+    let st = p.state.lock();
+    let n = ptx_of(&st)?.len();
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(ptxSizeRet, n, "ptxSizeRet") }
 }
 
 /// `nvrtcGetPTX`: the PTX, NUL-terminated.
 ///
 /// # Safety
 /// `ptx` is null or valid for as many bytes as `nvrtcGetPTXSize` gave.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcGetPTX(prog: nvrtcProgram, ptx: *mut c_char) -> nvrtcResult {
-    call("nvrtcGetPTX", || {
-        let p = lookup(prog)?;
-        let st = p.state.lock();
-        // SAFETY: the caller's buffer, as large as the size query said.
-        unsafe { copy_to(ptx, ptx_of(&st)?, "ptx") }
-    })
+pub(crate) unsafe fn nvrtcGetPTX(prog: nvrtcProgram, ptx: *mut c_char) -> NvResult<()> {
+    let p = lookup(prog)?;
+    let st = p.state.lock();
+    // SAFETY: the caller's buffer, as large as the size query said.
+    unsafe { copy_to(ptx, ptx_of(&st)?, "ptx") }
 }
 
 /// `nvrtcGetProgramLogSize`: the log's size with its NUL (1 for an empty log).
 ///
 /// # Safety
 /// `logSizeRet` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcGetProgramLogSize(
+pub(crate) unsafe fn nvrtcGetProgramLogSize(
     prog: nvrtcProgram,
     logSizeRet: *mut usize,
-) -> nvrtcResult {
-    call("nvrtcGetProgramLogSize", || {
-        let p = lookup(prog)?;
-        let n = log_bytes(&p.state.lock()).len();
-        // SAFETY: the caller's out-pointer.
-        unsafe { put(logSizeRet, n, "logSizeRet") }
-    })
+) -> NvResult<()> {
+    let p = lookup(prog)?;
+    let n = log_bytes(&p.state.lock()).len();
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(logSizeRet, n, "logSizeRet") }
 }
 
 /// The log as NVRTC hands it out: without NULs inside, NUL-terminated.
@@ -314,47 +293,41 @@ fn log_bytes(st: &State) -> Vec<u8> {
 ///
 /// # Safety
 /// `log` is null or valid for as many bytes as `nvrtcGetProgramLogSize` gave.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcGetProgramLog(prog: nvrtcProgram, log: *mut c_char) -> nvrtcResult {
-    call("nvrtcGetProgramLog", || {
-        let p = lookup(prog)?;
-        let bytes = log_bytes(&p.state.lock());
-        // SAFETY: the caller's buffer, as large as the size query said.
-        unsafe { copy_to(log, &bytes, "log") }
-    })
+pub(crate) unsafe fn nvrtcGetProgramLog(prog: nvrtcProgram, log: *mut c_char) -> NvResult<()> {
+    let p = lookup(prog)?;
+    let bytes = log_bytes(&p.state.lock());
+    // SAFETY: the caller's buffer, as large as the size query said.
+    unsafe { copy_to(log, &bytes, "log") }
 }
 
 /// `nvrtcAddNameExpression`: before compilation.
 ///
 /// # Safety
 /// `name_expression` is null or NUL-terminated.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcAddNameExpression(
+pub(crate) unsafe fn nvrtcAddNameExpression(
     prog: nvrtcProgram,
     name_expression: *const c_char,
-) -> nvrtcResult {
-    call("nvrtcAddNameExpression", || {
-        let p = lookup(prog)?;
-        // SAFETY: the caller's contract.
-        let e = unsafe { c_str(name_expression, "name_expression")? };
-        let e = e
-            .to_str()
-            .map_err(|_| invalid("name_expression is not UTF-8"))?;
-        if e.trim().is_empty() {
-            return Err(invalid("name_expression is empty"));
-        }
-        let mut st = p.state.lock();
-        if st.compiled {
-            return Err(NvErr::new(
-                nvrtcResult::NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION,
-                "name expressions are added before nvrtcCompileProgram",
-            ));
-        }
-        if !st.name_expressions.iter().any(|x| x == e) {
-            st.name_expressions.push(e.to_string());
-        }
-        Ok(())
-    })
+) -> NvResult<()> {
+    let p = lookup(prog)?;
+    // SAFETY: the caller's contract.
+    let e = unsafe { c_str(name_expression, "name_expression")? };
+    let e = e
+        .to_str()
+        .map_err(|_| invalid("name_expression is not UTF-8"))?;
+    if e.trim().is_empty() {
+        return Err(invalid("name_expression is empty"));
+    }
+    let mut st = p.state.lock();
+    if st.compiled {
+        return Err(NvErr::new(
+            nvrtcResult::NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION,
+            "name expressions are added before nvrtcCompileProgram",
+        ));
+    }
+    if !st.name_expressions.iter().any(|x| x == e) {
+        st.name_expressions.push(e.to_string());
+    }
+    Ok(())
 }
 
 /// `nvrtcGetLoweredName`: the mangled name of a name expression after compilation; the string
@@ -362,38 +335,35 @@ pub unsafe extern "C" fn nvrtcAddNameExpression(
 ///
 /// # Safety
 /// `name_expression` is null or NUL-terminated; `lowered_name` null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvrtcGetLoweredName(
+pub(crate) unsafe fn nvrtcGetLoweredName(
     prog: nvrtcProgram,
     name_expression: *const c_char,
     lowered_name: *mut *const c_char,
-) -> nvrtcResult {
-    call("nvrtcGetLoweredName", || {
-        let p = lookup(prog)?;
-        // SAFETY: the caller's contract.
-        let e = unsafe { c_str(name_expression, "name_expression")? }.to_string_lossy();
-        let st = p.state.lock();
-        if st.ptx.is_none() {
-            return Err(NvErr::new(
-                nvrtcResult::NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION,
-                "lowered names exist after a successful nvrtcCompileProgram",
-            ));
-        }
-        let name = st.lowered.get(e.as_ref()).ok_or_else(|| {
-            NvErr::new(
-                nvrtcResult::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID,
-                format!("{e:?} was not added with nvrtcAddNameExpression"),
-            )
-        })?;
-        // SAFETY: the caller's out-pointer. The string is owned by the program and kept
-        // (`retired` on recompilation) until the program is destroyed.
-        unsafe { put(lowered_name, name.as_ptr(), "lowered_name") }
-    })
+) -> NvResult<()> {
+    let p = lookup(prog)?;
+    // SAFETY: the caller's contract.
+    let e = unsafe { c_str(name_expression, "name_expression")? }.to_string_lossy();
+    let st = p.state.lock();
+    if st.ptx.is_none() {
+        return Err(NvErr::new(
+            nvrtcResult::NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION,
+            "lowered names exist after a successful nvrtcCompileProgram",
+        ));
+    }
+    let name = st.lowered.get(e.as_ref()).ok_or_else(|| {
+        NvErr::new(
+            nvrtcResult::NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID,
+            format!("{e:?} was not added with nvrtcAddNameExpression"),
+        )
+    })?;
+    // SAFETY: the caller's out-pointer. The string is owned by the program and kept
+    // (`retired` on recompilation) until the program is destroyed.
+    unsafe { put(lowered_name, name.as_ptr(), "lowered_name") }
 }
 
 /// Refuses an output this library does not produce (`NVRTC_ERROR_INVALID_INPUT`), with a note
 /// in the program's log.
-fn refuse_output(prog: nvrtcProgram, what: &str) -> NvResult<()> {
+pub(crate) fn refuse_output(prog: nvrtcProgram, what: &str) -> NvResult<()> {
     let p = lookup(prog)?;
     let note = format!(
         "nvrtc (streamexec): {what} is not produced: this NVRTC compiles CUDA C++ to PTX only \
@@ -410,37 +380,14 @@ fn refuse_output(prog: nvrtcProgram, what: &str) -> NvResult<()> {
     Err(invalid(note))
 }
 
-macro_rules! refused_output {
-    ($($size:ident $get:ident $what:literal;)*) => {$(
-        #[doc = concat!("`", stringify!($size), "`: refused (", $what, " is not produced).")]
-        ///
-        /// # Safety
-        /// Nothing is written through the out-pointer.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $size(prog: nvrtcProgram, _sizeRet: *mut usize) -> nvrtcResult {
-            call(stringify!($size), || refuse_output(prog, $what))
-        }
-
-        #[doc = concat!("`", stringify!($get), "`: refused (", $what, " is not produced).")]
-        ///
-        /// # Safety
-        /// Nothing is written through the out-pointer.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "C" fn $get(prog: nvrtcProgram, _out: *mut c_char) -> nvrtcResult {
-            call(stringify!($get), || refuse_output(prog, $what))
-        }
-    )*};
-}
-
-refused_output! {
-    nvrtcGetCUBINSize nvrtcGetCUBIN "CUBIN";
-    nvrtcGetLTOIRSize nvrtcGetLTOIR "LTO-IR";
-    nvrtcGetOptiXIRSize nvrtcGetOptiXIR "OptiX-IR";
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exports::{
+        nvrtcAddNameExpression, nvrtcCompileProgram, nvrtcCreateProgram, nvrtcDestroyProgram,
+        nvrtcGetCUBIN, nvrtcGetCUBINSize, nvrtcGetLTOIRSize, nvrtcGetLoweredName, nvrtcGetOptiXIR,
+        nvrtcGetPTX, nvrtcGetPTXSize, nvrtcGetProgramLog, nvrtcGetProgramLogSize,
+    };
     use nvrtcResult as R;
     use std::ffi::CStr;
     use std::ptr::{null, null_mut};
@@ -547,25 +494,23 @@ mod tests {
         let mut prog = create(c"", &[]);
         let mut n = 7;
         let mut b = [0 as c_char; 4];
-        // SAFETY: a live program; the refused calls write nothing.
-        unsafe {
-            assert_eq!(
-                nvrtcGetCUBINSize(prog, &mut n),
-                R::NVRTC_ERROR_INVALID_INPUT
-            );
-            assert_eq!(
-                nvrtcGetCUBIN(prog, b.as_mut_ptr()),
-                R::NVRTC_ERROR_INVALID_INPUT
-            );
-            assert_eq!(
-                nvrtcGetLTOIRSize(prog, &mut n),
-                R::NVRTC_ERROR_INVALID_INPUT
-            );
-            assert_eq!(
-                nvrtcGetOptiXIR(prog, b.as_mut_ptr()),
-                R::NVRTC_ERROR_INVALID_INPUT
-            );
-        }
+        // The refused calls are safe: they write nothing.
+        assert_eq!(
+            nvrtcGetCUBINSize(prog, &mut n),
+            R::NVRTC_ERROR_INVALID_INPUT
+        );
+        assert_eq!(
+            nvrtcGetCUBIN(prog, b.as_mut_ptr()),
+            R::NVRTC_ERROR_INVALID_INPUT
+        );
+        assert_eq!(
+            nvrtcGetLTOIRSize(prog, &mut n),
+            R::NVRTC_ERROR_INVALID_INPUT
+        );
+        assert_eq!(
+            nvrtcGetOptiXIR(prog, b.as_mut_ptr()),
+            R::NVRTC_ERROR_INVALID_INPUT
+        );
         assert_eq!(n, 7);
         let l = log(prog);
         assert!(

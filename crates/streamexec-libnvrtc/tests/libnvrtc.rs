@@ -1,16 +1,16 @@
-//! The CPU NVRTC (`libnvrtc/`, CUDA C++ compiled to PTX by clang) with the CPU libcuda: cudarc's
+//! The CPU NVRTC (this crate, CUDA C++ compiled to PTX by clang) with the CPU libcuda: cudarc's
 //! `compile_ptx` and our CUDA backend's `add_cuda_source_in_memory` compile, load and run CUDA
 //! C++ without the CUDA toolkit; compile errors carry clang's diagnostics in the program log,
 //! and a missing clang is a clear log, not a panic.
 //!
 //! Run with both libraries on the library path:
-//! `LD_LIBRARY_PATH=$(bash scripts/build-libcuda.sh) cargo test --test libnvrtc`. Without them
+//! `LD_LIBRARY_PATH=$(bash scripts/build-libcuda.sh) cargo test -p streamexec-libnvrtc`. Without them
 //! (or with NVIDIA's NVRTC first on the path) the tests skip with a note; with `cuda` in
 //! `STREAMEXEC_REQUIRE` they fail instead.
-#![cfg(feature = "cuda")]
 
-#[path = "common/mod.rs"]
-mod common;
+// The tests of the CPU libcuda and NVRTC share one support module.
+#[path = "../../streamexec-libcuda/tests/support/mod.rs"]
+mod support;
 
 use std::ffi::{CStr, CString, c_char};
 use std::process::Command;
@@ -21,7 +21,7 @@ use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx, compile_ptx_
 use rand::RngExt;
 use streamexec::{DevicePtr, Error, MultiKernelLoaderSpec, PlatformManager, TypedKernel};
 
-use common::{POISON_F32_BITS, POISON_U32, random_f32s, random_u32s, rng};
+use support::{POISON_F32_BITS, POISON_U32, random_f32s, random_u32s, rng};
 
 /// Whether streamexec's libnvrtc is the one cudarc loads (its extra export is there).
 fn nvrtc_is_streamexecs() -> bool {
@@ -47,23 +47,19 @@ fn clang_installed() -> bool {
 /// clang is installed). Otherwise skips with a note, or fails when `STREAMEXEC_REQUIRE` names
 /// `cuda`.
 fn available(test: &str, needs_clang: bool) -> bool {
-    // SAFETY: only tries to dlopen the library names cudarc would use.
-    let why = if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        Some("no libcuda on the library path")
-    } else if !nvrtc_is_streamexecs() {
-        Some("streamexec's libnvrtc is not the libnvrtc found first on the library path")
+    if !support::libcuda_loads(test) {
+        return false;
+    }
+    let why = if !nvrtc_is_streamexecs() {
+        "streamexec's libnvrtc is not the libnvrtc found first on the library path"
     } else if needs_clang && !clang_installed() {
-        Some("clang++-19 is not installed (Debian: apt-get install clang-19)")
+        "clang++-19 is not installed (Debian: apt-get install clang-19)"
     } else {
-        None
+        // libnvrtc is loaded now: it too must be the one of STREAMEXEC_LIBCUDA_DIR.
+        support::check_loaded_from();
+        return true;
     };
-    let Some(why) = why else { return true };
-    assert!(
-        !common::required_platforms().iter().any(|r| r == "cuda"),
-        "STREAMEXEC_REQUIRE names `cuda` but {test} cannot run: {why} (build the libraries with \
-         `bash scripts/build-libcuda.sh` and put the directory it prints on LD_LIBRARY_PATH)"
-    );
-    eprintln!("{test}: skipped: {why}");
+    support::skip(test, why);
     false
 }
 

@@ -1,4 +1,4 @@
-//! `cuInit` and what it sets up: the configuration, the devices, and the handle tables.
+//! `cuInit` and what it sets up: the configuration and the host executor behind every device.
 //!
 //! Every CUDA device of this library is backed by the one host-platform executor of the
 //! process (all device memory is host memory with unified addressing), so peer copies and
@@ -7,20 +7,17 @@
 //! - `STREAMEXEC_CUDA_DEVICES=N`: expose N devices (default 1, at most 64);
 //! - `STREAMEXEC_CUDA_CC=M.m`: the compute capability devices report (default 7.0). PTX whose
 //!   `.target` is above it is refused at load, as the JIT does.
+//!
+//! The objects made later live in their families' own tables (`context`, `stream`, `event`,
+//! `module`, `memory`, `graph`); nothing here knows them.
 
+use std::ffi::{c_int, c_uint};
 use std::sync::OnceLock;
 
 use cudarc::driver::sys::CUresult;
-use parking_lot::Mutex;
 use streamexec::{PlatformManager, StreamExecutor};
 
-use crate::context::{Context, Primary};
-use crate::entry::{CuErr, CuResult, call, invalid};
-use crate::event::CuEvent;
-use crate::graph::{Exec, Graph, Node};
-use crate::handles::Table;
-use crate::module::{Function, Module};
-use crate::stream::CuStream;
+use crate::entry::{CuErr, CuResult, invalid, put};
 
 /// The driver API version this library implements (`cuDriverGetVersion`): CUDA 12.0.
 pub(crate) const DRIVER_VERSION: i32 = 12000;
@@ -33,16 +30,6 @@ pub(crate) struct Driver {
     pub(crate) device_count: usize,
     /// The compute capability every device reports.
     pub(crate) cc: (u32, u32),
-    /// Primary context state per device.
-    pub(crate) primary: Vec<Mutex<Primary>>,
-    pub(crate) contexts: Table<Context>,
-    pub(crate) streams: Table<CuStream>,
-    pub(crate) events: Table<CuEvent>,
-    pub(crate) modules: Table<Module>,
-    pub(crate) functions: Table<Function>,
-    pub(crate) graphs: Table<Graph>,
-    pub(crate) nodes: Table<Node>,
-    pub(crate) execs: Table<Exec>,
 }
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
@@ -95,7 +82,11 @@ fn parse_config() -> CuResult<(usize, (u32, u32))> {
     Ok((devices, cc))
 }
 
-fn init() -> CuResult<()> {
+/// `cuInit`: reads the configuration and opens the host platform; `Flags` must be 0.
+pub(crate) fn cuInit(Flags: c_uint) -> CuResult<()> {
+    if Flags != 0 {
+        return Err(invalid(format!("Flags must be 0, got {Flags}")));
+    }
     if DRIVER.get().is_some() {
         return Ok(());
     }
@@ -112,40 +103,25 @@ fn init() -> CuResult<()> {
         exec,
         device_count,
         cc,
-        primary: (0..device_count)
-            .map(|_| Mutex::new(Primary::default()))
-            .collect(),
-        contexts: Table::new(0x1000_0000),
-        streams: Table::new(0x2000_0000),
-        events: Table::new(0x3000_0000),
-        modules: Table::new(0x4000_0000),
-        functions: Table::new(0x5000_0000),
-        graphs: Table::new(0x6000_0000),
-        nodes: Table::new(0x7000_0000),
-        execs: Table::new(0x8000_0000),
     });
     Ok(())
-}
-
-/// `cuInit`: reads the configuration and opens the host platform; `Flags` must be 0.
-#[unsafe(no_mangle)]
-pub extern "C" fn cuInit(Flags: std::ffi::c_uint) -> CUresult {
-    call("cuInit", || {
-        if Flags != 0 {
-            return Err(invalid(format!("Flags must be 0, got {Flags}")));
-        }
-        init()
-    })
 }
 
 /// `cuDriverGetVersion` (allowed before `cuInit`).
 ///
 /// # Safety
 /// `driverVersion` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn cuDriverGetVersion(driverVersion: *mut std::ffi::c_int) -> CUresult {
+pub(crate) unsafe fn cuDriverGetVersion(driverVersion: *mut c_int) -> CuResult<()> {
     // SAFETY: the caller's out-pointer.
-    call("cuDriverGetVersion", || unsafe {
-        crate::entry::put(driverVersion, DRIVER_VERSION, "driverVersion")
-    })
+    unsafe { put(driverVersion, DRIVER_VERSION, "driverVersion") }
+}
+
+/// `cuProfilerStart`: nothing to profile; succeeds, as with no profiler attached.
+pub(crate) fn cuProfilerStart() -> CuResult<()> {
+    Ok(())
+}
+
+/// `cuProfilerStop`: as `cuProfilerStart`.
+pub(crate) fn cuProfilerStop() -> CuResult<()> {
+    Ok(())
 }

@@ -1,5 +1,5 @@
 /* A C program on the CUDA driver API, as an application written against NVIDIA's cuda.h would
- * be: built by tests/libcuda_c_client.rs with the system C compiler, linked with -lcuda, run on
+ * be: built by tests/c_client.rs with the system C compiler, linked with -lcuda, run on
  * the CPU libcuda (LD_LIBRARY_PATH). There is no cuda.h here, so the few declarations it needs
  * follow, with CUDA 12's ABI and its `_v2` names (cuda.h maps the plain names the same way).
  *

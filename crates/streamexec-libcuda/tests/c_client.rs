@@ -1,15 +1,14 @@
 //! A client we did not write on the CPU libcuda: tests/c/driver_api.c, a C program on the
 //! driver API (declarations of its own, no cuda.h), built here with the system C compiler
 //! (`$CC`, else `cc`), linked with `-lcuda` against the library of `$STREAMEXEC_LIBCUDA_DIR`
-//! (else `target/libcuda` of this crate, where scripts/build-libcuda.sh puts it) and run with
+//! (else `target/libcuda` of the workspace, where scripts/build-libcuda.sh puts it) and run with
 //! that directory on `LD_LIBRARY_PATH`. The program checks every result itself; this test wants
 //! exit status 0 and its `driver_api: OK` line.
 //!
 //! Without the library or a C compiler the test prints a note and passes, unless
 //! `STREAMEXEC_REQUIRE` names `cuda`: then it fails.
 
-#[path = "common/mod.rs"]
-mod common;
+mod support;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -18,30 +17,20 @@ use std::time::{Duration, Instant};
 /// How long the program may run before it counts as hung.
 const TIME_LIMIT: Duration = Duration::from_secs(120);
 
-fn libcuda_dir() -> PathBuf {
-    std::env::var_os("STREAMEXEC_LIBCUDA_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/libcuda"))
-}
-
-/// Fails when `STREAMEXEC_REQUIRE` names `cuda`, else prints why the test is skipped.
-fn unavailable(why: &str) {
-    assert!(
-        !common::required_platforms().iter().any(|p| p == "cuda"),
-        "STREAMEXEC_REQUIRE names `cuda`, but {why}"
-    );
-    eprintln!("driver_api_c_program: skipped: {why}");
-}
+const TEST: &str = "driver_api_c_program";
 
 #[test]
 fn driver_api_c_program() {
-    let lib = libcuda_dir();
+    let lib = support::libcuda_dir();
     if !lib.join("libcuda.so").is_file() {
-        unavailable(&format!(
-            "{} has no libcuda.so (build it with scripts/build-libcuda.sh, or set \
+        support::skip(
+            TEST,
+            &format!(
+                "{} has no libcuda.so (build it with scripts/build-libcuda.sh, or set \
              STREAMEXEC_LIBCUDA_DIR)",
-            lib.display()
-        ));
+                lib.display()
+            ),
+        );
         return;
     }
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
@@ -52,7 +41,7 @@ fn driver_api_c_program() {
         .status()
         .is_ok_and(|s| s.success());
     if !works {
-        unavailable(&format!("no C compiler (`{cc}`; set CC)"));
+        support::skip(TEST, &format!("no C compiler (`{cc}`; set CC)"));
         return;
     }
 
@@ -77,8 +66,8 @@ fn driver_api_c_program() {
         String::from_utf8_lossy(&built.stderr)
     );
 
-    // The library first on the path; the seed from common::rng, so a failure can be replayed.
-    let seed: u64 = rand::RngExt::random(&mut common::rng("driver_api_c_program"));
+    // The library first on the path; the seed from support::rng, so a failure can be replayed.
+    let seed: u64 = rand::RngExt::random(&mut support::rng("driver_api_c_program"));
     let path = match std::env::var_os("LD_LIBRARY_PATH") {
         Some(p) if !p.is_empty() => {
             let mut v = lib.clone().into_os_string();

@@ -1,4 +1,4 @@
-//! The CPU libcuda (libcuda/) on bad input: every error situation returns the code the CUDA
+//! The CPU libcuda (this crate) on bad input: every error situation returns the code the CUDA
 //! driver API documentation gives, and afterwards nothing is lost (memory from
 //! `cuMemGetInfo_v2` is back to its baseline once the test's allocations are freed) and the
 //! context and stream still run a correct operation, except where an error is sticky by design
@@ -14,10 +14,10 @@
 //! report, so they run one at a time ([`SERIAL`]). Situations that need a fresh process (calls
 //! before `cuInit`, `STREAMEXEC_CUDA_DEVICES`) re-run this test binary as a child
 //! ([`in_child`]).
-#![cfg(feature = "cuda")]
 
-#[path = "../common/mod.rs"]
-mod common;
+#[macro_use]
+#[path = "../support/mod.rs"]
+mod support;
 
 use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::process::Command;
@@ -31,35 +31,10 @@ use cudarc::driver::sys::{
 };
 use rand::RngExt;
 
-use common::{POISON_U32, random_u32s, required_platforms, rng};
+use support::{POISON_U32, last_fault, random_u32s, rng, text_export};
 
 // ---------------------------------------------------------------------------------------------
-// Calling the driver.
-
-/// Calls `sys::$f`.
-macro_rules! cu {
-    ($f:ident($($a:expr),* $(,)?)) => {{
-        // SAFETY: every pointer the tests pass is valid for what the call does with it, or
-        // deliberately NULL or a stale/forged handle, which the driver API turns into an error
-        // code without dereferencing it.
-        unsafe { sys::$f($($a),*) }
-    }};
-}
-
-/// Calls `sys::$f` and asserts it returned `CUresult::$want`.
-macro_rules! expect {
-    ($want:ident, $f:ident($($a:expr),* $(,)?)) => {{
-        let got = cu!($f($($a),*));
-        check(got, CUresult::$want, stringify!($f($($a),*)));
-    }};
-}
-
-/// Calls `sys::$f` and asserts it succeeded.
-macro_rules! ok {
-    ($f:ident($($a:expr),* $(,)?)) => {
-        expect!(CUDA_SUCCESS, $f($($a),*))
-    };
-}
+// Calling the driver (`cu!`, `expect!`, `ok!` from `support`).
 
 /// Every code these tests expect; `cuGetErrorName`/`cuGetErrorString` must know each
 /// ([`check`] refuses a code missing here).
@@ -84,64 +59,20 @@ const CODES_SEEN: &[CUresult] = &[
     CUresult::CUDA_ERROR_NOT_SUPPORTED,
 ];
 
+/// [`support::check`], for a code listed in [`CODES_SEEN`].
 #[track_caller]
 fn check(got: CUresult, want: CUresult, what: &str) {
     assert!(
         CODES_SEEN.contains(&want),
         "add {want:?} to CODES_SEEN (cuGetErrorName is checked for each)"
     );
-    if got != want {
-        let detail = match got {
-            CUresult::CUDA_SUCCESS => String::new(),
-            _ => format!(" ({})", last_error_detail()),
-        };
-        panic!("{what}: got {got:?}, want {want:?}{detail}");
-    }
-}
-
-/// `unsafe extern "C" fn(buf, size) -> full length`: the library's extra text exports.
-type TextExport = unsafe extern "C" fn(*mut c_char, usize) -> usize;
-
-/// Extra export `name` (NUL-terminated) of the loaded libcuda, if it has it.
-fn text_export(name: &[u8]) -> Option<TextExport> {
-    // SAFETY: only called once the library loaded (`culib` panics otherwise); the symbol, where
-    // it exists, has this signature (libcuda/src/entry.rs).
-    unsafe { sys::culib().get::<TextExport>(name).ok().map(|s| *s) }
-}
-
-fn read_text(f: TextExport) -> String {
-    // SAFETY: NULL with size 0 asks for the length only.
-    let n = unsafe { f(null_mut(), 0) };
-    let mut buf = vec![0u8; n + 1];
-    // SAFETY: `buf` has `buf.len()` bytes.
-    let m = unsafe { f(buf.as_mut_ptr().cast(), buf.len()) };
-    assert_eq!(m, n, "the text changed between two reads");
-    buf.truncate(n);
-    String::from_utf8_lossy(&buf).into_owned()
-}
-
-/// What went wrong in this thread's last failed call (`streamexec_cuda_last_error_detail`).
-fn last_error_detail() -> String {
-    text_export(b"streamexec_cuda_last_error_detail\0").map_or_else(String::new, read_text)
-}
-
-/// The engine's report of the last kernel fault (`streamexec_cuda_last_fault`).
-fn last_fault() -> String {
-    read_text(text_export(b"streamexec_cuda_last_fault\0").expect("checked by lib_available"))
+    support::check(got, want, what);
 }
 
 /// True when streamexec's libcuda can be loaded; else fails (`STREAMEXEC_REQUIRE` names
 /// `cuda`) or prints why the test is skipped.
 fn lib_available(test: &str) -> bool {
-    // SAFETY: dlopen of libcuda by its usual names; nothing is called.
-    let present = unsafe { sys::is_culib_present() };
-    if !present {
-        assert!(
-            !required_platforms().iter().any(|p| p == "cuda"),
-            "{test}: STREAMEXEC_REQUIRE names cuda, but libcuda cannot be loaded: build it with \
-             `bash scripts/build-libcuda.sh` and run with LD_LIBRARY_PATH=$PWD/target/libcuda"
-        );
-        eprintln!("{test}: skipped, libcuda cannot be loaded (LD_LIBRARY_PATH=target/libcuda)");
+    if !support::libcuda_loads(test) {
         return false;
     }
     if text_export(b"streamexec_cuda_last_fault\0").is_none() {

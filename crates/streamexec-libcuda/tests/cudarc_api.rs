@@ -7,10 +7,8 @@
 //!
 //! Without a loadable libcuda the tests print a note and pass, unless `STREAMEXEC_REQUIRE`
 //! names `cuda`: then they fail. On a machine with NVIDIA's driver they run on the GPU.
-#![cfg(feature = "cuda")]
 
-#[path = "common/mod.rs"]
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,11 +21,23 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 use rand::RngExt;
-use rand::rngs::StdRng;
+use support::random_f32s;
 
 const PTX: &[(&str, &str)] = &[
-    ("O3", include_str!("../../../kernels/ptx/clients.O3.ptx")),
-    ("O0", include_str!("../../../kernels/ptx/clients.O0.ptx")),
+    (
+        "O3",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../kernels/ptx/clients.O3.ptx"
+        )),
+    ),
+    (
+        "O0",
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../kernels/ptx/clients.O0.ptx"
+        )),
+    ),
 ];
 
 /// `struct Affine { double scale; int offset; }` of kernels/clients.cu, passed by value.
@@ -43,14 +53,7 @@ unsafe impl DeviceRepr for Affine {}
 /// The primary context of device 0, or `None` (after a note) where no libcuda loads and
 /// `STREAMEXEC_REQUIRE` does not name `cuda`.
 fn context(test: &str) -> Option<Arc<CudaContext>> {
-    // SAFETY: only probes whether the library loads (libloading, no calls into it).
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        assert!(
-            !common::required_platforms().iter().any(|p| p == "cuda"),
-            "STREAMEXEC_REQUIRE names `cuda`, but no libcuda.so loads: build it with \
-             scripts/build-libcuda.sh and set LD_LIBRARY_PATH to the directory it prints"
-        );
-        eprintln!("{test}: skipped: no libcuda.so on the library path");
+    if !support::libcuda_loads(test) {
         return None;
     }
     Some(CudaContext::new(0).expect("CudaContext::new(0)"))
@@ -64,10 +67,6 @@ fn is_cpu_libcuda(ctx: &CudaContext) -> bool {
 fn module(ctx: &Arc<CudaContext>, ptx: &str) -> Arc<CudaModule> {
     ctx.load_module(Ptx::from_src(ptx))
         .expect("load_module(Ptx::from_src)")
-}
-
-fn random_f32s(rng: &mut StdRng, n: usize) -> Vec<f32> {
-    (0..n).map(|_| rng.random_range(-100.0f32..100.0)).collect()
 }
 
 /// Fails unless `got` is `want` (an f64 reference) within `tol(i)`; NaN (poison) always fails.
@@ -190,7 +189,7 @@ fn axpby_on_default_and_new_stream() {
     let Some(ctx) = context("axpby_on_default_and_new_stream") else {
         return;
     };
-    let mut rng = common::rng("axpby_on_default_and_new_stream");
+    let mut rng = support::rng("axpby_on_default_and_new_stream");
     for (opt, ptx) in PTX {
         let m = module(&ctx, ptx);
         let f = m.load_function("axpby").unwrap();
@@ -230,7 +229,7 @@ fn constant_memory_struct_params_and_zeroing() {
     let Some(ctx) = context("constant_memory_struct_params_and_zeroing") else {
         return;
     };
-    let mut rng = common::rng("constant_memory_struct_params_and_zeroing");
+    let mut rng = support::rng("constant_memory_struct_params_and_zeroing");
     let stream = ctx.new_stream().unwrap();
     for (opt, ptx) in PTX {
         let m = module(&ctx, ptx);
@@ -345,7 +344,7 @@ fn dynamic_shared_memory_and_launch_events() {
     let Some(ctx) = context("dynamic_shared_memory_and_launch_events") else {
         return;
     };
-    let mut rng = common::rng("dynamic_shared_memory_and_launch_events");
+    let mut rng = support::rng("dynamic_shared_memory_and_launch_events");
     let stream = ctx.default_stream();
     for (opt, ptx) in PTX {
         let m = module(&ctx, ptx);
@@ -403,7 +402,7 @@ fn two_streams_ordered_by_events() {
     // SAFETY: every cross-stream use below is ordered with `join`/`wait`, and every buffer
     // outlives the work that uses it (synchronize before drop).
     unsafe { ctx.disable_event_tracking() };
-    let mut rng = common::rng("two_streams_ordered_by_events");
+    let mut rng = support::rng("two_streams_ordered_by_events");
     let m = module(&ctx, PTX[0].1);
     let axpby = m.load_function("axpby").unwrap();
     let s1 = ctx.new_stream().unwrap();
@@ -487,7 +486,7 @@ fn pageable_copies_are_staged_and_waited_for() {
     let Some(ctx) = context("pageable_copies_are_staged_and_waited_for") else {
         return;
     };
-    let mut rng = common::rng("pageable_copies_are_staged_and_waited_for");
+    let mut rng = support::rng("pageable_copies_are_staged_and_waited_for");
     let stream = ctx.new_stream().unwrap();
     let n = rng.random_range(1000..5000usize);
     let mut dev = stream.alloc_zeros::<f32>(n).unwrap();

@@ -10,10 +10,9 @@
 //! names `cuda`: then they fail. The checks of documented behaviour are written to hold on
 //! NVIDIA's driver as well; those of this library's own choices (messages, refusals, strict
 //! checks) run only on the CPU libcuda.
-#![cfg(feature = "cuda")]
 
-#[path = "common/mod.rs"]
-mod common;
+#[macro_use]
+mod support;
 
 use std::ffi::{CString, c_char, c_void};
 use std::ptr::{null, null_mut};
@@ -28,62 +27,7 @@ use cudarc::driver::sys::{
 };
 use rand::RngExt;
 use rand::rngs::StdRng;
-
-/// Calls `sys::$f`.
-macro_rules! cu {
-    ($f:ident($($a:expr),* $(,)?)) => {{
-        // SAFETY: every pointer the tests pass is valid for what the call does with it, or
-        // deliberately NULL or a stale handle, which the driver turns into an error code.
-        unsafe { sys::$f($($a),*) }
-    }};
-}
-
-/// Calls `sys::$f` and asserts it returned `CUresult::$want`.
-macro_rules! expect {
-    ($want:ident, $f:ident($($a:expr),* $(,)?)) => {{
-        let got = cu!($f($($a),*));
-        check(got, CUresult::$want, stringify!($f($($a),*)));
-    }};
-}
-
-/// Calls `sys::$f` and asserts it succeeded.
-macro_rules! ok {
-    ($f:ident($($a:expr),* $(,)?)) => {
-        expect!(CUDA_SUCCESS, $f($($a),*))
-    };
-}
-
-#[track_caller]
-fn check(got: CUresult, want: CUresult, what: &str) {
-    if got != want {
-        panic!(
-            "{what}: got {got:?}, want {want:?} ({})",
-            last_error_detail()
-        );
-    }
-}
-
-/// What went wrong in this thread's last failed call, where the library says
-/// (`streamexec_cuda_last_error_detail`, the CPU libcuda's extra export); else empty.
-fn last_error_detail() -> String {
-    type TextExport = unsafe extern "C" fn(*mut c_char, usize) -> usize;
-    // SAFETY: the library is loaded (every test checks first); the symbol, where it exists,
-    // has this signature (libcuda/src/entry.rs).
-    let Some(f) =
-        (unsafe { sys::culib().get::<TextExport>(b"streamexec_cuda_last_error_detail\0") })
-            .ok()
-            .map(|s| *s)
-    else {
-        return String::new();
-    };
-    // SAFETY: NULL with size 0 asks for the length only.
-    let n = unsafe { f(null_mut(), 0) };
-    let mut buf = vec![0u8; n + 1];
-    // SAFETY: `buf` has `buf.len()` bytes.
-    unsafe { f(buf.as_mut_ptr().cast(), buf.len()) };
-    buf.truncate(n);
-    String::from_utf8_lossy(&buf).into_owned()
-}
+use support::{check, last_error_detail};
 
 /// A test's driver: device 0's primary context current on this thread, `axpby` loaded.
 struct Env {
@@ -105,14 +49,7 @@ impl Drop for Env {
 /// The driver for `test`, or `None` (after a note) where no libcuda loads and
 /// `STREAMEXEC_REQUIRE` does not name `cuda`.
 fn env(test: &str) -> Option<Env> {
-    // SAFETY: only probes whether the library loads (libloading, no calls into it).
-    if !unsafe { sys::is_culib_present() } {
-        assert!(
-            !common::required_platforms().iter().any(|p| p == "cuda"),
-            "STREAMEXEC_REQUIRE names `cuda`, but no libcuda.so loads: build it with \
-             scripts/build-libcuda.sh and set LD_LIBRARY_PATH to the directory it prints"
-        );
-        eprintln!("{test}: skipped: no libcuda.so on the library path");
+    if !support::libcuda_loads(test) {
         return None;
     }
     ok!(cuInit(0));
@@ -138,7 +75,11 @@ fn env(test: &str) -> Option<Env> {
 
 /// kernels/clients.cu at -O3, loaded in the current context, and its `axpby`.
 fn load_axpby() -> (CUmodule, CUfunction) {
-    let ptx = CString::new(include_str!("../../../kernels/ptx/clients.O3.ptx")).unwrap();
+    let ptx = CString::new(include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../kernels/ptx/clients.O3.ptx"
+    )))
+    .unwrap();
     let mut module = null_mut();
     ok!(cuModuleLoadData(&mut module, ptx.as_ptr().cast()));
     let mut f = null_mut();
@@ -420,7 +361,7 @@ fn pipeline_relaunched_with_new_kernel_params() {
     let Some(env) = env("pipeline_relaunched_with_new_kernel_params") else {
         return;
     };
-    let mut rng = common::rng("pipeline_relaunched_with_new_kernel_params");
+    let mut rng = support::rng("pipeline_relaunched_with_new_kernel_params");
     let (w, h) = (rng.random_range(40..80usize), rng.random_range(20..40usize));
     let pad = rng.random_range(1..5usize);
     let (n, zw) = (w * h, w + pad);
@@ -629,7 +570,7 @@ fn diamond_dependencies_are_honoured() {
     let Some(env) = env("diamond_dependencies_are_honoured") else {
         return;
     };
-    let mut rng = common::rng("diamond_dependencies_are_honoured");
+    let mut rng = support::rng("diamond_dependencies_are_honoured");
     let n = rng.random_range(1000..3000usize);
     let ctx = current_ctx();
     let (y1, y2) = (random_f32s(&mut rng, n), random_f32s(&mut rng, n));
@@ -763,7 +704,7 @@ fn child_graph_clone_and_event_nodes() {
     let Some(env) = env("child_graph_clone_and_event_nodes") else {
         return;
     };
-    let mut rng = common::rng("child_graph_clone_and_event_nodes");
+    let mut rng = support::rng("child_graph_clone_and_event_nodes");
     let n = rng.random_range(1000..3000usize);
     let ctx = current_ctx();
     let (x, y0) = (random_f32s(&mut rng, n), random_f32s(&mut rng, n));
@@ -906,7 +847,7 @@ fn memset_and_memcpy_updates_and_other_entry_points() {
     let Some(env) = env("memset_and_memcpy_updates_and_other_entry_points") else {
         return;
     };
-    let mut rng = common::rng("memset_and_memcpy_updates_and_other_entry_points");
+    let mut rng = support::rng("memset_and_memcpy_updates_and_other_entry_points");
     let n = rng.random_range(500..1500usize);
     let ctx = current_ctx();
     let (y1_d, y2_d, out1_d, out2_d) = (alloc(n * 4), alloc(n * 4), alloc(n * 4), alloc(n * 4));
