@@ -61,6 +61,10 @@ mod rng;
 mod stream;
 mod stream_order;
 
+// The README and the guides of docs/, compiled and run as doc tests.
+#[cfg(doctest)]
+mod guides;
+
 pub use blas::BlasScalar;
 pub use command_buffer::{CommandBuffer, LaunchCommand};
 pub use error::{Error, Result};
