@@ -12,7 +12,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
 fi
 seeds=crates/streamexec-ptx/fuzz/corpus/ptx_parse
 mkdir -p "$seeds"
-cp kernels/ptx/*.ptx "$seeds/"
+cp kernels/ptx/*.ptx crates/streamexec/kernels/ptx/*.ptx "$seeds/"
 cd crates/streamexec-ptx/fuzz
 log="$(mktemp)"
 status=0

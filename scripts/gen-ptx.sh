@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Regenerates kernels/ptx/<name>[.<variant>].O0.ptx and .O3.ptx from kernels/*.cu with clang-19
-# (no CUDA SDK needed). `--check` regenerates into a temporary folder and fails if the committed
-# PTX differs, so CI catches a .cu edited without its PTX.
+# Regenerates <dir>/ptx/<name>[.<variant>].O0.ptx and .O3.ptx from <dir>/*.cu with clang-19 (no
+# CUDA SDK needed), for each kernel folder: kernels/ (test and example kernels) and
+# crates/streamexec/kernels/ (the CUDA backend's built-in kernels, which the crate embeds).
+# `--check` regenerates into a temporary folder and fails if the committed PTX differs, so CI
+# catches a .cu edited without its PTX.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLANG=${CLANG:-clang++-19}
-out=kernels/ptx
-if [[ "${1:-}" == "--check" ]]; then out=$(mktemp -d); trap 'rm -rf "$out"' EXIT; fi
-for cu in kernels/*.cu; do
+check=""
+if [[ "${1:-}" == "--check" ]]; then check=$(mktemp -d); trap 'rm -rf "$check"' EXIT; fi
+for dir in kernels crates/streamexec/kernels; do
+out=$dir/ptx
+if [[ -n "$check" ]]; then out=$check/$dir; mkdir -p "$out"; fi
+for cu in "$dir"/*.cu; do
     name=$(basename "$cu" .cu)
     # A file may ask for extra flags with a line `// gen-ptx-flags: ...`, and for more outputs
     # with lines `// gen-ptx-variant: SUFFIX FLAGS...` (<name>.<SUFFIX>.O0.ptx / .O3.ptx, built
@@ -29,11 +34,12 @@ for cu in kernels/*.cu; do
         done
     done
 done
-if [[ "${1:-}" == "--check" ]]; then
-    if ! diff -r -x '*.md' kernels/ptx "$out" > /dev/null; then
-        diff -r -x '*.md' kernels/ptx "$out" | head -20
-        echo "kernels/ptx is stale: run scripts/gen-ptx.sh and commit the result" >&2
+if [[ -n "$check" ]]; then
+    if ! diff -r -x '*.md' "$dir/ptx" "$out" > /dev/null; then
+        diff -r -x '*.md' "$dir/ptx" "$out" | head -20
+        echo "$dir/ptx is stale: run scripts/gen-ptx.sh and commit the result" >&2
         exit 1
     fi
-    echo "kernels/ptx is current"
+    echo "$dir/ptx is current"
 fi
+done

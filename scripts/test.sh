@@ -22,7 +22,7 @@ export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
 
 # The conformance suite must run on these platforms: a missing one fails instead of skipping.
 export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl,cuda}"
-cargo test -p streamexec -p streamexec-ptx -p streamexec-rpc --all-targets
+cargo test -p streamexec -p streamexec-ptx -p streamexec-rpc -p streamexec-test-support --all-targets
 # PTX runs on the JIT by default; the engines must agree: the corpus, the one-instruction cells
 # and the bench kernels on the JIT (forced) and on the interpreter, one seed, every downloaded
 # output bit-identical. Then the hand-written engine tests on the interpreter too.
@@ -32,7 +32,9 @@ STREAMEXEC_PTX_ENGINE=interpreter cargo test -p streamexec-ptx --test engine --t
 cargo test -p streamexec-ptx --no-default-features --lib --test engine --test corpus
 # Two CPU CUDA devices: the multi-device paths (peer access, peer copies) of the CUDA backend.
 STREAMEXEC_CUDA_DEVICES=2 cargo test -p streamexec --test conformance
+# Doc tests: the crates' docs, the README and every guide of docs/ (the MPI guide with `mpi`).
 cargo test -p streamexec -p streamexec-ptx -p streamexec-rpc --doc
+cargo test -p streamexec --features mpi --doc
 # The RPC stress test with spin-only clients (uniform 0..=64 KiB echoes) needs a release build.
 cargo test -p streamexec-rpc --release --test rpc -- --ignored
 cargo test -p streamexec --features noop --test conformance  # + the noop template backend (unsupported.rs)

@@ -39,13 +39,8 @@ fn add_mystery_value_runs_its_ptx_on_host() {
 /// Every entry of the committed clang corpus decodes.
 #[test]
 fn the_committed_corpus_decodes() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../kernels/ptx");
     let mut entries = 0;
-    for f in std::fs::read_dir(dir).unwrap() {
-        let path = f.unwrap().path();
-        if path.extension().is_none_or(|e| e != "ptx") {
-            continue;
-        }
+    for path in common::committed_ptx() {
         let text = std::fs::read_to_string(&path).unwrap();
         let ast = streamexec_ptx::parse_module(&text).unwrap();
         let decoded = streamexec_ptx::check_decodes(&ast, 0x1000)

@@ -29,13 +29,8 @@ fn with_engine<R>(exec: &Device, e: PtxEngine, f: impl FnOnce() -> R) -> R {
 /// get native code for every ALU instruction.
 #[test]
 fn the_committed_corpus_compiles() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../kernels/ptx");
     let (mut ok, mut refused) = (0, Vec::new());
-    for f in std::fs::read_dir(dir).unwrap() {
-        let path = f.unwrap().path();
-        if path.extension().is_none_or(|e| e != "ptx") {
-            continue;
-        }
+    for path in common::committed_ptx() {
         let text = std::fs::read_to_string(&path).unwrap();
         let ast = streamexec_ptx::parse_module(&text).unwrap();
         for (name, r) in streamexec_ptx::check_jit_compiles(&ast, 0x1000).unwrap() {

@@ -30,8 +30,8 @@ use streamexec::{ArgList, DeviceMemory, Kernel, MultiKernelLoaderSpec, StreamExe
 use common::{POISON_F32, POISON_F64, POISON_U32, host, rng};
 
 const CANNED: [(&str, &str); 2] = [
-    ("O0", include_str!("../../../kernels/ptx/canned.O0.ptx")),
-    ("O3", include_str!("../../../kernels/ptx/canned.O3.ptx")),
+    ("O0", include_str!("../kernels/ptx/canned.O0.ptx")),
+    ("O3", include_str!("../kernels/ptx/canned.O3.ptx")),
 ];
 
 /// The Philox kernels clang compiled from kernels/canned.cu, at -O0 (device-function calls with

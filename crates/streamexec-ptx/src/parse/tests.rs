@@ -19,11 +19,11 @@ const CORPUS: &[(&str, &str)] = &[
     ),
     (
         "canned.O0",
-        include_str!("../../../../kernels/ptx/canned.O0.ptx"),
+        include_str!("../../../streamexec/kernels/ptx/canned.O0.ptx"),
     ),
     (
         "canned.O3",
-        include_str!("../../../../kernels/ptx/canned.O3.ptx"),
+        include_str!("../../../streamexec/kernels/ptx/canned.O3.ptx"),
     ),
 ];
 

@@ -408,6 +408,23 @@ impl Stream {
     }
 }
 
+/// The committed PTX of the repository (clang-19's builds of `kernels/*.cu` and of streamexec's
+/// built-in `crates/streamexec/kernels/*.cu`), sorted.
+pub fn committed_ptx() -> Vec<std::path::PathBuf> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut out = Vec::new();
+    for dir in ["kernels/ptx", "crates/streamexec/kernels/ptx"] {
+        for f in std::fs::read_dir(root.join(dir)).expect("the committed PTX") {
+            let path = f.expect("a directory entry").path();
+            if path.extension().is_some_and(|e| e == "ptx") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Loads entry `name` of `ptx` as a typed kernel; panics with the loader's message.
 pub fn load<A: KernelArgs>(exec: &Device, ptx: &str, name: &str) -> TypedKernel<A> {
     let spec = Spec::new(A::ARITY).add_cuda_ptx_in_memory(ptx, name);

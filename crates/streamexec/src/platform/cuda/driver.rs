@@ -232,7 +232,7 @@ unsafe impl Driver for CudaDriver {
     }
 
     const CANNED_PTX: Option<&'static str> =
-        Some(include_str!("../../../../../kernels/ptx/canned.O3.ptx"));
+        Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
     fn open(ordinal: usize) -> Result<Self> {
         CudaDriver::new(ordinal)

@@ -16,7 +16,7 @@ use crate::{
     BlasScalar, DeviceMemory, MultiKernelLoaderSpec, PlatformManager, StreamExecutor, Transpose,
 };
 
-const CANNED: &str = include_str!("../../../../../kernels/ptx/canned.O3.ptx");
+const CANNED: &str = include_str!("../../../kernels/ptx/canned.O3.ptx");
 
 /// What the checks need of `f32` / `f64`.
 trait El: BlasScalar + Send + Sync + std::fmt::Debug {

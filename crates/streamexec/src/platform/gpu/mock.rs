@@ -275,7 +275,7 @@ unsafe impl Driver for MockDriver {
     }
 
     const CANNED_PTX: Option<&'static str> =
-        Some(include_str!("../../../../../kernels/ptx/canned.O3.ptx"));
+        Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
     fn open(_ordinal: usize) -> Result<Self> {
         Err(Error::unsupported(
