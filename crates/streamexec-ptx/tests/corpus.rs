@@ -8,6 +8,18 @@
 //!
 //! Also the engine's checks: the race checker flags the racy kernels and passes their twins,
 //! and an out-of-bounds store or a divergent barrier fails the launch with `KernelFault`.
+//!
+//! - The corpus (`kernels/corpus_*.cu`) is compiled by clang-19 with `-nocudainc -nocudalib`, so
+//!   everything a kernel uses comes from `prelude.h`. Explicit rounding uses builtins
+//!   (`__nvvm_f2i_rm`, `__nvvm_d2f_rz`, ...), not C casts, because out-of-range float→int casts are
+//!   undefined in C but defined (saturating) in PTX. clang-19 at -O3 turns `__nvvm_i2f_rz` into a
+//!   round-to-nearest conversion, so int→float rounding in the corpus uses `.rm`/`.rp`; the
+//!   one-instruction cells cover `.rz`.
+//! - Dynamic shared memory is a `SharedMemory<T>` argument: a launch attribute for PTX (not a
+//!   `.param`), a trailing `__local` parameter for OpenCL C (`run_kernel --shared-bytes`).
+//! - Float results are bit-exact where every operation is correctly rounded in any order; sums in a
+//!   different order (reductions, fused or unfused `a*x+y`) are checked against an f64 reference
+//!   within a stated bound; atomics on floats use integer-valued data so any order is exact.
 
 mod common;
 

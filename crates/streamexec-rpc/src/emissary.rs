@@ -1,7 +1,7 @@
 //! The Emissary layer (after LLVM offload's Emissary APIs): a kernel calls a native host API
 //! through one opcode, [`OFFLOAD_EMISSARY`](super::opcode::OFFLOAD_EMISSARY). Each lane sends
 //! one argument buffer (API id, function index, then each argument with its kind and size;
-//! [`encode`] / [`decode`], format in ARCHITECTURE.md); the host dispatcher finds the API's
+//! [`encode`] / [`decode`], format below); the host dispatcher finds the API's
 //! table ([`EmissaryApi`], registered with `Server::register_emissary`), calls the wrapper,
 //! and answers each lane with one packet: a status, a return value and up to six out values
 //! ([`EmissaryReply`]). A whole warp is one port round trip.
@@ -10,6 +10,41 @@
 //! [`EmissaryMemory`] (an executor's server resolves them against its live allocations, in
 //! place where the host can address them, staged by copies otherwise); a standalone server
 //! refuses them.
+//!
+//! ## Wire format
+//!
+//! **One call is one port round trip per warp:** the warp opens a port, every active lane sends its
+//! own buffer with `send_n` (sizes may differ), the host answers every lane with one packet
+//! (`recv`), close. Lanes are served in lane order.
+//!
+//! **Argument buffer** (little-endian, per lane; exactly `16 + 16 * argc` bytes):
+//!
+//! | offset | field |
+//! |---|---|
+//! | 0 | `u32` API id (0 invalid) |
+//! | 4 | `u32` function index (0 invalid) |
+//! | 8 | `u32` argument count (at most 32) |
+//! | 12 | `u32` flags (0) |
+//! | 16 + 16k | argument k: `u32` kind (0 value, 1 device pointer, 2 host pointer), `u32` size (1, 2, 4 or 8 for a value, extended to 64 bits by the sender; 8 for a pointer), `u64` value or address |
+//!
+//! **Reply** (one 64-byte packet per lane): word 0 the status (0 OK, 1 unknown API, 2 unknown
+//! function, 3 bad arguments: malformed buffer or wrong count/kind/size, 4 bad pointer, 5 the
+//! wrapper failed), word 1 the return value, words 2..8 up to six out values. A nonzero status
+//! means the wrapper did not run or failed; the reason is logged (`Server::take_errors`). Small
+//! out-parameters (a rank, a request handle, a status) come back as out values and the stub stores
+//! them, so they may live in registers or local memory.
+//!
+//! **Pointers** (`EmissaryMemory`, installed by the executor's server,
+//! `executor_rpc/emissary_memory.rs`): a device pointer must lie inside a live allocation of the
+//! executor, found by its device address or, for unified memory, by its host address (what an
+//! OpenCL kernel sees for SVM). The allocation is pinned for the call (or, for `MPI_Isend`/
+//! `MPI_Irecv`, until `MPI_Wait`), so a host free meanwhile cannot pull it away. Memory the host
+//! can address is used **in place**: the host platform's device memory (`host_view`) and unified
+//! memory. Other device memory (CUDA device memory, OpenCL buffers) is **staged**: copied to the
+//! host when the wrapper takes it (`memcpy_d2h_sync`) and back when it writes back after a receive.
+//! Host pointers are refused for now. A standalone `Server` refuses every pointer. OpenCL buffer
+//! pointers as a kernel sees them are not addresses streamexec knows (its OpenCL device addresses
+//! are handles), so OpenCL kernels pass unified (SVM) memory to emissary calls.
 
 use std::collections::HashMap;
 use std::sync::Arc;

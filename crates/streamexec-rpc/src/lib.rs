@@ -18,6 +18,26 @@
 //!   source after [`opencl_prelude`] (streamexec does it for a spec `with_rpc`);
 //!   `emissary_client.cl` and `mpi_client.cl`: the OpenCL C Emissary client and MPI stubs
 //!   ([`OPENCL_EMISSARY_SOURCE`], [`OPENCL_MPI_SOURCE`]), after it.
+//!
+//! ## Invariants
+//!
+//! - **Shared memory is raw.** Every access to the block is a relaxed atomic (mailboxes `u32`,
+//!   headers and packets `u64` words), ordered by the protocol's fences: acquire after seeing
+//!   ownership, release before flipping the outbox, acquire after taking a lock, release before
+//!   dropping it. Handlers get copies of packets, never references into the block, so a device that
+//!   breaks the protocol gives wrong data, never UB. One addition to upstream: the client's `open`
+//!   issues an acquire fence after it reads the mailboxes; without it the loom model finds a race
+//!   between the new call's header write and the server's read of the previous (asynchronous)
+//!   call's header.
+//! - **Waiting.** A CPU waiter spins briefly, then yields, then parks (in-process peers unpark it
+//!   through `parking_lot_core` keyed on the mailbox address) or sleeps with a growing delay
+//!   (device peers cannot unpark anything). Every wait also checks the server's stop flag, so a
+//!   stopped server makes clients fail with `Error::Rpc` instead of hanging.
+//! - **Errors.** An unknown opcode, or a handler that returns `Err` or panics, is logged
+//!   (`eprintln!` and `Server::take_errors`) and, if the server owns the port, answered with an
+//!   error packet: status in word 0 (`RPC_UNHANDLED_OPCODE` / `RPC_ERROR`, what foreign clients
+//!   read), `ERROR_TAG` in word 7 (what our clients check). Later exchanges of the same failed call
+//!   are dispatched again and fail the same way, so the device drains instead of hanging.
 
 #![warn(missing_docs)]
 

@@ -3,8 +3,66 @@
 //! `analysis.rs` finds basic blocks, suspension points and the registers live across them;
 //! `lower.rs` emits one function that runs a range of a block's threads, each as plain scalar
 //! code until it exits or suspends; `native.rs` gives the common lane functions native code;
-//! `run.rs` holds the runtime functions compiled code calls and the block driver. ARCHITECTURE.md
-//! ("PTX JIT") has the design.
+//! `run.rs` holds the runtime functions compiled code calls and the block driver.
+//!
+//! ## Design
+//!
+//! The decoded IR of a kernel is compiled with Cranelift (`cranelift-jit`/`-frontend`) into one
+//! function `run(ctx, begin, end) -> status` that runs threads `begin..end` of a block. The
+//! technique is the one of PoCL's work-group loops, CuPBoP and COX: a block's threads become a loop
+//! around barrier-free code.
+//!
+//! - **Threads as a loop; barriers as suspension points.** Within the function each thread runs its
+//!   own scalar code (PTX registers are Cranelift variables, branches are jumps, a guard is a
+//!   conditional branch), so divergence needs no masks. Where a thread must wait for others
+//!   (`bar.sync`, and the warp collectives `shfl.sync`, `vote.sync`, `activemask`), it stores the
+//!   registers live after that instruction (a backward liveness analysis, `analysis.rs`) in its
+//!   spill row, stores the instruction's operands, writes its resume index to its state word and
+//!   the loop goes on with the next thread. A later call enters each thread through a jump table on
+//!   its resume index, reloads its live registers and continues. Instead of splitting the kernel
+//!   into regions at compile time (PoCL's region formation), the regions are the paths between
+//!   suspension points, found at run time; this handles unstructured control flow and barriers
+//!   inside loops or device functions without a CFG transformation.
+//! - **The block driver** (`run.rs`) calls the function for the whole block, then releases barriers
+//!   whose threads (or `bar.sync id, count`) have all arrived and calls again, until every thread
+//!   has exited. A barrier no thread set can release is the interpreter's "barrier divergence"
+//!   error. Kernels with warp collectives run one warp at a time: after each call the lanes of the
+//!   warp waiting at the same collective (the lowest instruction first) are resolved together (the
+//!   shuffle source, the ballot, the active mask: COX's warp-level treatment, with the warp as the
+//!   unit instead of the block) and the warp goes on. Collectives act on the lanes that arrive
+//!   together, as in the interpreter. Kernels with no suspension point run in one pass with no
+//!   state words at all.
+//! - **Calls** to `.func`s are inlined (16 deep; recursion goes to the interpreter); arguments and
+//!   return values move through the thread's call-parameter row as in the interpreter.
+//! - **Lane semantics are the interpreter's.** An ALU instruction in the IR is a Rust function
+//!   (`alu::ibin::<u32, 0>`). The common ones (integer add/sub/mul/min/max/logic/shift/compare,
+//!   `mul.wide`, `mad.lo`, integer `cvt`, float add/sub/mul/div/fma `.rn`, float compares, `selp`,
+//!   `mov`, predicate logic, `lop3`, carry chains) have native Cranelift code that computes the
+//!   same 64-bit register slot (`native.rs`, recognised by the function's address, which is why
+//!   those functions are `#[inline(never)]`); everything else (directed rounding, `.ftz`, `.sat`,
+//!   transcendental functions, float conversions, ...) calls the Rust function through a C-ABI
+//!   trampoline. So results are bit-identical by construction where a call is made, and by the
+//!   native code's definition where it is not; `scripts/ptx-engines-agree.sh` checks it.
+//! - **Memory checks.** Every access is checked as in the interpreter. The fast path is inline:
+//!   alignment, then the block's static shared memory, dynamic shared memory, the thread's local
+//!   memory, or one of four cached device ranges (first address, end, host pointer, filled by the
+//!   slow path). Anything else calls the interpreter's resolver (`mem::locate`: generic windows,
+//!   parameters, the allocation table), which also produces the fault text; a fault ends the launch
+//!   with the same `KernelFault` (kernel, block, thread, PTX line, address). Atomics call the
+//!   interpreter's atomic functions.
+//! - **Engine choice** (`PtxEngine`, `StreamExecutor::set_ptx_engine`, `STREAMEXEC_PTX_ENGINE`):
+//!   `Auto` (default) compiles a kernel at its first launch and caches the result (or the reason it
+//!   was refused) in the loaded module; it interprets kernels the JIT refuses (`bar.warp.sync`,
+//!   recursion, more than 200 000 instructions after inlining) and kernels that spin-wait with
+//!   `nanosleep` (device RPC clients), whose threads wait on each other or on the host outside
+//!   barriers. `Jit` fails a launch it cannot compile with `Unsupported`; `Interpreter` never
+//!   compiles. The race checker is interpreter-only, so `set_race_check(true)` interprets.
+//!   `STREAMEXEC_PTX_JIT_LOG=1` prints each compile (instructions, time, calls left, points);
+//!   `STREAMEXEC_PTX_JIT_DUMP=1` prints the Cranelift IR before code generation.
+//! - **Limits.** A thread that waits for another thread of its block outside a barrier (a spin lock
+//!   on shared or global memory) would wait forever, since threads of a block run one after
+//!   another; CUDA before Volta had the same rule. `Auto` interprets only the `nanosleep` and
+//!   `bar.warp.sync` cases it can see.
 
 mod analysis;
 mod lower;

@@ -25,7 +25,7 @@ fn random_args(rng: &mut StdRng) -> Vec<EmissaryArg> {
         .collect()
 }
 
-/// A buffer built field by field, as the spec in ARCHITECTURE.md lays it out (independent of
+/// A buffer built field by field, as the module docs of `emissary.rs` lay it out (independent of
 /// `encode`).
 fn by_hand(api: u32, function: u32, args: &[EmissaryArg]) -> Vec<u8> {
     let mut b = vec![0xA5u8; 16 + 16 * args.len()];

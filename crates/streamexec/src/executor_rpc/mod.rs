@@ -10,6 +10,90 @@
 //!   allocations (in place or staged);
 //! - `launches.rs`: RPC launches (`Stream::then_launch_with_rpc`) and which of them an
 //!   `exit`/`abort` is charged to.
+//!
+//! ## How the executor serves
+//!
+//! - **Executor server.** Created on first `StreamExecutor::rpc()` (`Unsupported` where the backend
+//!   reports no `RpcCapability`), owned by the executor, stopped and joined when the executor
+//!   drops. Its waiting policy : every pending port's handler runs as a call (`calls.rs`, one
+//!   coroutine each, on the server thread). A call waiting for its client spins while no other port
+//!   has work (checked every 64 spins, at most 4096), then suspends, so with more spinning clients
+//!   than cores the thread serves whichever clients are running. Nothing sleeps or yields while
+//!   calls are in flight, except a park when every call waits on an in-process client (which wakes
+//!   it) or on an external event (an MPI request, `calls::pause`), and a 50 µs park one pass in 64
+//!   once no call has moved for 1 ms (`STALL`): its clients are then off the CPU, and a nice −20
+//!   thread's yield does not hand its core to them (MPI ranks with spin-only OpenCL work-items on 2
+//!   cores took minutes per 10 000 calls before). Idle, it spins 50 µs, then parks for 20 µs
+//!   doubling to a cap: 100 µs while a kernel is marked in flight or the doorbell has rung, 1 ms,
+//!   10 ms after 100 ms of quiet: the bound for clients that cannot wake it. In the current layout
+//!   `Server::build` fills in the doorbell (`value` → the counter at byte 32, `mailbox` → byte 40,
+//!   both in the doorbell's padding, `event_id` 0); clients ring it in `open`, the server's close
+//!   takes a ring back, and a count above the port count is ignored as garbage. The thread asks for
+//!   nice −20 (`STREAMEXEC_RPC_SERVER_NICE`), which only root or `CAP_SYS_NICE` gets: spinning
+//!   clients would otherwise hold it to a fair share of a core. Handlers therefore run interleaved
+//!   on one thread: a handler must not hold a lock across a port operation that another call takes.
+//!   `Server::poll` (no coroutines) keeps one call at a time, waiting with `Wait::Serve` (spin,
+//!   then yield now and then). Memory, by the capability: an `InternalAllocator` unified allocation
+//!   (SVM on OpenCL, mapped pinned memory on CUDA/HIP, a live allocation of the executor on host),
+//!   with the device lock bitmap after the block where the client keeps it there (OpenCL); plain
+//!   memory for a backend whose clients are all in-process (none now). `MALLOC`/`FREE` go through
+//!   the executor's `InternalAllocator`, and `FREE` frees only what `MALLOC` handed out. Device
+//!   `FILE*` values are handles into a table, so a garbage handle is an error result; `HOST_CALL`
+//!   only calls registered functions; `SYSTEM` returns -1.
+//! - **Clients.** Host kernels call through `ExecutorRpc::client()`. OpenCL kernels get the C
+//!   client prepended (`MultiKernelLoaderSpec::with_rpc`) and take the block as an argument
+//!   (`ExecutorRpc::block()`). CUDA/HIP modules that define `__llvm_rpc_client`, and PTX modules
+//!   that do on the host platform's PTX engine, get a client image written into it at load (the
+//!   symbol's size picks the layout, the warp size is the lane size; a module needing another
+//!   layout than the running server is refused), and their kernels are RPC launches from plain
+//!   `then_launch`.
+//! - **Host: one server for both kinds of client.** The host capability is the CUDA one: lane size
+//!   32 (the engine's warp, which the header's client sends whole through one port), the block in
+//!   `allocate_unified` memory (a live allocation, so the engine's checked loads reach it), locks
+//!   in `__llvm_rpc_client`. Rust host kernels use the same block through the in-process client,
+//!   which opens one-lane masks (`Client::open` = lane 0) on 32-lane ports and still wakes the
+//!   server. Chosen over a second, lane-1 server for Rust kernels: one server thread, one set of
+//!   handlers and writers (`set_stdout` covers both), one `exit` attribution, and either may start
+//!   it first (the layout is the only thing a module can disagree on). The cost: 2 KiB of packet
+//!   slots per port instead of 64 B, and a 32-entry lane vector in `recv_n`/`recv_and_send` per
+//!   call; `benches/rpc.rs` builds its own lane-1 servers and does not measure this. PTX warps that
+//!   wait spin with `nanosleep`, which gives the block's thread away (`exec.rs`), so the server
+//!   thread gets a core.
+//! - **Port ranges** (where locks live in `__llvm_rpc_client`: host, CUDA, HIP). Each image carries
+//!   its own lock bitmap, so two client halves over one block could take the same port. The
+//!   executor's block has `RANGES` (16) × `RANGE_PORTS` (64) ports: the in-process client opens
+//!   only the first range (`Process::set_ports`), and each module's image is written with
+//!   `port_count` = 64 and its mailbox, header and packet pointers moved to the start of the next
+//!   free range (`Geometry::client_image_ports`; the doorbell stays the block's). No two halves
+//!   share a port, so no lock is shared. The server scans only ports up to the last range handed
+//!   out (`Process::scan_up_to`), so a block with one module costs two ranges of scanning, not
+//!   sixteen. A 16th RPC module on one executor is refused at load (modules stay loaded as long as
+//!   their executor). `Client::from_image` reads a ranged image back
+//!   (`Geometry::parse_client_image`). A spec with `with_foreign_rpc_client()` leaves the symbol
+//!   alone and starts nothing: the CPU libcuda loads its modules on the host executor that way,
+//!   because the cuda executor above it owns the server (otherwise each live copy of an RPC module
+//!   would take a range of the inner executor, and its server would be a second one).
+//! - **Emissary device side** (wire format: docs/mpi.md). A stub packs `api, function, argc, flags`
+//!   and 16-byte records (value / device pointer / host pointer) into one buffer in the caller's
+//!   local memory and makes one `OFFLOAD_EMISSARY` round trip: open, `send_n`, one reply packet per
+//!   lane, close. On CUDA/HIP the lanes that call together (the active mask at the call) share the
+//!   port, each with its own buffer length; lanes that diverged before the call may arrive apart
+//!   and then make a port each. Reply status != 0, or the server's error reply (mapped to
+//!   `HOST_ERROR`), makes an MPI stub return `MPI_ERR_OTHER` and write no out-parameter;
+//!   out-parameters are written by the stub, never by the host. The OpenCL stubs take the RPC block
+//!   first and send pointers as the kernel sees them, so MPI buffers there are unified (SVM)
+//!   memory. `tests/emissary_stubs/` checks every lane's buffer byte-exactly against a mock handler
+//!   on `cuda` (CPU libcuda) and `opencl`. `se_rpc_ballot`/`se_rpc_bcast` put a `bar.warp.sync`
+//!   before `vote.sync`/`shfl.sync`: the PTX engine runs those over the lanes that arrived together
+//!   rather than waiting for the whole member mask, and a warp streaming different lengths
+//!   deadlocked without it.
+//! - **Exit attribution** (`executor_rpc/launches.rs`): the protocol's EXIT/ABORT handlers tell an
+//!   `ExitObserver` when the handshake has been received (before the reply that releases the
+//!   kernel, so the kernel is still running) and when the status arrives; the executor's `Launches`
+//!   is that observer. A host callback marks an RPC launch running just before its kernel and its
+//!   completion callback ends it. With one running RPC launch an exit is charged to it exactly;
+//!   with several, each fails and the message says the exit may have come from any of them. Non-RPC
+//!   launches are never charged.
 
 mod emissary_memory;
 mod launches;

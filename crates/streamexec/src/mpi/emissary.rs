@@ -1,12 +1,35 @@
 //! MPI as an Emissary API (id 3, as LLVM's `EmissaryIds.h` numbers it): the host wrappers
 //! behind the device stubs of `include/streamexec_mpi.h`, the OpenCL C client and
-//! [`KernelMpi`](super::KernelMpi). The device's handles are small integers (the ABI in
-//! ARCHITECTURE.md) mapped here to the library's; the device's one communicator is the one the
-//! table was built for. Every wait is a nonblocking call polled against the communicator's
+//! [`KernelMpi`](super::KernelMpi). The device's handles are small integers (the ABI below)
+//! mapped here to the library's; the device's one communicator is the one the table was built
+//! for. Every wait is a nonblocking call polled against the communicator's
 //! timeout, so a peer that died fails the call (`MPI_ERR_OTHER` to the device, the reason in
 //! the server's log) instead of hanging the server thread. While a call polls, it suspends
 //! (`rpc::pause_call`), so the server's other calls go on: a warp blocked in `MPI_Recv` does
 //! not keep another warp's `MPI_Send` from being served.
+//!
+//! ## The device ABI
+//!
+//! The device's handles are small integers, mapped to the library's on the host: `MPI_Comm` 0 = the communicator the table serves
+//! (`Communicator::serve_kernels`); datatypes `MPI_BYTE` 1, `MPI_CHAR` 2, `MPI_INT` 3,
+//! `MPI_UNSIGNED` 4, `MPI_LONG` 5 (8 bytes), `MPI_UNSIGNED_LONG` 6, `MPI_LONG_LONG` 7, `MPI_FLOAT`
+//! 8, `MPI_DOUBLE` 9; ops `MPI_SUM` 1, `MPI_PROD` 2, `MPI_MIN` 3, `MPI_MAX` 4; `MPI_Request` a
+//! `u64` handle (0 = null); `MPI_ANY_SOURCE`/`MPI_ANY_TAG` -1; `MPI_IN_PLACE` the pointer 1;
+//! `MPI_ERR_OTHER` 16 (what stubs return for a refused or timed-out call).
+//!
+//! | index | function | arguments | out values |
+//! |---|---|---|---|
+//! | 1 | `MPI_Send` | buf, count, datatype, dest, tag, comm | – |
+//! | 2 | `MPI_Recv` | buf, count, datatype, source, tag, comm | source, tag, error, bytes |
+//! | 3 | `MPI_Isend` | buf, count, datatype, dest, tag, comm | request |
+//! | 4 | `MPI_Irecv` | buf, count, datatype, source, tag, comm | request |
+//! | 5 | `MPI_Wait` | request (8-byte value) | source, tag, error, bytes |
+//! | 6 | `MPI_Allreduce` | sendbuf (or `MPI_IN_PLACE`), recvbuf, count, datatype, op, comm | – |
+//! | 7 | `MPI_Reduce` | sendbuf (or `MPI_IN_PLACE`), recvbuf (null off the root), count, datatype, op, root, comm | – |
+//! | 8 | `MPI_Bcast` | buf, count, datatype, root, comm | – |
+//! | 9 | `MPI_Barrier` | comm | – |
+//! | 10 | `MPI_Comm_rank` | comm | rank |
+//! | 11 | `MPI_Comm_size` | comm | size |
 
 use std::collections::HashMap;
 use std::mem::MaybeUninit;

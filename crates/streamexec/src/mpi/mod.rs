@@ -21,8 +21,56 @@
 //!   OpenCL C ones of `MultiKernelLoaderSpec::with_mpi`, and [`KernelMpi`] for native host
 //!   kernels): `emissary.rs`, `kernel.rs`.
 //!
-//! See ARCHITECTURE.md ("MPI", "Emissary calls") for staging, timeouts and what a dead peer
-//! does.
+//! ## Staging, agreement, timeouts, dead peers
+//!
+//! `src/mpi/`, on rsmpi (`mpi` 0.8, OpenMPI from Debian). Tests: `tests/mpi.rs` under mpirun, run
+//! by `scripts/test-mpi.sh` (2, 3, 4 ranks; host and OpenCL; dead ranks), then
+//! `tests/emissary_mpi/` (host kernels calling MPI, timeouts, refused calls) and
+//! `examples/emissary_mpi.rs` (host and cuda with 2-4 ranks, opencl with 2); bench `benches/mpi.rs`
+//! (`mpirun -n 2`: collectives, and device- against host-initiated latency and message rate).
+//!
+//! - **Session.** `Mpi::init()` calls `MPI_Init_thread(MULTIPLE)` once per process (a second call,
+//!   even after a drop, is `Error::Mpi`, as is a library that provides less: both levels named).
+//!   `Mpi` is not `Send`: it finalizes on drop, on the thread that initialized MPI. Communicators
+//!   hold the session's `Arc`, and every MPI call holds a read guard of its `live` lock
+//!   (`Communicator::enter`); finalize takes the write lock, so it waits for calls in progress
+//!   (each bounded by its timeout) and every later operation is `Err("MPI was finalized")`, never a
+//!   call into a finalized library.
+//! - **Communicator.** A duplicate of `MPI_COMM_WORLD` (made at init; this crate's messages never
+//!   match the application's), with `MPI_ERRORS_RETURN`: MPI failures are `Err`s, never aborts.
+//!   `Clone + Send + Sync` (the handle is shared at `MPI_THREAD_MULTIPLE`). `as_raw()` (crate-only)
+//!   gives the handle to code that calls MPI itself, under `enter`.
+//! - **Staging.** Each stream operation is a device→host copy into staging memory, a host callback
+//!   that runs the MPI call on it, and a host→device copy back, all queued on the stream, so it is
+//!   ordered with the stream's other work on every backend. The staging memory comes from
+//!   `allocate_host` (page-locked where the platform has it) through the session's pool
+//!   (`Session::lend`): a buffer is lent as `HostRegion`s of its first bytes (taken under the
+//!   pool's lock) and is reused once no region of it is left (`HostMemory::is_idle`); up to 8 idle
+//!   buffers are kept. Allocating (and zeroing) 64 MiB costs ~100 ms, more than the MPI call. The
+//!   callback's `Err` fails the stream; the copy after it is skipped (every backend skips the rest
+//!   of the chain after a failed callback). All-reduce uses separate send and receive buffers
+//!   (rsmpi exposes no `MPI_IN_PLACE`). A rank's failed stream skips its later MPI operations, so
+//!   its peers time out in them.
+//! - **Agreement.** A collective first runs one `MPI_Iallreduce(MIN)` of (v, −v) for the kind of
+//!   operation, the count, element type, reduce op and root; if any differs, one `MPI_Iallgather`
+//!   of everyone's values makes the same error on every rank ("element counts differ (rank 0: 10,
+//!   rank 1: 11)") before any data moves.
+//! - **Timeouts.** Every wait is a nonblocking call polled with `MPI_Test` (back to back, yielding,
+//!   for the first second: OpenMPI progresses only inside MPI calls; then every 100 µs) until the
+//!   communicator's timeout (`with_timeout`; default `STREAMEXEC_MPI_TIMEOUT_MS`, else 60 s). A
+//!   point-to-point request that times out is cancelled (`MPI_Cancel`, then up to 1 s for it to
+//!   complete) and the stream fails ("MPI rank 0: then_recv from rank 1 (tag 99): no message after
+//!   0.5 s; is rank 1 alive and sending …?"); the communicator stays usable. A collective cannot be
+//!   cancelled (MPI forbids it): its buffers are leaked (never freed under MPI) and the
+//!   communicator is poisoned, every later operation on it an `Err` naming the timed-out one (later
+//!   collectives would match the abandoned one on the other ranks). A send that cannot be cancelled
+//!   leaks its staging buffer likewise.
+//! - **A dead peer** (OpenMPI 4.1, seen by `scripts/test-mpi.sh`): by default mpirun ends the whole
+//!   job within about 2 s when a rank dies (killed, or exits without `MPI_Finalize`, whatever its
+//!   status), so the survivors are killed and mpirun exits non-zero. With `--mca
+//!   orte_abort_on_non_zero_status 0` the survivors go on: their receives and collectives involving
+//!   the dead rank fail at the timeout with the messages above, and `MPI_Finalize` (dropping the
+//!   `Mpi`) still returns. No wait is unbounded.
 
 mod collectives;
 mod emissary;
