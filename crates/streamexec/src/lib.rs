@@ -81,9 +81,7 @@ pub use rng::{GaussianElement, MIN_SEED_BYTES, UniformElement};
 pub use stream::{Stream, StreamDone, Waitable};
 pub use types::philox;
 pub use types::{
-    AlignedHostBuffer, ArgList, ArgView, BlockDim, DeviceAddress, DeviceDescription, DevicePtr,
-    Dim3, HostBuffer, HostMemory, HostReadGuard, HostRegion, HostWriteGuard, InProcessKernel,
-    KernelArgs, KernelFormat, KernelImage, KernelParam, KernelSource, LaunchDims, MemoryUsage,
-    MultiKernelLoaderSpec, PackedArg, ParamKind, PtxEngine, RandDistribution, RpcBlockMemory,
-    RpcCapability, RpcLockPlacement, SharedMemory, ThreadDim,
+    ArgList, BlockDim, DeviceAddress, DeviceDescription, DevicePtr, Dim3, HostMemory, KernelArgs,
+    KernelParam, MemoryUsage, MultiKernelLoaderSpec, PtxEngine, RandDistribution, SharedMemory,
+    ThreadDim,
 };

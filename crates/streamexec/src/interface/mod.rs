@@ -1,4 +1,7 @@
-//! The plugin interface: the object-safe traits a backend implements, and nothing else.
+//! The plugin interface: the object-safe traits a backend implements, and the types that only
+//! a backend reads or writes (packed kernel arguments, host regions lent for copies, kernel
+//! images in a loader spec, launch geometry, what a backend reports about device RPC). User
+//! code needs none of them; the crate root holds what it does.
 //!
 //! A backend is one folder under `src/platform/` implementing [`PlatformInterface`],
 //! [`StreamExecutorInterface`], [`StreamInterface`], [`EventInterface`] and
@@ -32,11 +35,16 @@ pub use blas::BlasSupport;
 pub use command_buffer::{Command, CommandBufferInterface, ReplayCallbackFn};
 pub use rng::RngSupport;
 
-use crate::error::Result;
-use crate::types::{
-    DeviceAddress, DeviceDescription, HostBuffer, HostRegion, LaunchDims, MemoryUsage,
-    MultiKernelLoaderSpec, PackedArg, ParamKind, RpcCapability,
+// The backend contract's own types: defined in the floor (`types`), where the handles that
+// make them live, and published here rather than at the crate root.
+pub use crate::types::{
+    AlignedHostBuffer, ArgView, HostBuffer, HostReadGuard, HostRegion, HostWriteGuard,
+    InProcessKernel, KernelFormat, KernelImage, KernelSource, LaunchDims, PackedArg, ParamKind,
+    RpcBlockMemory, RpcCapability, RpcLockPlacement,
 };
+
+use crate::error::Result;
+use crate::types::{DeviceAddress, DeviceDescription, MemoryUsage, MultiKernelLoaderSpec};
 
 /// A host function run in stream order; its `Err` fails the stream.
 pub type HostCallbackFn = Box<dyn FnOnce() -> Result<()> + Send + 'static>;

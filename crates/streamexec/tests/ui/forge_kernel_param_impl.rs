@@ -1,6 +1,7 @@
 // Forging path closed: implementing `KernelParam` for a user type that claims to be a device
 // pointer (`kind()` says `Pointer`) while carrying any number. `KernelParam` is sealed: its
 // supertrait, which packs the argument, is private to the crate.
+use streamexec::interface::ParamKind;
 use streamexec::*;
 
 #[derive(Clone, Copy)]

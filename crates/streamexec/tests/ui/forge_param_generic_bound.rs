@@ -3,6 +3,7 @@
 // would retype the `DevicePtr<u8>` one byte into a buffer as a misaligned `DevicePtr<f32>`, a
 // pointer no `DeviceMemory<f32>` handed out. `unpack` takes a token that user code can neither
 // name nor make.
+use streamexec::interface::PackedArg;
 use streamexec::*;
 
 fn retype<P: KernelParam>(arg: &PackedArg) -> Option<P> {

@@ -272,13 +272,13 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         self
     }
 
-    fn rpc_capability(&self) -> Option<crate::RpcCapability> {
+    fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // LLVM GPU libc device code: one warp (wavefront) is one client, it finds the block
         // (mapped pinned memory) and keeps its locks through `__llvm_rpc_client`.
-        Some(crate::RpcCapability {
+        Some(crate::interface::RpcCapability {
             lane_size: self.description.warp_size as usize,
-            block: crate::RpcBlockMemory::Unified,
-            locks: crate::RpcLockPlacement::ClientSymbol,
+            block: crate::interface::RpcBlockMemory::Unified,
+            locks: crate::interface::RpcLockPlacement::ClientSymbol,
         })
     }
 }

@@ -189,16 +189,16 @@ impl StreamExecutorInterface for HostExecutor {
         Some(self)
     }
 
-    fn rpc_capability(&self) -> Option<crate::RpcCapability> {
+    fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // One server serves both kinds of client: PTX modules built against LLVM's GPU libc
         // (a warp of the engine is one client; the module's `__llvm_rpc_client` holds its
         // locks) and Rust host kernels (`ExecutorRpc::client`, one lane of a port). The block
         // is a live allocation of this executor, so the PTX engine reaches it like any device
         // memory; device memory is host memory here, so in-process clients use it directly.
-        Some(crate::RpcCapability {
+        Some(crate::interface::RpcCapability {
             lane_size: self.description.warp_size as usize,
-            block: crate::RpcBlockMemory::Unified,
-            locks: crate::RpcLockPlacement::ClientSymbol,
+            block: crate::interface::RpcBlockMemory::Unified,
+            locks: crate::interface::RpcLockPlacement::ClientSymbol,
         })
     }
 }

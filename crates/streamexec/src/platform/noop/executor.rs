@@ -144,7 +144,7 @@ impl StreamExecutorInterface for NoopExecutor {
         None
     }
 
-    fn rpc_capability(&self) -> Option<crate::RpcCapability> {
+    fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // `None` (the default): `StreamExecutor::rpc` fails with `Unsupported`. A backend whose
         // kernels can call the host says how its device clients work (lane size, where the
         // RPC block lives, where the port locks are); see `types/rpc_caps.rs`.

@@ -358,13 +358,13 @@ impl StreamExecutorInterface for OpenClExecutor {
         Some(self)
     }
 
-    fn rpc_capability(&self) -> Option<crate::RpcCapability> {
+    fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // The OpenCL C client (`opencl_prelude`): each work-item is a lane-size-1 client over
         // the executor's SVM block, with its port locks right after the protocol's bytes.
-        Some(crate::RpcCapability {
+        Some(crate::interface::RpcCapability {
             lane_size: 1,
-            block: crate::RpcBlockMemory::Unified,
-            locks: crate::RpcLockPlacement::AfterBlock,
+            block: crate::interface::RpcBlockMemory::Unified,
+            locks: crate::interface::RpcLockPlacement::AfterBlock,
         })
     }
 }
