@@ -67,6 +67,13 @@ impl Error {
     }
 }
 
+/// `e`'s message followed by each of its sources' (`: `-separated), for logs: `Display` leaves
+/// the sources out.
+pub(crate) fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
+    let chain = std::iter::successors(Some(e), |e| e.source());
+    chain.map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
+}
+
 /// Turns a caught panic payload into a readable message.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     let text = payload.downcast_ref::<&str>().map(|s| s.to_string());

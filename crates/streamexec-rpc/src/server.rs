@@ -23,7 +23,7 @@ use super::services::{
     check_user_opcode,
 };
 use super::status::{RPC_ERROR, RPC_UNHANDLED_OPCODE};
-use crate::error::{Error, Result, panic_message};
+use crate::error::{Error, Result, panic_message, with_sources};
 
 /// 64 bytes aligned to 64: the unit of a server's own block (cache lines; the protocol needs
 /// 8-byte alignment).
@@ -448,7 +448,7 @@ impl Inner {
         };
         let failure = match catch_unwind(AssertUnwindSafe(|| handler(port))) {
             Ok(Ok(())) => return,
-            Ok(Err(e)) => e.to_string(),
+            Ok(Err(e)) => with_sources(&e),
             Err(payload) => format!("panicked: {}", panic_message(&*payload)),
         };
         self.record_error(format!(

@@ -1,5 +1,6 @@
 //! Test support shared by the crates of the workspace: seeded random inputs that a failing run
-//! can replay, and poison values that no correct operation writes.
+//! can replay, poison values that no correct operation writes, and an error's whole source
+//! chain as text.
 //!
 //! Platform-specific support stays with the crate whose tests need it (`streamexec`'s
 //! `tests/common/`: executors of every available platform, the examples).
@@ -57,6 +58,13 @@ pub fn same_f32(a: f32, b: f32) -> bool {
 /// Bit-identical, or both NaN.
 pub fn same_f64(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan() && a.to_bits() != POISON_F64.to_bits())
+}
+
+/// `e`'s message followed by each of its sources' (`: `-separated): what a test that looks for
+/// a cause's text searches, since an error's `Display` leaves its sources out.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let chain = std::iter::successors(Some(e), |e| e.source());
+    chain.map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
 
 pub mod imports;

@@ -4,6 +4,12 @@
 //! kernel, argument) and, where there is one, what to do about it. `Error` is `Clone` because a
 //! stream stores its first error and hands copies to every caller that asks (`status()`,
 //! `block_host_until_done()`, streams that wait on it).
+//!
+//! An error caused by another (`DependencyFailed`, `Io`) keeps it as its
+//! [`source`](std::error::Error::source) and does not repeat it in its own message: print the
+//! chain (walk `source()`, or use a reporter such as `anyhow`'s `{:#}`) to see both.
+
+use std::sync::Arc;
 
 /// Shorthand for `std::result::Result<T, streamexec::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -151,7 +157,7 @@ pub enum Error {
     },
 
     /// This operation was not run because something it depends on failed first.
-    #[error("{what} failed because a dependency failed: {source}")]
+    #[error("{what} failed because a dependency failed")]
     DependencyFailed {
         /// What could not run (`then_wait_for`, an event wait).
         what: String,
@@ -216,12 +222,13 @@ pub enum Error {
     },
 
     /// A file named by a loader spec could not be read.
-    #[error("cannot read `{path}`: {detail}")]
+    #[error("cannot read `{path}`")]
     Io {
         /// The path.
         path: String,
         /// The OS error.
-        detail: String,
+        #[source]
+        source: IoError,
     },
 
     /// Something streamexec itself should have made impossible happened: a bug in streamexec,
@@ -270,11 +277,61 @@ impl Error {
         }
     }
 
+    pub(crate) fn io(path: &std::path::Path, e: std::io::Error) -> Self {
+        Error::Io {
+            path: path.display().to_string(),
+            source: e.into(),
+        }
+    }
+
     pub(crate) fn dependency(what: impl Into<String>, source: Error) -> Self {
         Error::DependencyFailed {
             what: what.into(),
             source: Box::new(source),
         }
+    }
+}
+
+/// The OS error behind [`Error::Io`], shared so that `Error` stays `Clone`. Two are equal when
+/// their kind and message are (`std::io::Error` itself has no `PartialEq`).
+#[derive(Debug, Clone)]
+pub struct IoError(Arc<std::io::Error>);
+
+impl IoError {
+    /// The OS error.
+    pub fn get_ref(&self) -> &std::io::Error {
+        &self.0
+    }
+
+    /// Its kind (`NotFound`, `PermissionDenied`, ...).
+    pub fn kind(&self) -> std::io::ErrorKind {
+        self.0.kind()
+    }
+}
+
+impl From<std::io::Error> for IoError {
+    fn from(e: std::io::Error) -> Self {
+        IoError(Arc::new(e))
+    }
+}
+
+impl PartialEq for IoError {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string())
+    }
+}
+
+impl std::fmt::Display for IoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The OS error's own source, if any: `IoError` is the OS error, shared, not a layer of its own.
+impl std::error::Error for IoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }
 
@@ -386,6 +443,13 @@ fn mpi_rank_prefix(rank: i32) -> String {
     } else {
         format!("MPI rank {rank}: ")
     }
+}
+
+/// `e`'s message followed by each of its sources' (`: `-separated): what a detail that quotes
+/// another error says, now that `Display` leaves the sources out.
+pub(crate) fn with_sources(e: &(dyn std::error::Error + 'static)) -> String {
+    let chain = std::iter::successors(Some(e), |e| e.source());
+    chain.map(|e| e.to_string()).collect::<Vec<_>>().join(": ")
 }
 
 /// Turns a caught panic payload into a readable message.

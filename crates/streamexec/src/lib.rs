@@ -67,7 +67,7 @@ mod guides;
 
 pub use blas::BlasScalar;
 pub use command_buffer::{CommandBuffer, LaunchCommand};
-pub use error::{Error, Result};
+pub use error::{Error, IoError, Result};
 pub use event::{Event, EventReady, Timer};
 pub use executor::StreamExecutor;
 pub use executor_rpc::ExecutorRpc;

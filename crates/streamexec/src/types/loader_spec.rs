@@ -45,14 +45,9 @@ impl KernelSource {
             KernelSource::Bytes(b) => std::str::from_utf8(b)
                 .map(Cow::Borrowed)
                 .map_err(|e| Error::invalid("KernelSource::text", format!("not UTF-8: {e}"))),
-            KernelSource::File(p) => {
-                std::fs::read_to_string(p)
-                    .map(Cow::Owned)
-                    .map_err(|e| Error::Io {
-                        path: p.display().to_string(),
-                        detail: e.to_string(),
-                    })
-            }
+            KernelSource::File(p) => std::fs::read_to_string(p)
+                .map(Cow::Owned)
+                .map_err(|e| Error::io(p, e)),
         }
     }
 
@@ -61,10 +56,9 @@ impl KernelSource {
         match self {
             KernelSource::Text(t) => Ok(Cow::Borrowed(t.as_bytes())),
             KernelSource::Bytes(b) => Ok(Cow::Borrowed(b)),
-            KernelSource::File(p) => std::fs::read(p).map(Cow::Owned).map_err(|e| Error::Io {
-                path: p.display().to_string(),
-                detail: e.to_string(),
-            }),
+            KernelSource::File(p) => std::fs::read(p)
+                .map(Cow::Owned)
+                .map_err(|e| Error::io(p, e)),
         }
     }
 
@@ -560,8 +554,14 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         let err = spec.opencl_text().unwrap().source.bytes().unwrap_err();
         assert!(
-            matches!(&err, Error::Io { path: p, .. } if p.ends_with("k.cl")),
-            "{err}"
+            matches!(&err, Error::Io { path: p, source } if p.ends_with("k.cl")
+                && source.kind() == std::io::ErrorKind::NotFound),
+            "{err:?}"
         );
+        // The OS error is the source, not part of the message.
+        assert_eq!(err.to_string(), format!("cannot read `{}`", path.display()));
+        let os = std::error::Error::source(&err).expect("the OS error is the source");
+        let os = os.downcast_ref::<crate::IoError>().expect("an IoError");
+        assert_eq!(os.get_ref().kind(), std::io::ErrorKind::NotFound);
     }
 }

@@ -84,8 +84,9 @@ pub(crate) fn load(
         platform: "host".into(),
         kernel: name.clone(),
         detail: format!(
-            "cannot read the PTX image ({e}); the spec holds: {}; add a readable PTX image or a \
+            "cannot read the PTX image ({}); the spec holds: {}; add a readable PTX image or a \
              native Rust kernel (add_host_kernel)",
+            crate::error::with_sources(&e),
             spec.describe()
         ),
     })?;
