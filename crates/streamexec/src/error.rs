@@ -22,7 +22,7 @@ pub enum Error {
     #[error("platform `{platform}` is unavailable: {reason}")]
     PlatformUnavailable {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// Why, and what to install or enable.
         reason: String,
     },
@@ -42,7 +42,7 @@ pub enum Error {
     )]
     InvalidDevice {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// The ordinal asked for.
         ordinal: usize,
         /// How many devices there are.
@@ -53,7 +53,7 @@ pub enum Error {
     #[error("{platform}: `{operation}` is not supported: {reason}")]
     Unsupported {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// The operation that was asked for.
         operation: String,
         /// Why, and what to use instead.
@@ -64,7 +64,7 @@ pub enum Error {
     #[error("{platform} device {device}: out of memory allocating {bytes} bytes: {detail}")]
     OutOfMemory {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// Device ordinal.
         device: usize,
         /// Bytes asked for.
@@ -95,7 +95,7 @@ pub enum Error {
     #[error("cannot launch kernel `{kernel}` on {platform}: {detail}")]
     LaunchConfig {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// Kernel name.
         kernel: String,
         /// Which limit was broken and the device's limit.
@@ -109,7 +109,7 @@ pub enum Error {
     )]
     NoSuitableFormat {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// Kernel name (first name in the spec).
         kernel: String,
         /// Formats the spec holds.
@@ -122,7 +122,7 @@ pub enum Error {
     #[error("{platform}: loading kernel `{kernel}` failed: {detail}")]
     KernelLoad {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// Kernel name.
         kernel: String,
         /// What went wrong; includes the compiler or JIT log where there is one.
@@ -142,7 +142,7 @@ pub enum Error {
     #[error("{platform}: kernel `{kernel}` failed: {detail}")]
     KernelFault {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// Kernel name.
         kernel: String,
         /// Block, thread and cause.
@@ -176,7 +176,7 @@ pub enum Error {
     #[error("{platform}: {call} failed with code {code}: {detail}")]
     Driver {
         /// Platform name.
-        platform: String,
+        platform: &'static str,
         /// The driver call.
         call: String,
         /// The driver's status code.
@@ -260,12 +260,12 @@ impl Error {
 
     /// `Unsupported` for `operation` on `platform`, with the reason and what to use instead.
     pub fn unsupported(
-        platform: impl Into<String>,
+        platform: &'static str,
         operation: impl Into<String>,
         reason: impl Into<String>,
     ) -> Self {
         Error::Unsupported {
-            platform: platform.into(),
+            platform,
             operation: operation.into(),
             reason: reason.into(),
         }
@@ -401,15 +401,15 @@ impl From<Error> for crate::rpc::Error {
 impl From<crate::ptx::Error> for Error {
     fn from(e: crate::ptx::Error) -> Self {
         use crate::ptx::Error as P;
-        let host = || "host".to_string();
+        const HOST: &str = "host";
         match e {
             P::Ptx(e) => Error::KernelLoad {
-                platform: host(),
+                platform: HOST,
                 kernel: e.function().unwrap_or_default().to_string(),
                 detail: e.to_string(),
             },
             e @ P::NoEntry { .. } => Error::KernelLoad {
-                platform: host(),
+                platform: HOST,
                 kernel: match &e {
                     P::NoEntry { kernel, .. } => kernel.clone(),
                     _ => String::new(),
@@ -418,12 +418,12 @@ impl From<crate::ptx::Error> for Error {
             },
             P::Signature { kernel, detail } => Error::SignatureMismatch { kernel, detail },
             P::Launch { kernel, detail } => Error::LaunchConfig {
-                platform: host(),
+                platform: HOST,
                 kernel,
                 detail,
             },
             P::Fault { kernel, detail } => Error::KernelFault {
-                platform: host(),
+                platform: HOST,
                 kernel,
                 detail,
             },

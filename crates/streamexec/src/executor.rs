@@ -505,7 +505,7 @@ impl StreamExecutor {
         let max = self.description().max_allocation;
         if bytes > max {
             return Err(Error::OutOfMemory {
-                platform: self.platform_name().into(),
+                platform: self.platform_name(),
                 device: self.device_ordinal(),
                 bytes,
                 detail: format!("the device's largest allocation is {max} bytes"),

@@ -129,7 +129,7 @@ impl Platform {
         let count = self.device_count();
         if ordinal >= count {
             return Err(Error::InvalidDevice {
-                platform: self.name().into(),
+                platform: self.name(),
                 ordinal,
                 count,
             });
@@ -220,7 +220,7 @@ impl PlatformManager {
                 known: registry().map(|r| r.name).collect::<Vec<_>>().join(", "),
             })?;
         open(reg).map_err(|reason| Error::PlatformUnavailable {
-            platform: reg.name.into(),
+            platform: reg.name,
             reason,
         })
     }

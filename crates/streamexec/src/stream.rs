@@ -482,7 +482,7 @@ pub(crate) fn check_launch(
 ) -> Result<LaunchDims> {
     let desc = exec.description();
     let fail = |detail: String| Error::LaunchConfig {
-        platform: exec.platform_name().to_string(),
+        platform: exec.platform_name(),
         kernel: kernel.name().to_string(),
         detail,
     };

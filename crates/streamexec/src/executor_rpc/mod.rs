@@ -254,7 +254,7 @@ impl ExecutorRpc {
         let (first, image) = if self.ranges {
             if images.ranges == RANGES {
                 return Err(Error::KernelLoad {
-                    platform: self.platform.into(),
+                    platform: self.platform,
                     kernel: kernel.into(),
                     detail: format!(
                         "`{CLIENT_SYMBOL}`: this executor's RPC server already serves {} \
@@ -401,7 +401,7 @@ impl StreamExecutor {
         size: usize,
     ) -> Result<()> {
         let fail = |detail: String| Error::KernelLoad {
-            platform: self.platform_name().into(),
+            platform: self.platform_name(),
             kernel: kernel.into(),
             detail,
         };

@@ -110,7 +110,7 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     fn allocate_unified(&self, _bytes: u64) -> Result<(DeviceAddress, *mut u8)> {
         let d = self.description();
         Err(crate::error::Error::unsupported(
-            d.platform.clone(),
+            d.platform,
             "allocate_unified",
             format!(
                 "{} has no host-coherent unified memory; use device memory and copies",
@@ -131,7 +131,7 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// Lets this device's kernels and copies reach `other`'s memory directly.
     fn enable_peer_access(&self, _other: &dyn StreamExecutorInterface) -> Result<()> {
         Err(crate::error::Error::unsupported(
-            self.description().platform.clone(),
+            self.description().platform,
             "enable_peer_access",
             "this platform has no peer access; stage copies through host memory",
         ))
@@ -141,7 +141,7 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// platform's PTX engine has one). Default: `Unsupported`.
     fn set_race_check(&self, _on: bool) -> Result<()> {
         Err(crate::error::Error::unsupported(
-            self.description().platform.clone(),
+            self.description().platform,
             "set_race_check",
             "this platform has no data-race checker; run the kernel's PTX on the host platform",
         ))
@@ -151,7 +151,7 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// platform has an interpreter and a native-code compiler). Default: `Unsupported`.
     fn set_ptx_engine(&self, _engine: crate::types::PtxEngine) -> Result<()> {
         Err(crate::error::Error::unsupported(
-            self.description().platform.clone(),
+            self.description().platform,
             "set_ptx_engine",
             "only the host platform runs PTX with a choice of engines",
         ))

@@ -11,9 +11,9 @@ use crate::types::ParamKind;
 
 /// `platform`'s kernel-load error for `kernel` when its PTX cannot be read or decoded; the
 /// detail is the front end's message (the PTX line and the function where known).
-pub(crate) fn kernel_load_error(platform: &str, kernel: &str, e: PtxError) -> Error {
+pub(crate) fn kernel_load_error(platform: &'static str, kernel: &str, e: PtxError) -> Error {
     Error::KernelLoad {
-        platform: platform.to_string(),
+        platform,
         kernel: kernel.to_string(),
         detail: e.to_string(),
     }
@@ -129,7 +129,7 @@ mod tests {
                 kernel,
                 detail,
             } => {
-                assert_eq!((platform.as_str(), kernel.as_str()), ("host", "want"));
+                assert_eq!((platform, kernel.as_str()), ("host", "want"));
                 assert_eq!(detail, text);
                 assert!(
                     detail.contains("PTX line 2") && detail.contains("`k`"),

@@ -52,14 +52,14 @@ impl WorkQueue {
     }
 
     /// Starts the worker thread.
-    pub(crate) fn spawn(self: &Arc<Self>, name: String, platform: &str) -> Result<()> {
+    pub(crate) fn spawn(self: &Arc<Self>, name: String, platform: &'static str) -> Result<()> {
         let me = self.clone();
         std::thread::Builder::new()
             .name(name)
             .spawn(move || me.run_worker())
             .map(drop)
             .map_err(|e| Error::Driver {
-                platform: platform.into(),
+                platform,
                 call: "std::thread::spawn (stream worker)".into(),
                 code: e.raw_os_error().unwrap_or(0) as i64,
                 detail: format!("{e}; too many streams alive?"),

@@ -4,7 +4,7 @@
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceDescription {
     /// Platform that owns the device (`host`, `opencl`, ...).
-    pub platform: String,
+    pub platform: &'static str,
     /// Device ordinal within the platform.
     pub ordinal: usize,
     /// Marketing or model name.

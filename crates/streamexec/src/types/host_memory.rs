@@ -122,7 +122,7 @@ impl<T: Pod> HostMemory<T> {
         })?;
         let buf = AlignedHostBuffer::new(bytes, std::mem::align_of::<T>()).ok_or_else(|| {
             Error::OutOfMemory {
-                platform: "host".into(),
+                platform: "host",
                 device: 0,
                 bytes: bytes as u64,
                 detail: "the global allocator refused".into(),

@@ -475,9 +475,9 @@ impl MultiKernelLoaderSpec {
     }
 
     /// `NoSuitableFormat` for `platform`, which would have loaded `wanted`.
-    pub fn no_suitable_format(&self, platform: &str, wanted: &str) -> Error {
+    pub fn no_suitable_format(&self, platform: &'static str, wanted: &str) -> Error {
         Error::NoSuitableFormat {
-            platform: platform.to_string(),
+            platform,
             kernel: self.kernel_name().to_string(),
             available: self.describe(),
             wanted: wanted.to_string(),

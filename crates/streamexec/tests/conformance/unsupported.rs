@@ -77,8 +77,8 @@ fn assert_unsupported(exec: &StreamExecutor, operation: Option<&str>, err: &Erro
     }
     assert!(!op.is_empty() && !reason.is_empty(), "{err}");
     // The trait's default `then_memcpy_peer` cannot know the platform's name.
-    if platform != "this platform" {
-        assert_eq!(platform, exec.platform_name(), "{err}");
+    if *platform != "this platform" {
+        assert_eq!(*platform, exec.platform_name(), "{err}");
     }
     assert!(err.to_string().contains(op.as_str()), "{err}");
 }

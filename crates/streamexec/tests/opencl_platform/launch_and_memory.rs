@@ -19,7 +19,7 @@ fn a_local_size_over_the_device_limit_is_a_launch_config_error() {
     let err = s.block_host_until_done().unwrap_err();
     assert!(
         matches!(&err, Error::LaunchConfig { platform, kernel, .. }
-            if platform == "opencl" && kernel == "affine"),
+            if *platform == "opencl" && kernel == "affine"),
         "{err:?}"
     );
     let msg = err.to_string();
@@ -188,7 +188,7 @@ fn an_allocation_over_the_device_maximum_is_out_of_memory() {
     let e = exec.allocate_array::<u8>(bytes as usize).unwrap_err();
     assert!(
         matches!(&e, Error::OutOfMemory { platform, bytes: b, .. }
-            if platform == "opencl" && *b == bytes),
+            if *platform == "opencl" && *b == bytes),
         "{e:?}"
     );
     assert!(e.to_string().contains(&bytes.to_string()), "{e}");

@@ -15,7 +15,7 @@ fn a_syntax_error_is_a_kernel_load_error_with_the_compiler_log() {
     let msg = e.to_string();
     assert!(
         matches!(&e, Error::KernelLoad { platform, kernel, .. }
-            if platform == "opencl" && kernel == "broken"),
+            if *platform == "opencl" && kernel == "broken"),
         "{e:?}"
     );
     let detail = kernel_load_detail(&e);
@@ -304,7 +304,7 @@ fn a_garbage_binary_is_a_kernel_load_error_not_a_panic() {
     let e = exec.get_kernel::<(DevicePtr<u32>,)>(&spec).unwrap_err();
     assert!(
         matches!(&e, Error::KernelLoad { platform, kernel, .. }
-            if platform == "opencl" && kernel == "k"),
+            if *platform == "opencl" && kernel == "k"),
         "{e:?}"
     );
     // An empty binary, and garbage on disk, too.

@@ -107,7 +107,7 @@ pub(crate) fn describe(dev: sys::CUdevice, ordinal: usize) -> Result<DeviceDescr
         at(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
     );
     Ok(DeviceDescription {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         ordinal,
         name,
         vendor: "NVIDIA".into(),
@@ -141,7 +141,7 @@ pub(crate) fn describe(dev: sys::CUdevice, ordinal: usize) -> Result<DeviceDescr
 /// Compiles CUDA C++ to PTX for `cc` with NVRTC.
 fn nvrtc_compile(source: &str, kernel: &str, cc: (u32, u32)) -> Result<String> {
     let load_err = |detail: String| Error::KernelLoad {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         kernel: kernel.into(),
         detail,
     };
@@ -531,7 +531,7 @@ unsafe impl Driver for CudaDriver {
             let mut bytes = text.clone().into_bytes();
             if bytes.contains(&0) {
                 return Err(Error::KernelLoad {
-                    platform: PLATFORM.into(),
+                    platform: PLATFORM,
                     kernel: name.into(),
                     detail: "the PTX contains a NUL byte".into(),
                 });
@@ -592,7 +592,7 @@ unsafe impl Driver for CudaDriver {
             let end = error_log.iter().position(|&b| b == 0).unwrap_or(LOG);
             let log = String::from_utf8_lossy(&error_log[..end]);
             return Err(Error::KernelLoad {
-                platform: PLATFORM.into(),
+                platform: PLATFORM,
                 kernel: image.kernel_name.clone(),
                 detail: format!(
                     "the driver rejected the {}: {}{}",

@@ -16,7 +16,7 @@ pub(crate) fn cu_error(call: &str, e: result::DriverError) -> Error {
     let name = e.error_name().map(|s| s.to_string_lossy().into_owned());
     let text = e.error_string().map(|s| s.to_string_lossy().into_owned());
     Error::Driver {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         call: call.into(),
         code: e.0 as i64,
         detail: match (name, text) {
@@ -33,7 +33,7 @@ pub(crate) fn cublas_check(call: &str, s: cb::cublasStatus_t) -> Result<()> {
         return Ok(());
     }
     Err(Error::Driver {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         call: call.into(),
         code: s as i64,
         detail: format!("{s:?}"),

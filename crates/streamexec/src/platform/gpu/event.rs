@@ -50,7 +50,7 @@ pub(crate) struct Notifier {
 }
 
 impl Notifier {
-    fn queue(&self, platform: &str) -> Result<&Arc<WorkQueue>> {
+    fn queue(&self, platform: &'static str) -> Result<&Arc<WorkQueue>> {
         if let Some(q) = self.queue.get() {
             return Ok(q);
         }

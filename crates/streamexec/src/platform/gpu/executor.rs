@@ -178,7 +178,7 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
                 format!("; the module's entries are: {}", names.join(", "))
             });
             Error::KernelLoad {
-                platform: D::PLATFORM.into(),
+                platform: D::PLATFORM,
                 kernel: name.clone(),
                 detail: format!("no kernel named `{name}` in the module ({e}){has}"),
             }

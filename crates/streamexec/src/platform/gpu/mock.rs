@@ -295,7 +295,7 @@ unsafe impl Driver for MockDriver {
 
     fn describe(&self) -> Result<DeviceDescription> {
         Ok(DeviceDescription {
-            platform: "mock".into(),
+            platform: "mock",
             ordinal: 0,
             name: "simulated CUDA-like device".into(),
             vendor: "streamexec".into(),
@@ -634,7 +634,7 @@ unsafe impl Driver for MockDriver {
                     Err(p) => format!("panicked: {}", crate::error::panic_message(p.as_ref())),
                 };
                 st.error.lock().get_or_insert(Error::KernelFault {
-                    platform: "mock".into(),
+                    platform: "mock",
                     kernel: f.name.clone(),
                     detail: failure,
                 });
@@ -662,7 +662,7 @@ unsafe impl Driver for MockDriver {
             }
             _ => {
                 st.error.lock().get_or_insert(Error::KernelFault {
-                    platform: "mock".into(),
+                    platform: "mock",
                     kernel: f.name.clone(),
                     detail: "simulated illegal address".into(),
                 });

@@ -9,7 +9,7 @@ use crate::error::Error;
 /// `OutOfMemory` for `bytes` on device `device`, with the driver's error `e` as the detail.
 pub(crate) fn out_of_memory<D: Driver>(device: usize, bytes: u64, e: Error) -> Error {
     Error::OutOfMemory {
-        platform: D::PLATFORM.into(),
+        platform: D::PLATFORM,
         device,
         bytes,
         detail: e.to_string(),
@@ -19,7 +19,7 @@ pub(crate) fn out_of_memory<D: Driver>(device: usize, bytes: u64, e: Error) -> E
 /// `LaunchConfig` for a launch of `kernel` the driver refused with `e`.
 pub(crate) fn launch_failed<D: Driver>(kernel: &str, e: Error) -> Error {
     Error::LaunchConfig {
-        platform: D::PLATFORM.into(),
+        platform: D::PLATFORM,
         kernel: kernel.into(),
         detail: e.to_string(),
     }

@@ -346,7 +346,7 @@ pub(super) fn grid_block(dims: &LaunchDims) -> ([u32; 3], [u32; 3]) {
 /// A launch's dynamic shared memory as the driver's 32-bit size.
 pub(super) fn shared_bytes<D: Driver>(kernel: &str, dims: &LaunchDims) -> Result<u32> {
     u32::try_from(dims.dynamic_shared_bytes).map_err(|_| Error::LaunchConfig {
-        platform: D::PLATFORM.into(),
+        platform: D::PLATFORM,
         kernel: kernel.into(),
         detail: format!(
             "{} bytes of dynamic shared memory do not fit the driver's 32-bit size",

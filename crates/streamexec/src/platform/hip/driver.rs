@@ -108,7 +108,7 @@ pub(crate) fn describe(ordinal: usize) -> Result<DeviceDescription> {
     // SAFETY: writes one int.
     let _ = unsafe { ffi::hipDriverGetVersion(&mut driver) };
     Ok(DeviceDescription {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         ordinal,
         name: cstr(&p.name),
         vendor: "AMD".into(),
@@ -455,7 +455,7 @@ unsafe impl Driver for HipDriver {
             ffi::hipModuleLoadData(&mut m, image.bytes.as_ptr() as *const c_void)
         })
         .map_err(|e| Error::KernelLoad {
-            platform: PLATFORM.into(),
+            platform: PLATFORM,
             kernel: image.kernel_name.clone(),
             detail: format!("the runtime rejected the {}: {e}", image.what),
         })?;

@@ -34,7 +34,7 @@ fn status_text(s: HipStatus) -> String {
 /// A failed HIP call as a crate error.
 pub(crate) fn hip_error(call: &str, s: HipStatus) -> Error {
     Error::Driver {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         call: call.into(),
         code: s.0 as i64,
         detail: status_text(s),

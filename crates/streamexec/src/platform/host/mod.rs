@@ -103,7 +103,7 @@ pub(crate) fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> 
 fn describe(ordinal: usize) -> DeviceDescription {
     let info = sysinfo::read();
     DeviceDescription {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         ordinal,
         name: info.cpu_name,
         vendor: info.vendor,

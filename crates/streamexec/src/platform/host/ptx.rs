@@ -81,7 +81,7 @@ pub(crate) fn load(
 ) -> Result<Arc<dyn KernelInterface>> {
     let name = &img.kernel_name;
     let text = img.source.text().map_err(|e| Error::KernelLoad {
-        platform: "host".into(),
+        platform: "host",
         kernel: name.clone(),
         detail: format!(
             "cannot read the PTX image ({}); the spec holds: {}; add a readable PTX image or a \

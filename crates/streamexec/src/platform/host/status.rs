@@ -12,7 +12,7 @@ pub(crate) const PLATFORM: &str = "host";
 /// The system allocator refused `bytes`; `detail` says which memory.
 pub(crate) fn out_of_memory(device: usize, bytes: u64, detail: &str) -> Error {
     Error::OutOfMemory {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         device,
         bytes,
         detail: detail.into(),
@@ -30,7 +30,7 @@ pub(crate) fn not_live(addr: DeviceAddress, bytes: u64, operation: &str) -> Erro
 /// The executor's rayon pool could not be built.
 pub(crate) fn pool_failed(e: rayon::ThreadPoolBuildError) -> Error {
     Error::Driver {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         call: "rayon::ThreadPoolBuilder::build".into(),
         code: 0,
         detail: e.to_string(),
@@ -40,7 +40,7 @@ pub(crate) fn pool_failed(e: rayon::ThreadPoolBuildError) -> Error {
 /// A thread of kernel `kernel` failed (`detail` names the block, the thread and the cause).
 pub(crate) fn kernel_fault(kernel: String, detail: String) -> Error {
     Error::KernelFault {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         kernel,
         detail,
     }

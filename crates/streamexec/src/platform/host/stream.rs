@@ -295,7 +295,7 @@ fn native_launch(
     let shared_limit = exec.description.shared_memory_per_block as usize;
     if dynamic as usize > shared_limit {
         return Err(Error::LaunchConfig {
-            platform: PLATFORM.into(),
+            platform: PLATFORM,
             kernel: name,
             detail: format!(
                 "{dynamic} bytes of dynamic shared memory (each region rounded up to 16) \

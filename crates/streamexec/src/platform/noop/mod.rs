@@ -102,7 +102,7 @@ pub(crate) fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> 
 /// `shared_memory_per_block`, and allocations against `max_allocation`.
 fn describe(ordinal: usize) -> DeviceDescription {
     DeviceDescription {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         ordinal,
         name: "noop template device".into(),
         vendor: "streamexec".into(),

@@ -272,7 +272,7 @@ impl Version {
                     kernels.push(private);
                     keeps.push(keep);
                     r.map_err(|e| Error::LaunchConfig {
-                        platform: PLATFORM.into(),
+                        platform: PLATFORM,
                         kernel: name.to_string(),
                         detail: format!(
                             "clCommandNDRangeKernelKHR failed: {} ({e}) while recording \

@@ -132,7 +132,7 @@ impl OpenClExecutor {
             }
         };
         let load_err = |detail: String| Error::KernelLoad {
-            platform: PLATFORM.into(),
+            platform: PLATFORM,
             kernel: image.kernel_name.clone(),
             detail,
         };

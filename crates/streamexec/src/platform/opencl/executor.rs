@@ -86,7 +86,7 @@ impl StreamExecutorInterface for OpenClExecutor {
 
     fn allocate(&self, bytes: u64) -> Result<DeviceAddress> {
         let oom = |detail: String| Error::OutOfMemory {
-            platform: PLATFORM.into(),
+            platform: PLATFORM,
             device: self.description.ordinal,
             bytes,
             detail,
@@ -135,14 +135,14 @@ impl StreamExecutorInterface for OpenClExecutor {
             )
         }
         .map_err(|e| Error::OutOfMemory {
-            platform: PLATFORM.into(),
+            platform: PLATFORM,
             device: self.description.ordinal,
             bytes,
             detail: format!("clSVMAlloc: {}", error_text(e)),
         })?;
         if ptr.is_null() {
             return Err(Error::OutOfMemory {
-                platform: PLATFORM.into(),
+                platform: PLATFORM,
                 device: self.description.ordinal,
                 bytes,
                 detail: "clSVMAlloc returned NULL".into(),
@@ -167,7 +167,7 @@ impl StreamExecutorInterface for OpenClExecutor {
             return AlignedHostBuffer::new(bytes, 64)
                 .map(|b| Box::new(b) as Box<dyn HostBuffer>)
                 .ok_or_else(|| Error::OutOfMemory {
-                    platform: PLATFORM.into(),
+                    platform: PLATFORM,
                     device: self.description.ordinal,
                     bytes: bytes as u64,
                     detail: "the host allocator refused".into(),
@@ -183,7 +183,7 @@ impl StreamExecutorInterface for OpenClExecutor {
             )
         }
         .map_err(|e| Error::OutOfMemory {
-            platform: PLATFORM.into(),
+            platform: PLATFORM,
             device: self.description.ordinal,
             bytes: bytes as u64,
             detail: format!("clCreateBuffer(CL_MEM_ALLOC_HOST_PTR): {}", error_text(e.0)),
@@ -220,7 +220,7 @@ impl StreamExecutorInterface for OpenClExecutor {
             return AlignedHostBuffer::new(bytes, 64)
                 .map(|b| Box::new(b) as Box<dyn HostBuffer>)
                 .ok_or_else(|| Error::OutOfMemory {
-                    platform: PLATFORM.into(),
+                    platform: PLATFORM,
                     device: self.description.ordinal,
                     bytes: bytes as u64,
                     detail: "the host allocator refused".into(),

@@ -104,7 +104,7 @@ unsafe impl Sync for OpenClKernel {}
 impl OpenClKernel {
     pub(crate) fn new(program: Arc<Program>, name: &str, arity: usize) -> Result<Self> {
         let load_err = |detail: String| Error::KernelLoad {
-            platform: PLATFORM.into(),
+            platform: PLATFORM,
             kernel: name.to_string(),
             detail,
         };

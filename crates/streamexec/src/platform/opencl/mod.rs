@@ -173,7 +173,7 @@ fn describe(id: cl_device_id, ordinal: usize) -> Result<DeviceDescription> {
         1
     };
     Ok(DeviceDescription {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         ordinal,
         name,
         vendor,

@@ -18,7 +18,7 @@ pub(crate) fn error_text(code: i32) -> &'static str {
 pub(crate) fn cl_error(call: &str, code: impl Into<i32>) -> Error {
     let code = code.into();
     Error::Driver {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         call: call.into(),
         code: code as i64,
         detail: format!(

@@ -462,7 +462,7 @@ fn enqueue_kernel(
         )
     }
     .map_err(|e| Error::LaunchConfig {
-        platform: PLATFORM.into(),
+        platform: PLATFORM,
         kernel: name.to_string(),
         detail: format!("clEnqueueNDRangeKernel failed: {} ({e})", error_text(e)),
     })?;
