@@ -283,7 +283,8 @@ impl ExecutorRpc {
 
     /// The first port of the range the module image at `symbol` was given (0 where images
     /// see the whole block), or `None` when no image was written there.
-    pub fn image_first_port(&self, symbol: DeviceAddress) -> Option<usize> {
+    #[cfg(test)]
+    pub(crate) fn image_first_port(&self, symbol: DeviceAddress) -> Option<usize> {
         self.images.lock().written.get(&symbol.raw()).copied()
     }
 

@@ -475,7 +475,7 @@ impl MultiKernelLoaderSpec {
     }
 
     /// `NoSuitableFormat` for `platform`, which would have loaded `wanted`.
-    pub fn no_suitable_format(&self, platform: &'static str, wanted: &str) -> Error {
+    pub(crate) fn no_suitable_format(&self, platform: &'static str, wanted: &str) -> Error {
         Error::NoSuitableFormat {
             platform,
             kernel: self.kernel_name().to_string(),
