@@ -33,8 +33,10 @@ pub(crate) struct Line([u8; 64]);
 
 /// Who owns the block's memory (kept alive until the server's halves have dropped).
 pub(crate) enum Backing {
-    /// The server's own block. Only reached through the raw base pointer taken at creation.
-    Owned(#[allow(dead_code)] Box<[Line]>),
+    /// The server's own block, only reached through the raw base pointer taken at creation.
+    /// A `Vec`, not a `Box`: moving a `Box` asserts unique access to its bytes (Stacked
+    /// Borrows), which would invalidate that pointer.
+    Owned(#[allow(dead_code)] Vec<Line>),
     /// Memory owned by whoever built the server (an executor's unified allocation), which
     /// frees it when this value drops.
     External(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>),
@@ -79,10 +81,12 @@ impl Server {
     /// A server with its own zeroed, 64-byte aligned block.
     pub fn new(layout: Layout, port_count: usize, lane_size: usize) -> Result<Server> {
         let geo = Geometry::new(layout, port_count, lane_size)?;
-        let mut buf = vec![Line([0; 64]); geo.allocation_size().div_ceil(64)].into_boxed_slice();
+        let mut buf = vec![Line([0; 64]); geo.allocation_size().div_ceil(64)];
+        // `as_mut_ptr` makes no reference to the elements, so the pointer stays valid for as
+        // long as the vector lives and is not resized.
         let base = buf.as_mut_ptr().cast::<u8>();
         // SAFETY: `buf` is at least `allocation_size` zeroed, 64-aligned bytes that `Inner`
-        // keeps alive (moving the box does not move its heap bytes).
+        // keeps alive and never resizes (moving the vector does not move its heap bytes).
         unsafe { Self::build(geo, base, base as u64, Backing::Owned(buf)) }
     }
 
