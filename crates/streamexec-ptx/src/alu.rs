@@ -743,5 +743,7 @@ pub fn cvt_ff<S: Float, D: Float, const R: u8, const IR: u8, const FTZ: bool, co
     post::<D, FTZ, SAT>(r)
 }
 
+pub mod half;
+
 #[cfg(test)]
 mod tests;

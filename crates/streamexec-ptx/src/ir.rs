@@ -124,6 +124,10 @@ pub enum Sreg {
     TotalSmem,
     /// `%gridid`.
     Gridid,
+    /// A value fixed for every launch: the cluster registers of a launch without clusters
+    /// (`%cluster_ctaid` 0, `%cluster_nctaid` 1, `%cluster_ctarank` 0, `%cluster_nctarank` 1,
+    /// `%is_explicit_cluster` 0).
+    Const(u32),
 }
 
 impl Sreg {
@@ -253,6 +257,54 @@ pub enum AtomOp {
     Xor,
 }
 
+/// What a thread does at a block barrier.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum BarKind {
+    /// `bar.sync`: arrive, and wait until the barrier completes.
+    Sync,
+    /// `bar.arrive`: arrive and go on.
+    Arrive,
+    /// `bar.red.op`: arrive with the predicate `c` (negated with `neg`), wait, then `d` is the
+    /// reduction over the threads that arrived.
+    Red {
+        op: BarRed,
+        d: u32,
+        c: Src,
+        neg: bool,
+    },
+}
+
+/// The reduction of `bar.red`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BarRed {
+    /// `.popc.u32`: how many predicates were true.
+    Popc,
+    /// `.and.pred`: all were true.
+    And,
+    /// `.or.pred`: any was true.
+    Or,
+}
+
+impl BarRed {
+    /// The result from the count of true predicates and the count of threads.
+    pub fn result(self, popc: u32, n: u32) -> u64 {
+        match self {
+            BarRed::Popc => popc as u64,
+            BarRed::And => (popc == n) as u64,
+            BarRed::Or => (popc != 0) as u64,
+        }
+    }
+}
+
+/// `match.sync` mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatchMode {
+    /// `.any`: each lane gets the mask of the lanes holding its value.
+    Any,
+    /// `.all`: the mask of every lane if all hold the same value (else 0), and that as `p`.
+    All,
+}
+
 /// `shfl.sync` mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShflMode {
@@ -299,6 +351,30 @@ pub struct CallSite {
     pub args: Vec<ParamCopy>,
     /// Return-value copies done when the callee returns.
     pub rets: Vec<ParamCopy>,
+    /// In a function that can re-enter itself (recursion): the caller's frame, saved before
+    /// the arguments are copied and restored before the return values are.
+    pub save: Option<std::sync::Arc<Frame>>,
+}
+
+/// The per-thread state of one activation of a function: ranges (`start..end`) of register
+/// slots, of local-memory bytes and of call-parameter bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Register slots.
+    pub regs: (u32, u32),
+    /// Local memory bytes.
+    pub local: (u32, u32),
+    /// Call-parameter bytes (the function's parameters and return values, and the `.param`
+    /// variables it declares).
+    pub tparam: Vec<(u32, u32)>,
+}
+
+impl Frame {
+    /// Bytes a saved copy takes.
+    pub fn bytes(&self) -> usize {
+        let len = |(a, b): (u32, u32)| b.saturating_sub(a) as usize;
+        8 * len(self.regs) + len(self.local) + self.tparam.iter().map(|r| len(*r)).sum::<usize>()
+    }
 }
 
 /// One decoded operation. Field names follow the PTX manual's operand names: `d` (and `p`, `q`)
@@ -365,6 +441,9 @@ pub enum Op {
         a: Src,
         b: Src,
         comb: Option<(BoolOp, Src, bool)>,
+        /// Packed halves (`setp.f16x2`): `q` is this comparison (of the upper halves) combined
+        /// with `c`, instead of the complement of `f`'s.
+        hi: Option<Fn2>,
     },
     /// `cvta[.to].space d, a`.
     Cvta {
@@ -407,8 +486,13 @@ pub enum Op {
     Ret,
     /// `exit`.
     Exit,
-    /// `bar.sync` / `barrier.sync` with a barrier id and an optional thread count.
-    Bar { id: Src, count: Option<Src> },
+    /// A block barrier with an id and an optional thread count: `bar.sync` / `barrier.sync`,
+    /// `bar.arrive`, `bar.red` (see [`BarKind`]).
+    Bar {
+        id: Src,
+        count: Option<Src>,
+        kind: BarKind,
+    },
     /// `bar.warp.sync mask`: the executing lanes wait until every lane of `mask` that has not
     /// exited reaches this instruction, then go on together (a warp that diverged around a
     /// spin loop reconverges here).
@@ -439,6 +523,16 @@ pub enum Op {
         neg: bool,
         mask: Src,
     },
+    /// `match.{any,all}.sync.{b32,b64} d[|p], a, mask`.
+    Match {
+        mode: MatchMode,
+        d: u32,
+        p: Option<u32>,
+        a: Src,
+        mask: Src,
+        /// `.b64` (else only the low 32 bits of `a` are compared).
+        wide: bool,
+    },
     /// `activemask.b32`.
     Activemask { d: u32 },
     /// `trap`: ends the launch with a fault.
@@ -465,6 +559,18 @@ pub struct ParamSlot {
     pub size: u32,
 }
 
+/// An entry's launch bounds (`.maxntid`, `.reqntid`, `.minnctapersm`), each extent list
+/// padded with 1s to three.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaunchBounds {
+    /// `.maxntid`: at most this product of threads per block.
+    pub maxntid: Option<[u32; 3]>,
+    /// `.reqntid`: exactly this block shape.
+    pub reqntid: Option<[u32; 3]>,
+    /// `.minnctapersm`: a hint to the register allocator; read and kept, not enforced.
+    pub minnctapersm: Option<u32>,
+}
+
 /// A decoded `.entry` with every `.func` it calls.
 #[derive(Clone, Debug)]
 pub struct Program {
@@ -486,6 +592,8 @@ pub struct Program {
     pub thread_param_bytes: u32,
     /// Bytes of per-thread local memory.
     pub local_bytes: u32,
+    /// `.maxntid` / `.reqntid` / `.minnctapersm`, checked at launch.
+    pub bounds: LaunchBounds,
     /// Bytes of static shared memory; dynamic (`.extern .shared`) shared memory starts at
     /// [`DYNAMIC_SHARED_BASE`](super::DYNAMIC_SHARED_BASE).
     pub static_shared_bytes: u32,

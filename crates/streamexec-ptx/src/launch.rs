@@ -20,7 +20,10 @@ pub(crate) struct Launch {
     pub(crate) params: Vec<u8>,
     pub(crate) grid: Dim3,
     pub(crate) block: Dim3,
+    /// Bytes of dynamic shared memory placed (each request rounded up to 16).
     pub(crate) dynamic_bytes: usize,
+    /// Bytes of dynamic shared memory the launch asked for (`%dynamic_smem_size`).
+    pub(crate) dynamic_requested: usize,
     /// The pointer arguments and the module's data, pinned for the launch.
     pub(crate) pins: Vec<Pinned>,
     pub(crate) table: Arc<AllocTable>,

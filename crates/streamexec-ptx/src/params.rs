@@ -19,11 +19,24 @@ pub enum PtxScalar {
     Signed(u8),
     /// Floating point (`.f16`, `.f32`, `.f64`).
     Float(u8),
+    /// `.bf16`: bfloat16.
+    BFloat16,
+    /// `.f16x2`, or `.bf16x2` with `bf`: two halves packed in 32 bits.
+    Half2 {
+        /// bfloat16 halves.
+        bf: bool,
+    },
 }
 
 impl PtxScalar {
     /// Parses a type directive such as `.u64`.
     pub fn from_directive(s: &str) -> Option<PtxScalar> {
+        match s {
+            ".bf16" => return Some(PtxScalar::BFloat16),
+            ".f16x2" => return Some(PtxScalar::Half2 { bf: false }),
+            ".bf16x2" => return Some(PtxScalar::Half2 { bf: true }),
+            _ => {}
+        }
         let (kind, bits) = s.strip_prefix('.')?.split_at_checked(1)?;
         let bytes = match bits {
             "8" => 1,
@@ -48,6 +61,8 @@ impl PtxScalar {
             | PtxScalar::Unsigned(b)
             | PtxScalar::Signed(b)
             | PtxScalar::Float(b) => b as u64,
+            PtxScalar::BFloat16 => 2,
+            PtxScalar::Half2 { .. } => 4,
         }
     }
 }
@@ -59,6 +74,8 @@ impl std::fmt::Display for PtxScalar {
             PtxScalar::Unsigned(b) => ('u', b),
             PtxScalar::Signed(b) => ('s', b),
             PtxScalar::Float(b) => ('f', b),
+            PtxScalar::BFloat16 => return f.write_str(".bf16"),
+            PtxScalar::Half2 { bf } => return f.write_str(if bf { ".bf16x2" } else { ".f16x2" }),
         };
         write!(f, ".{c}{}", b as u32 * 8)
     }

@@ -76,10 +76,12 @@ impl Kernel {
         let mut params = vec![0u8; prog.param_bytes as usize];
         let mut pins = Vec::new();
         let mut dynamic = 0u64;
+        let mut requested = 0u64;
         let mut slot = 0;
         for (i, a) in args.iter().enumerate() {
             if let Arg::SharedMemory(bytes) = a {
-                dynamic += bytes.next_multiple_of(16);
+                dynamic = dynamic.saturating_add(bytes.saturating_add(15) & !15);
+                requested = requested.saturating_add(*bytes);
                 continue;
             }
             let p = prog.params.get(slot).ok_or_else(|| {
@@ -122,7 +124,7 @@ impl Kernel {
             )));
         }
         let limit = config.shared_memory_limit;
-        let total_shared = prog.static_shared_bytes as u64 + dynamic;
+        let total_shared = (prog.static_shared_bytes as u64).saturating_add(dynamic);
         if total_shared > limit {
             return Err(Error::Launch {
                 kernel: self.name.clone(),
@@ -133,6 +135,7 @@ impl Kernel {
                 ),
             });
         }
+        self.check_block(config.block)?;
         if let Some(p) = self.module.data_pin() {
             pins.push(p.clone());
         }
@@ -148,6 +151,7 @@ impl Kernel {
                 grid: config.grid,
                 block: config.block,
                 dynamic_bytes: dynamic as usize,
+                dynamic_requested: requested as usize,
                 pins,
                 table: self.module.table().clone(),
                 extra: Mutex::new(Vec::new()),
@@ -160,6 +164,43 @@ impl Kernel {
             #[cfg(feature = "jit")]
             jit,
         })
+    }
+
+    /// The entry's `.maxntid` / `.reqntid` against the launch's block shape (CUDA refuses such
+    /// a launch with `CUDA_ERROR_INVALID_VALUE`).
+    fn check_block(&self, block: Dim3) -> Result<()> {
+        let b = &self.prog.bounds;
+        let err = |detail: String| Error::Launch {
+            kernel: self.name.clone(),
+            detail,
+        };
+        let shape = |d: [u32; 3]| format!("{}, {}, {}", d[0], d[1], d[2]);
+        if let Some(m) = b.maxntid {
+            let most = m.iter().map(|&v| v as u64).product::<u64>();
+            if block.count() > most {
+                return Err(err(format!(
+                    "a block of {} threads ({}, {}, {}) exceeds the entry's `.maxntid {}` \
+                     ({most} threads)",
+                    block.count(),
+                    block.x,
+                    block.y,
+                    block.z,
+                    shape(m)
+                )));
+            }
+        }
+        if let Some(r) = b.reqntid
+            && [block.x, block.y, block.z] != r
+        {
+            return Err(err(format!(
+                "the block ({}, {}, {}) differs from the entry's `.reqntid {}`",
+                block.x,
+                block.y,
+                block.z,
+                shape(r)
+            )));
+        }
+        Ok(())
     }
 
     /// [`prepare`](Self::prepare), then [`run`](PreparedLaunch::run) on `pool`.

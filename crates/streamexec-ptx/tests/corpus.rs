@@ -75,6 +75,17 @@ const FAULTS: Builds = [
     ),
 ];
 
+const FORMS: Builds = [
+    (
+        "O0",
+        include_str!("../../../kernels/ptx/corpus_forms.O0.ptx"),
+    ),
+    (
+        "O3",
+        include_str!("../../../kernels/ptx/corpus_forms.O3.ptx"),
+    ),
+];
+
 type P<T> = DevicePtr<T>;
 
 fn blocks_for(n: usize, threads: u32) -> u32 {
@@ -93,6 +104,8 @@ fn floats(rng: &mut StdRng, n: usize, lo: f32, hi: f32) -> Vec<f32> {
 mod basic;
 #[path = "corpus/faults.rs"]
 mod faults;
+#[path = "corpus/forms.rs"]
+mod forms;
 #[path = "corpus/math.rs"]
 mod math;
 #[path = "corpus/sync.rs"]
@@ -119,7 +132,7 @@ fn instruction_names(body: &[streamexec_ptx::ast::Statement], out: &mut Vec<Stri
 /// the tests load, and holds the instructions its .cu header promises.
 #[test]
 fn corpus_parses_and_holds_the_promised_instructions() {
-    let files: [(&str, &Builds, &[&str], &[&str]); 4] = [
+    let files: [(&str, &Builds, &[&str], &[&str]); 5] = [
         (
             "corpus_basic",
             &BASIC,
@@ -208,6 +221,34 @@ fn corpus_parses_and_holds_the_promised_instructions() {
                 "barrier_deadlock",
             ],
             &["bar.sync", "barrier.sync"],
+        ),
+        (
+            "corpus_forms",
+            &FORMS,
+            &[
+                "half_ops",
+                "half2_ops",
+                "bf16_convert",
+                "block_vote",
+                "named_pipeline",
+                "match_groups",
+                "recursive",
+            ],
+            &[
+                "fma.rn.f16",
+                "neg.f16",
+                "cvt.f32.f16",
+                "cvt.rn.f16.s32",
+                "cvt.rzi.s32.f16",
+                "bar.red.popc.u32",
+                "bar.red.and.pred",
+                "bar.red.or.pred",
+                "bar.arrive",
+                "barrier.sync",
+                "match.any.sync.b32",
+                "match.all.sync.b64",
+                "call",
+            ],
         ),
     ];
     for (file, builds, entries, wanted) in files {

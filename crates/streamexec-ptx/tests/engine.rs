@@ -552,9 +552,9 @@ fn unsupported_instruction_is_a_load_error_naming_the_line() {
         s.contains("line 8") && s.contains("dp4a.u32.u32 %r1, %r1, %r2, %r1;"),
         "{s}"
     );
-    // A modifier the engine does not run is rejected too.
+    // A modifier the engine does not run is rejected too (f16 adds round to nearest only).
     let text = format!(
-        "{HEADER}.visible .entry k()\n{{\n    .reg .f32 %f<3>;\n    add.rn.f16 %f1, %f1, %f2;\n    ret;\n}}\n"
+        "{HEADER}.visible .entry k()\n{{\n    .reg .f32 %f<3>;\n    add.rz.f16 %f1, %f1, %f2;\n    ret;\n}}\n"
     );
     let spec = Spec::new(0).add_cuda_ptx_in_memory(&text, "k");
     let s = exec.get_untyped_kernel(&spec).unwrap_err().to_string();

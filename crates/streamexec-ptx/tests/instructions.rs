@@ -26,6 +26,8 @@ use common::*;
 mod cvt;
 #[path = "instructions/float.rs"]
 mod float;
+#[path = "instructions/half.rs"]
+mod half;
 #[path = "instructions/int.rs"]
 mod int;
 
@@ -139,6 +141,9 @@ pub enum Cmp {
     FloatNumeric,
     /// |got - want| <= tol * max(1, |want|) (absolute below 1, relative above); inf/NaN exact.
     Within(f64),
+    /// Halves (`.bf16` with `bf`) in each 16 bits of the result, bit-exact, any NaN for any
+    /// NaN.
+    Half { bf: bool },
 }
 
 /// How the inputs of one operand are drawn.
@@ -152,6 +157,9 @@ pub enum Gen {
     PositiveNormal,
     /// Floats in [-60, 60] (ex2).
     Small,
+    /// Halves (`.bf16` with `bf`) in each 16 bits of the operand: edge values, random bits,
+    /// moderate values.
+    Half { bf: bool },
 }
 
 /// The operand slots a, b, c of one lane.
@@ -337,6 +345,13 @@ fn draw(rng: &mut StdRng, t: Ty, g: Gen, i: usize) -> u64 {
     }
     let e = edges(t);
     match g {
+        Gen::Half { bf } => {
+            let mut v = 0u64;
+            for k in 0..(t.bits() / 16) {
+                v |= (half::draw_half(rng, bf, i) as u64) << (16 * k);
+            }
+            v
+        }
         Gen::Shift => {
             let w = t.bits().max(32) as u64;
             if rng.random_bool(0.8) {
@@ -394,6 +409,10 @@ fn compare(cmp: Cmp, dst: Ty, got: u64, want: u64) -> bool {
         (f64v(got), f64v(want))
     };
     match cmp {
+        Cmp::Half { bf } => (0..dst.bits() / 16).all(|k| {
+            let (g, w) = ((got >> (16 * k)) as u16, (want >> (16 * k)) as u16);
+            g == w || (common::half::is_nan(g, bf) && common::half::is_nan(w, bf))
+        }),
         Cmp::Exact => got == want,
         Cmp::Float if dst == Ty::F32 => same_f32(f32v(got), f32v(want)),
         Cmp::Float => same_f64(f64v(got), f64v(want)),
@@ -531,6 +550,9 @@ fn every_cell_kernel_parses() {
         cvt::cvt_int_to_float_cells(),
         cvt::cvt_float_to_int_cells(),
         cvt::cvt_float_to_float_cells(),
+        half::half_arithmetic_cells(),
+        half::half_compare_cells(),
+        half::half_cvt_cells(),
     ];
     let mut count = 0;
     for cell in families.iter().flatten() {
@@ -564,7 +586,7 @@ fn every_cell_kernel_parses() {
         count += 1;
     }
     assert_eq!(
-        count, 420,
+        count, 701,
         "cells per family changed: update the README's count"
     );
 }

@@ -2,6 +2,7 @@
 //! default, what `PtxEngine::Jit` refuses and `Auto` interprets, and that faults read the same
 //! on both engines. (Outputs of the whole corpus are compared bit for bit by
 //! `scripts/ptx-engines-agree.sh`.)
+#![cfg(feature = "jit")]
 
 mod common;
 

@@ -333,6 +333,7 @@ impl ProgramBuilder<'_> {
             a: self.src(i, &ops[1], ty)?,
             b: self.src(i, &ops[2], ty)?,
             comb,
+            hi: None,
         })
     }
 }

@@ -38,6 +38,14 @@ pub(super) fn sreg(name: &str) -> Option<Sreg> {
         ("%dynamic_smem_size", None) => Sreg::DynamicSmem,
         ("%total_smem_size", None) => Sreg::TotalSmem,
         ("%gridid", None) => Sreg::Gridid,
+        // Launches have no clusters: every block is a cluster of one.
+        ("%clusterid", c) => Sreg::Ctaid(axis(c)?),
+        ("%nclusterid", c) => Sreg::Nctaid(axis(c)?),
+        ("%cluster_ctaid", c) => axis(c).map(|_| Sreg::Const(0))?,
+        ("%cluster_nctaid", c) => axis(c).map(|_| Sreg::Const(1))?,
+        ("%cluster_ctarank", None) | ("%is_explicit_cluster", None) => Sreg::Const(0),
+        ("%cluster_nctarank", None) => Sreg::Const(1),
+        ("%aggr_smem_size", None) => Sreg::TotalSmem,
         _ => return None,
     })
 }

@@ -25,6 +25,12 @@ impl ProgramBuilder<'_> {
     }
 
     pub(super) fn decode_op(&mut self, i: &ast::Instruction) -> Result<Vec<Op>> {
+        if i.modifiers
+            .iter()
+            .any(|m| super::half::half_kind(m).is_some())
+        {
+            return self.half(i);
+        }
         let mut m = Mods {
             list: i.modifiers.iter().map(String::as_str).collect(),
         };
@@ -326,34 +332,8 @@ impl ProgramBuilder<'_> {
                 let callee = callee.ok_or_else(|| unsupported("a call without a callee"))?;
                 self.call(i, &callee, rets, args)?
             }
-            "bar" | "barrier" => {
-                if m.has("warp") {
-                    m.has("sync");
-                    self.done(i, m)?;
-                    want(1)?;
-                    Op::WarpSync {
-                        mask: self.src(i, &ops[0], Ty::U32)?,
-                    }
-                } else {
-                    m.drop_ignorable();
-                    if !m.has("sync") {
-                        m.has("cta");
-                        return Err(unsupported(
-                            "this barrier form (only bar.sync / barrier.sync)",
-                        ));
-                    }
-                    self.done(i, m)?;
-                    if ops.is_empty() || ops.len() > 2 {
-                        return Err(unsupported("this barrier operand list"));
-                    }
-                    let id = self.src(i, &ops[0], Ty::U32)?;
-                    let count = match ops.get(1) {
-                        Some(o) => Some(self.src(i, o, Ty::U32)?),
-                        None => None,
-                    };
-                    Op::Bar { id, count }
-                }
-            }
+            "bar" | "barrier" => return self.barrier(i, m).map(|o| vec![o]),
+            "match" => return self.match_sync(i, m).map(|o| vec![o]),
             "membar" | "fence" => {
                 m.drop_ignorable();
                 m.one_of(&["gl", "sys", "cta"]);

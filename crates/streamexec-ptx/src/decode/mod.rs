@@ -4,15 +4,19 @@
 //! modifier tables in `fns.rs`).
 //!
 //! Every `.entry` becomes one [`Program`] holding the entry's code followed by the code of every
-//! `.func` it reaches. Call parameters and return values get fixed per-thread slots, so
-//! recursion is rejected at load time.
+//! `.func` it reaches. Call parameters and return values get fixed per-thread slots; a call
+//! made from a function that can re-enter itself (recursion) saves the function's registers,
+//! local memory and parameter slots and restores them at return (`frames.rs`).
 
 mod arith;
 mod fns;
+mod frames;
+mod half;
 #[cfg(feature = "jit")]
 pub(crate) use fns::cvt_ii_to;
 mod inst;
 mod mem;
+mod sync;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,8 +24,8 @@ use std::sync::Arc;
 use super::ast::{self, Operand, Space as AstSpace, Statement, VarType};
 use super::data::{imm_bits, scalar_ty, var_size};
 use super::ir::{
-    Addr, CallSite, DecodedModule, Inst, LOCAL_WINDOW, ModuleData, Op, PARAM_WINDOW, ParamCopy,
-    ParamSlot, Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
+    Addr, CallSite, DecodedModule, Frame, Inst, LOCAL_WINDOW, LaunchBounds, ModuleData, Op,
+    PARAM_WINDOW, ParamCopy, ParamSlot, Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
 };
 use crate::error::{PtxError, PtxResult as Result, load_error};
 
@@ -66,6 +70,8 @@ struct FuncInfo {
     params: Vec<(u64, u32)>,
     rets: Vec<(u64, u32)>,
     start: Option<u32>,
+    /// What a call made from this function saves if the function is recursive.
+    frame: Option<Frame>,
 }
 
 /// Builds one program.
@@ -84,7 +90,8 @@ pub(super) struct ProgramBuilder<'m> {
     scopes: Vec<HashMap<String, Sym>>,
     labels: HashMap<String, u32>,
     label_fixups: Vec<(usize, String, u32, String)>,
-    call_fixups: Vec<(usize, String)>,
+    /// Call instructions to point at their callee: (instruction, callee, caller).
+    call_fixups: Vec<(usize, String, String)>,
     funcs: HashMap<String, FuncInfo>,
     worklist: Vec<String>,
     edges: Vec<(String, String)>,
@@ -145,7 +152,17 @@ impl<'m> ProgramBuilder<'m> {
         }
         let sym = match v.space {
             AstSpace::Reg => {
-                if matches!(v.ty, VarType::Scalar(s) if scalar_ty(s).is_none()) {
+                // Registers are untyped 64-bit slots: a half (or a pair) takes one like any
+                // 16-bit (32-bit) value.
+                let half = |s: ast::PtxScalar| {
+                    matches!(
+                        s,
+                        ast::PtxScalar::Float(2)
+                            | ast::PtxScalar::BFloat16
+                            | ast::PtxScalar::Half2 { .. }
+                    )
+                };
+                if matches!(v.ty, VarType::Scalar(s) if scalar_ty(s).is_none() && !half(s)) {
                     return Err(self.err(
                         v.line,
                         format!("register `{}` has an unsupported type ({})", v.name, v.ty),
@@ -247,6 +264,7 @@ impl<'m> ProgramBuilder<'m> {
         if self.param_bytes > 4096 {
             return Err(self.err(entry.line, "more than 4 KiB of kernel parameters"));
         }
+        let bounds = self.launch_bounds(entry)?;
         self.current = entry.name.clone();
         self.body(entry, scope)?;
         self.in_entry = false;
@@ -267,13 +285,24 @@ impl<'m> ProgramBuilder<'m> {
                 fi.start = Some(start);
             }
             self.current = name.clone();
+            let before = (self.regs, self.local, self.tparam);
             self.body(f, scope)?;
+            let frame = self.frame_of(&name, before);
+            if let Some(fi) = self.funcs.get_mut(&name) {
+                fi.frame = Some(frame);
+            }
         }
-        self.check_recursion()?;
-        for (at, callee) in std::mem::take(&mut self.call_fixups) {
+        let recursive = self.recursive();
+        for (at, callee, caller) in std::mem::take(&mut self.call_fixups) {
             let start = self.funcs[&callee].start.unwrap_or(0);
+            let save = if recursive.contains(&caller) {
+                self.funcs[&caller].frame.clone().map(std::sync::Arc::new)
+            } else {
+                None
+            };
             if let Op::Call(c) = &mut self.code[at].op {
                 c.target = start;
+                c.save = save;
             }
         }
         if self.shared > 48 * 1024 {
@@ -315,7 +344,49 @@ impl<'m> ProgramBuilder<'m> {
             thread_param_bytes: self.tparam as u32,
             local_bytes: self.local as u32,
             static_shared_bytes: self.shared as u32,
+            bounds,
         })
+    }
+
+    /// The entry's `.maxntid` / `.reqntid` (1 to 3 extents, each at least 1) and
+    /// `.minnctapersm` (one count).
+    fn launch_bounds(&self, entry: &ast::Function) -> Result<LaunchBounds> {
+        let mut b = LaunchBounds::default();
+        for (name, nums) in &entry.directives {
+            let bad = || {
+                self.err(
+                    entry.line,
+                    format!(
+                        "`{name} {}` is not a valid launch bound",
+                        nums.iter()
+                            .map(u64::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            };
+            let dims = || -> Result<[u32; 3]> {
+                if nums.is_empty() || nums.len() > 3 || nums.iter().any(|&n| n == 0 || n > 1 << 20)
+                {
+                    return Err(bad());
+                }
+                let mut d = [1u32; 3];
+                for (k, &n) in nums.iter().enumerate() {
+                    d[k] = n as u32;
+                }
+                Ok(d)
+            };
+            match name.as_str() {
+                ".maxntid" => b.maxntid = Some(dims()?),
+                ".reqntid" => b.reqntid = Some(dims()?),
+                ".minnctapersm" => match nums[..] {
+                    [n] if n <= u32::MAX as u64 => b.minnctapersm = Some(n as u32),
+                    _ => return Err(bad()),
+                },
+                _ => {}
+            }
+        }
+        Ok(b)
     }
 
     fn find_func(&self, name: &str) -> Option<&'m ast::Function> {
@@ -323,42 +394,6 @@ impl<'m> ProgramBuilder<'m> {
             .functions
             .iter()
             .find(|f| f.name == name && f.body.is_some() && !f.is_entry)
-    }
-
-    fn check_recursion(&self) -> Result<()> {
-        // Depth-first search for a cycle in the call graph.
-        let mut state: HashMap<&str, u8> = HashMap::new();
-        fn visit<'a>(
-            n: &'a str,
-            edges: &'a [(String, String)],
-            state: &mut HashMap<&'a str, u8>,
-        ) -> Option<&'a str> {
-            match state.get(n) {
-                Some(1) => return Some(n),
-                Some(2) => return None,
-                _ => {}
-            }
-            state.insert(n, 1);
-            for (a, b) in edges {
-                if a == n
-                    && let Some(c) = visit(b, edges, state)
-                {
-                    return Some(c);
-                }
-            }
-            state.insert(n, 2);
-            None
-        }
-        if let Some(f) = visit(&self.kernel, &self.edges, &mut state) {
-            return Err(load_error(
-                Some(&self.kernel),
-                None,
-                format!(
-                    "function `{f}` is called recursively; the host platform's PTX engine does not support recursion"
-                ),
-            ));
-        }
-        Ok(())
     }
 
     fn body(&mut self, f: &'m ast::Function, scope: HashMap<String, Sym>) -> Result<()> {
@@ -472,6 +507,7 @@ impl<'m> ProgramBuilder<'m> {
                     params,
                     rets: r,
                     start: None,
+                    frame: None,
                 },
             );
             self.worklist.push(callee.to_string());
@@ -511,6 +547,7 @@ impl<'m> ProgramBuilder<'m> {
             target: 0,
             args: Vec::new(),
             rets: Vec::new(),
+            save: None,
         };
         for (a, (off, size)) in args.iter().zip(&pp) {
             let (from, fsize) = slot(a)?;
@@ -528,7 +565,8 @@ impl<'m> ProgramBuilder<'m> {
                 len: tsize.min(*size),
             });
         }
-        self.call_fixups.push((self.code.len(), callee.to_string()));
+        self.call_fixups
+            .push((self.code.len(), callee.to_string(), self.current.clone()));
         Ok(Op::Call(Box::new(site)))
     }
 
@@ -606,6 +644,12 @@ impl<'m> ProgramBuilder<'m> {
                 if matches!(self.lookup(name), Some(Sym::Reg(_))) =>
             {
                 Ok(Src::Reg(self.reg(i, o)?))
+            }
+            // PTX's predefined constant (LLVM writes `llvm.nvvm.read.ptx.sreg.warpsize` so).
+            Operand::Symbol { name, offset: 0 }
+                if name == "WARP_SZ" && self.lookup(name).is_none() =>
+            {
+                self.src(i, &Operand::Imm(ast::Imm::Int(crate::ir::WARP as i64)), ty)
             }
             Operand::Symbol { name, offset } => {
                 Ok(Src::Imm(self.symbol_address(i, name, *offset, None)? as u64))

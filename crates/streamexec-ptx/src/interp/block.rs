@@ -21,8 +21,7 @@ pub(crate) fn run_block(l: &Launch, b: u64) -> Result<(), String> {
         static_shared,
         dynamic_at,
         dynamic_len: l.dynamic_bytes,
-        arrived: [0; 16],
-        expected: [0; 16],
+        bars: Default::default(),
         race: l.race.as_ref().map(|_| Box::<RaceBlock>::default()),
     };
     let mut warps: Vec<Warp> = POOL.with(|p| {
@@ -84,24 +83,8 @@ fn run_warps(
             break;
         }
         let mut released = false;
-        for id in 0..16 {
-            let want = match sh.expected[id] {
-                0 => nthreads,
-                n => n,
-            };
-            if sh.arrived[id] > 0 && sh.arrived[id] >= want {
-                for w in warps.iter_mut() {
-                    let mut m = 0;
-                    for lane in lanes(w.at_bar) {
-                        if w.bar_id[lane] as usize == id {
-                            m |= 1 << lane;
-                        }
-                    }
-                    w.at_bar &= !m;
-                }
-                sh.arrived[id] = 0;
-                released = true;
-            }
+        for w in warps.iter_mut() {
+            released |= w.release(&env, &sh.bars);
         }
         if !released {
             return Err(deadlock(l, block_idx, warps, nthreads));

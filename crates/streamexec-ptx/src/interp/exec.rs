@@ -316,11 +316,14 @@ impl Warp {
                     a,
                     b,
                     comb,
+                    hi,
                 } => {
                     for l in lanes(mask) {
-                        let c = f(self.val(env, *a, l), self.val(env, *b, l)) != 0;
+                        let (av, bv) = (self.val(env, *a, l), self.val(env, *b, l));
+                        let c = f(av, bv) != 0;
+                        let nc = hi.map_or(!c, |h| h(av, bv) != 0);
                         let (x, y) = match comb {
-                            None => (c, !c),
+                            None => (c, nc),
                             Some((op, s, neg)) => {
                                 let pv = (self.val(env, *s, l) != 0) != *neg;
                                 let f = |v: bool| match op {
@@ -328,7 +331,7 @@ impl Warp {
                                     BoolOp::Or => v || pv,
                                     BoolOp::Xor => v != pv,
                                 };
-                                (f(c), f(!c))
+                                (f(c), f(nc))
                             }
                         };
                         self.set(*p, l, x as u64);
@@ -559,19 +562,8 @@ impl Warp {
                     continue;
                 }
                 Op::Call(site) => {
-                    let tb = env.prog.thread_param_bytes as usize;
-                    if self.stacks.is_empty() {
-                        self.stacks = vec![Vec::new(); WARP];
-                    }
                     for l in lanes(mask) {
-                        for c in &site.args {
-                            let (f, t) = (l * tb + c.from as usize, l * tb + c.to as usize);
-                            self.tparam.copy_within(f..f + c.len as usize, t);
-                        }
-                        if self.stacks[l].len() >= 1024 {
-                            return Err(self.fault(l, "call stack deeper than 1024".into()));
-                        }
-                        self.stacks[l].push(pc);
+                        self.call_lane(env, l, pc, site)?;
                     }
                     if mask == self.group {
                         self.goto(site.target);
@@ -586,22 +578,12 @@ impl Warp {
                     continue;
                 }
                 Op::Ret => {
-                    let tb = env.prog.thread_param_bytes as usize;
                     for l in lanes(self.group) {
-                        if mask & (1 << l) == 0 {
-                            self.pc[l] = pc + 1;
-                            continue;
-                        }
-                        let Some(call) = self.stacks.get_mut(l).and_then(|s| s.pop()) else {
-                            return Err(self.fault(l, "ret with no pending call".into()));
+                        self.pc[l] = if mask & (1 << l) == 0 {
+                            pc + 1
+                        } else {
+                            self.ret_lane(env, l)?
                         };
-                        if let Some(Op::Call(site)) = code.get(call as usize).map(|i| &i.op) {
-                            for c in &site.rets {
-                                let (f, t) = (l * tb + c.from as usize, l * tb + c.to as usize);
-                                self.tparam.copy_within(f..f + c.len as usize, t);
-                            }
-                        }
-                        self.pc[l] = call + 1;
                     }
                     self.group = 0;
                     if !self.reselect() {
@@ -624,24 +606,8 @@ impl Warp {
                         return Err(self.fault(lanes(mask).next().unwrap_or(0), "trap".into()));
                     }
                 }
-                Op::Bar { id, count } => {
-                    if mask != 0 {
-                        let first = lanes(mask).next().unwrap_or(0);
-                        let idv = self.val(env, *id, first);
-                        if idv >= 16 {
-                            return Err(
-                                self.fault(first, format!("barrier id {idv} is not in 0..16"))
-                            );
-                        }
-                        let cnt = count.map_or(0, |c| self.val(env, c, first) as u32);
-                        let b = idv as usize;
-                        sh.arrived[b] += mask.count_ones();
-                        sh.expected[b] = cnt;
-                        for l in lanes(mask) {
-                            self.pc[l] = pc + 1;
-                            self.bar_id[l] = b as u8;
-                        }
-                        self.at_bar |= mask;
+                Op::Bar { id, count, kind } => {
+                    if mask != 0 && self.arrive(env, sh, mask, pc, *id, *count, *kind)? {
                         self.group &= !mask;
                         if self.group == 0 {
                             if !self.reselect() {
@@ -741,6 +707,14 @@ impl Warp {
                         }
                     }
                 }
+                Op::Match {
+                    mode,
+                    d,
+                    p,
+                    a,
+                    mask: members,
+                    wide,
+                } => self.match_sync(env, mask, *mode, *d, *p, *a, *members, *wide),
                 Op::Activemask { d } => {
                     let g = self.group as u64;
                     for l in lanes(mask) {

@@ -46,7 +46,9 @@
 //!   16384 registers per thread.
 
 pub(crate) mod block;
+pub(crate) mod call;
 pub(crate) mod exec;
 pub(crate) mod mem;
 pub(crate) mod race;
+pub(crate) mod sync;
 pub(crate) mod warp;

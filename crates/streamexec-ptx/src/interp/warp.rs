@@ -75,6 +75,21 @@ pub(crate) fn vote_result(mode: crate::ir::VoteMode, ballot: u32, active: u32) -
     }
 }
 
+/// The barrier state of a block: per barrier id, arrivals and what they wait for.
+#[derive(Default)]
+pub(crate) struct Barriers {
+    /// Threads that arrived in the current generation.
+    pub(crate) arrived: [u32; 16],
+    /// Thread count the barrier waits for (0: the whole block).
+    pub(crate) expected: [u32; 16],
+    /// Completed generations.
+    pub(crate) generation: [u32; 16],
+    /// `bar.red` in the current generation: true predicates, threads.
+    pub(crate) red: [(u32, u32); 16],
+    /// `bar.red` of the last completed generation.
+    pub(crate) result: [(u32, u32); 16],
+}
+
 /// What every warp of a block shares and does not change while the block runs.
 pub(crate) struct Env<'a> {
     pub(crate) l: &'a Launch,
@@ -90,10 +105,8 @@ pub(crate) struct BlockShared {
     pub(crate) static_shared: usize,
     pub(crate) dynamic_at: usize,
     pub(crate) dynamic_len: usize,
-    /// Threads waiting at each barrier id.
-    pub(crate) arrived: [u32; 16],
-    /// Thread count each barrier waits for (0: the whole block).
-    pub(crate) expected: [u32; 16],
+    /// Arrivals at each barrier id.
+    pub(crate) bars: Barriers,
     pub(crate) race: Option<Box<RaceBlock>>,
 }
 
@@ -108,6 +121,8 @@ pub(crate) struct Warp {
     pub(crate) exited: u32,
     pub(crate) at_bar: u32,
     pub(crate) bar_id: [u8; WARP],
+    /// The generation of its barrier each waiting lane waits to complete.
+    pub(crate) bar_gen: [u32; WARP],
     /// The running group and its PC (its lanes' `pc` entries are stale while it runs).
     pub(crate) group: u32,
     pub(crate) group_pc: u32,
@@ -115,6 +130,8 @@ pub(crate) struct Warp {
     pub(crate) others_min: u32,
     /// Per-lane call stacks: the PC of each pending `call`.
     pub(crate) stacks: Vec<Vec<u32>>,
+    /// Per-lane saved frames of recursive functions (`call.rs`), as bytes.
+    pub(crate) frames: Vec<Vec<u8>>,
     pub(crate) local: Vec<u8>,
     pub(crate) tparam: Vec<u8>,
     /// Warp instructions executed (orders accesses for the race checker).
@@ -142,10 +159,12 @@ impl Warp {
             exited: 0,
             at_bar: 0,
             bar_id: [0; WARP],
+            bar_gen: [0; WARP],
             group: 0,
             group_pc: 0,
             others_min: u32::MAX,
             stacks: Vec::new(),
+            frames: Vec::new(),
             local: vec![0; prog.local_bytes as usize * WARP],
             tparam: vec![0; prog.thread_param_bytes as usize * WARP],
             step: 0,
@@ -166,11 +185,13 @@ impl Warp {
         self.tparam
             .resize(prog.thread_param_bytes as usize * WARP, 0);
         self.stacks.iter_mut().for_each(Vec::clear);
+        self.frames.iter_mut().for_each(Vec::clear);
         Warp {
             regs: self.regs,
             local: self.local,
             tparam: self.tparam,
             stacks: self.stacks,
+            frames: self.frames,
             ..fresh
         }
     }
@@ -187,10 +208,12 @@ impl Warp {
             exited: 0,
             at_bar: 0,
             bar_id: [0; WARP],
+            bar_gen: [0; WARP],
             group: 0,
             group_pc: 0,
             others_min: u32::MAX,
             stacks: Vec::new(),
+            frames: Vec::new(),
             local: Vec::new(),
             tparam: Vec::new(),
             step: 0,
@@ -335,9 +358,10 @@ impl Warp {
                 };
                 m & 0xFFFF_FFFF
             }
-            Sreg::DynamicSmem => env.l.dynamic_bytes as u64,
+            Sreg::DynamicSmem => env.l.dynamic_requested as u64,
             Sreg::TotalSmem => (env.prog.static_shared_bytes as u64) + env.l.dynamic_bytes as u64,
             Sreg::Gridid => 0,
+            Sreg::Const(v) => v as u64,
         }
     }
 

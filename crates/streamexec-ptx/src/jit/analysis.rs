@@ -3,7 +3,7 @@
 //! (block barriers and warp collectives), which registers are live across them, and whether
 //! the compiler supports the program at all.
 
-use crate::ir::{Inst, Op, Program, Src};
+use crate::ir::{BarKind, Inst, Op, Program, Src};
 
 /// Why the compiler leaves a program to the interpreter.
 pub(crate) type Unsupported = String;
@@ -13,7 +13,7 @@ pub(crate) type Unsupported = String;
 pub(crate) enum PointKind {
     /// `bar.sync`: every thread of the block (or the count) arrives first.
     Barrier,
-    /// `shfl.sync`, `vote.sync`, `activemask`: the lanes of a warp that wait at it together.
+    /// `shfl.sync`, `vote.sync`, `match.sync`, `activemask`: the lanes of a warp that wait at it together.
     Warp,
 }
 
@@ -149,11 +149,23 @@ pub(crate) fn uses_defs(inst: &Inst, carry: u32) -> (Vec<u32>, Vec<u32>) {
             src_reg(c, &mut u);
             d.extend(x);
         }
-        Op::Bar { id, count } => {
+        Op::Bar { id, count, kind } => {
             src_reg(id, &mut u);
             if let Some(c) = count {
                 src_reg(c, &mut u);
             }
+            if let BarKind::Red { d: x, c, .. } = kind {
+                src_reg(c, &mut u);
+                d.push(*x);
+            }
+        }
+        Op::Match {
+            d: x, p, a, mask, ..
+        } => {
+            src_reg(a, &mut u);
+            src_reg(mask, &mut u);
+            d.push(*x);
+            d.extend(p);
         }
         Op::WarpSync { mask } => src_reg(mask, &mut u),
         Op::Nanosleep { t } => src_reg(t, &mut u),
@@ -267,17 +279,28 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, Unsupported> {
                 leader[*target as usize] = true;
                 leader[pc + 1] = true;
             }
+            Op::Call(site) if site.save.is_some() => {
+                return Err(format!(
+                    "{}: a call in a recursive function (recursion runs on the interpreter)",
+                    line()
+                ));
+            }
             Op::Call(site) => {
                 leader[site.target as usize] = true;
                 leader[pc + 1] = true;
                 return_sites.push(pc as u32 + 1);
             }
             Op::Ret | Op::Exit | Op::Trap => leader[pc + 1] = true,
+            // `bar.arrive` counts the thread in and goes on (a runtime call).
+            Op::Bar {
+                kind: BarKind::Arrive,
+                ..
+            } => {}
             Op::Bar { .. } => {
                 leader[pc + 1] = true;
                 point_pcs.push((pc as u32, PointKind::Barrier));
             }
-            Op::Shfl { .. } | Op::Vote { .. } | Op::Activemask { .. } => {
+            Op::Shfl { .. } | Op::Vote { .. } | Op::Match { .. } | Op::Activemask { .. } => {
                 leader[pc + 1] = true;
                 has_warp_points = true;
                 point_pcs.push((pc as u32, PointKind::Warp));

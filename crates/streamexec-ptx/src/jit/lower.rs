@@ -17,14 +17,16 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
-use super::analysis::{Analysis, PointKind};
+use super::analysis::Analysis;
 use super::native;
 use super::run::{self, Ctx, EXITED, WAIT};
 use crate::DYNAMIC_SHARED_BASE;
 use crate::ir::{
-    Addr, BoolOp, Inst, LOCAL_WINDOW, Op, PARAM_WINDOW, Program, SHARED_WINDOW, Space, Src, Sreg,
-    THREAD_PARAM_BASE, Ty,
+    Addr, BarKind, BoolOp, Inst, LOCAL_WINDOW, Op, PARAM_WINDOW, Program, SHARED_WINDOW, Space,
+    Src, Sreg, THREAD_PARAM_BASE, Ty,
 };
+
+mod sync;
 
 const I64: ir::Type = types::I64;
 const I32: ir::Type = types::I32;
@@ -101,6 +103,7 @@ struct Sigs {
     sreg: ir::SigRef,
     fault: ir::SigRef,
     sleep: ir::SigRef,
+    arrive: ir::SigRef,
 }
 
 fn sig(params: &[ir::Type], ret: Option<ir::Type>) -> Signature {
@@ -151,7 +154,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         for o in (0..9).map(|i| off!(ntid) + 8 * i) {
             u.fixed.insert(o, ld(b, o));
         }
-        for o in [off!(dynamic_at), off!(dynamic_len)] {
+        for o in [off!(dynamic_at), off!(dynamic_len), off!(dynamic_requested)] {
             u.fixed.insert(o, ld(b, o));
         }
         for o in [off!(nwarps), off!(nsm)] {
@@ -243,6 +246,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             sreg: b.import_signature(sig(&[I64, I32, I64], Some(I64))),
             fault: b.import_signature(sig(&[I64, I32, I64, I32, I64], None)),
             sleep: b.import_signature(sig(&[I64], None)),
+            arrive: b.import_signature(sig(&[I64, I64, I64, I64, I32], None)),
         };
         let mut lw = Lower {
             b,
@@ -354,7 +358,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             Sreg::Warpid => self.b.ins().ushr_imm_s(t, 5),
             Sreg::Nwarpid => self.ctx_u32(off!(nwarps)),
             Sreg::Nsmid => self.ctx_u32(off!(nsm)),
-            Sreg::DynamicSmem => self.ctx_u64(off!(dynamic_len)),
+            Sreg::DynamicSmem => self.ctx_u64(off!(dynamic_requested)),
             Sreg::TotalSmem => {
                 let d = self.ctx_u64(off!(dynamic_len));
                 self.b
@@ -362,6 +366,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     .iadd_imm_s(d, self.prog.static_shared_bytes as i64)
             }
             Sreg::Gridid => self.imm(0),
+            Sreg::Const(v) => self.imm(v as u64),
             Sreg::Lanemask(c) => {
                 use crate::ir::Cmp;
                 let lane = self.b.ins().band_imm_s(t, 31);
@@ -571,11 +576,18 @@ impl<'a, 'b> Lower<'a, 'b> {
                 a,
                 b,
                 comb,
+                hi,
             } => {
                 let (a, b) = (self.val(*a), self.val(*b));
                 let r = self.apply(*f as usize, &[a, b]);
                 let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
-                let nc = self.b.ins().icmp_imm_s(IntCC::Equal, r, 0);
+                let nc = match hi {
+                    Some(h) => {
+                        let r = self.apply(*h as usize, &[a, b]);
+                        self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0)
+                    }
+                    None => self.b.ins().icmp_imm_s(IntCC::Equal, r, 0),
+                };
                 let (x, y) = match comb {
                     None => (c, nc),
                     Some((op, s, neg)) => {
@@ -761,13 +773,10 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let f = self.imm(run::nanosleep as *const () as u64);
                 self.b.ins().call_indirect(self.sigs.sleep, f, &[v]);
             }
-            Op::Bar { id, count } => {
-                let idv = self.val(*id);
-                let cv = match count {
-                    Some(c) => self.val(*c),
-                    None => self.imm(0),
-                };
-                self.suspend(inst, pc, &[idv, cv]);
+            Op::Bar { id, count, kind } => return Ok(self.lower_bar(inst, pc, *id, *count, *kind)),
+            Op::Match { a, mask, .. } => {
+                let v = [self.val(*a), self.val(*mask)];
+                self.suspend(inst, pc, &v);
                 return Ok(true);
             }
             Op::Shfl { a, b, c, mask, .. } => {
@@ -902,7 +911,6 @@ impl<'a, 'b> Lower<'a, 'b> {
         let k = self.an.point_at[&pc];
         let point = &self.an.points[k];
         let live = point.live.clone();
-        let kind = point.kind;
         let slots = self.an.spill_slots.max(1);
         for (j, r) in live.iter().enumerate() {
             let v = self.get(*r);
@@ -926,19 +934,22 @@ impl<'a, 'b> Lower<'a, 'b> {
             let v = self.b.ins().load(I64, flags(), p, 0);
             self.set(*r, v);
         }
-        if kind == PointKind::Warp {
-            // The driver wrote the collective's results (d, then p) in the operand row.
-            let (d, p) = match &self.prog.code[pc as usize].op {
-                Op::Shfl { d, p, .. } => (Some(*d), *p),
-                Op::Vote { d, .. } | Op::Activemask { d } => (Some(*d), None),
-                _ => (None, None),
-            };
-            for (j, r) in [d, p].into_iter().enumerate() {
-                if let Some(r) = r {
-                    let at = self.row(self.u.coll, run::COLL_WIDTH, j);
-                    let v = self.b.ins().load(I64, flags(), at, 0);
-                    self.set(r, v);
-                }
+        // The driver wrote the collective's or `bar.red`'s results (d, then p) in the operand
+        // row.
+        let (d, p) = match &self.prog.code[pc as usize].op {
+            Op::Shfl { d, p, .. } | Op::Match { d, p, .. } => (Some(*d), *p),
+            Op::Vote { d, .. } | Op::Activemask { d } => (Some(*d), None),
+            Op::Bar {
+                kind: BarKind::Red { d, .. },
+                ..
+            } => (Some(*d), None),
+            _ => (None, None),
+        };
+        for (j, r) in [d, p].into_iter().enumerate() {
+            if let Some(r) = r {
+                let at = self.row(self.u.coll, run::COLL_WIDTH, j);
+                let v = self.b.ins().load(I64, flags(), at, 0);
+                self.set(r, v);
             }
         }
         let after = self.block_for(inst, pc + 1);

@@ -211,7 +211,8 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
         .iter()
         .filter(|i| match &i.op {
             Op::Un { f, .. } => !native::known(*f as usize),
-            Op::Bin { f, .. } | Op::Setp { f, .. } => !native::known(*f as usize),
+            Op::Bin { f, .. } | Op::Setp { f, hi: None, .. } => !native::known(*f as usize),
+            Op::Setp { .. } => true,
             Op::Tern { f, .. } => !native::known(*f as usize),
             _ => false,
         })

@@ -7,8 +7,9 @@ use super::analysis::PointKind;
 use crate::fault;
 use crate::fault::Fault;
 use crate::interp::mem::{self, BlockMem, Loc};
+use crate::interp::sync::match_result;
 use crate::interp::warp::{lanes, shfl_source, vote_result};
-use crate::ir::{Fn1, Fn2, Fn3, Inst, Op, Space, WARP};
+use crate::ir::{BarKind, Fn1, Fn2, Fn3, Inst, Op, Space, WARP};
 use crate::launch::Launch;
 
 /// A thread's state word: the resume index in the low bits, this bit while it waits.
@@ -50,6 +51,9 @@ pub(crate) struct Ctx {
     pub(crate) nsm: u32,
     pub(crate) dynamic_at: u64,
     pub(crate) dynamic_len: u64,
+    /// `%dynamic_smem_size`: the bytes the launch asked for (`dynamic_len` rounds each
+    /// request up to 16).
+    pub(crate) dynamic_requested: u64,
     /// Pinned global ranges: first address, end address, host pointer of the first byte.
     pub(crate) cache: [[u64; 3]; WAYS],
     /// Set by a runtime function that recorded a fault.
@@ -60,6 +64,9 @@ pub(crate) struct Ctx {
     tparam_len: usize,
     launch: *const Launch,
     fault: Option<Fault>,
+    /// `bar.arrive`s per barrier id since it last completed, and the count they named.
+    arrivals: [u32; 16],
+    arrive_count: [u32; 16],
 }
 
 impl Ctx {
@@ -226,6 +233,19 @@ pub(crate) extern "C" fn fault(ctx: *mut Ctx, code: u32, t: u64, pc: u32, extra:
     ctx.record(pc, t, msg);
 }
 
+/// `bar.arrive id, count` of thread `t`: counted in for the driver, which completes the
+/// barrier with the threads that wait at it.
+pub(crate) extern "C" fn bar_arrive(ctx: *mut Ctx, id: u64, count: u64, t: u64, pc: u32) {
+    // SAFETY: as in `resolve`.
+    let ctx = unsafe { &mut *ctx };
+    if id >= 16 {
+        ctx.record(pc, t, format!("barrier id {id} is not in 0..16"));
+        return;
+    }
+    ctx.arrivals[id as usize] += 1;
+    ctx.arrive_count[id as usize] = count as u32;
+}
+
 /// `nanosleep`, as the interpreter waits.
 pub(crate) extern "C" fn nanosleep(ns: u64) {
     crate::interp::exec::nanosleep(ns as u32 as u64);
@@ -318,6 +338,7 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         nsm: l.nsm,
         dynamic_at: dynamic_at as u64,
         dynamic_len: l.dynamic_bytes as u64,
+        dynamic_requested: l.dynamic_requested as u64,
         cache: if bufs.cache_launch == l.id {
             bufs.cache
         } else {
@@ -334,6 +355,8 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         tparam_len: bufs.tparam.len(),
         launch: l,
         fault: None,
+        arrivals: [0; 16],
+        arrive_count: [0; 16],
     };
     let call = |ctx: &mut Ctx, lo: usize, hi: usize| -> Result<(), String> {
         // SAFETY: `k.func` is the compiled kernel of `l.prog`; `ctx` describes this block's
@@ -450,6 +473,16 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
                 out[lane] = (r, 0);
             }
         }
+        Op::Match { mode, wide, .. } => {
+            let first = lanes(group).next().unwrap_or(0);
+            let active = group & operand(first, 1) as u32;
+            let mut vals = [0u64; WARP];
+            for lane in lanes(active) {
+                let v = operand(lane, 0);
+                vals[lane] = if *wide { v } else { v as u32 as u64 };
+            }
+            out = match_result(*mode, &vals, active);
+        }
         _ => {
             for lane in lanes(group) {
                 out[lane] = (group as u64, 0);
@@ -464,8 +497,10 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
     true
 }
 
-/// Releases the barriers whose threads have all arrived; false when every thread has exited.
-/// A barrier that cannot be released is the interpreter's barrier-divergence error.
+/// Releases the barriers whose threads have all arrived (those waiting, and those that went
+/// on from `bar.arrive`), writing `bar.red`'s reduction for its waiters; false when every
+/// thread has exited. A barrier that cannot be released is the interpreter's
+/// barrier-divergence error.
 fn barriers(
     k: &JitKernel,
     l: &Launch,
@@ -476,22 +511,33 @@ fn barriers(
     // SAFETY: the driver's buffers of `n` threads; compiled code is not running.
     let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, n) };
     // SAFETY: as above.
-    let coll = unsafe { std::slice::from_raw_parts(ctx.coll, n * COLL_WIDTH) };
-    let mut arrived = [0u32; 16];
-    let mut expected = [0u32; 16];
+    let coll = unsafe { std::slice::from_raw_parts_mut(ctx.coll, n * COLL_WIDTH) };
+    let mut arrived = ctx.arrivals;
+    let mut expected = ctx.arrive_count;
+    // `bar.red`: true predicates and threads per barrier.
+    let mut red = [(0u32, 0u32); 16];
     let mut waiter = None;
     let mut exited = None;
     let mut waiting = 0;
+    let pc_of = |s: u32| {
+        ((s & !WAIT) as usize)
+            .checked_sub(1)
+            .and_then(|i| k.resumes.get(i))
+            .map_or(0, |r| r.0)
+    };
+    let red_op = |pc: u32| match l.prog.code.get(pc as usize).map(|i| &i.op) {
+        Some(Op::Bar {
+            kind: BarKind::Red { op, .. },
+            ..
+        }) => Some(*op),
+        _ => None,
+    };
     for (t, s) in state.iter().enumerate() {
         if *s == EXITED {
             exited.get_or_insert(t as u32);
             continue;
         }
-        let idx = *s & !WAIT;
-        let pc = (idx as usize)
-            .checked_sub(1)
-            .and_then(|i| k.resumes.get(i))
-            .map_or(0, |r| r.0);
+        let pc = pc_of(*s);
         let id = coll[t * COLL_WIDTH];
         if id >= 16 {
             let f = Fault {
@@ -503,6 +549,10 @@ fn barriers(
         }
         arrived[id as usize] += 1;
         expected[id as usize] = coll[t * COLL_WIDTH + 1] as u32;
+        if red_op(pc).is_some() {
+            red[id as usize].0 += coll[t * COLL_WIDTH + 2] as u32;
+            red[id as usize].1 += 1;
+        }
         waiting += 1;
         waiter.get_or_insert((t as u32, pc));
     }
@@ -516,6 +566,9 @@ fn barriers(
             c => c,
         };
         released[id] = arrived[id] > 0 && arrived[id] >= want;
+        if released[id] {
+            ctx.arrivals[id] = 0;
+        }
     }
     if !released.iter().any(|r| *r) {
         return Err(fault::divergence(
@@ -523,9 +576,14 @@ fn barriers(
         ));
     }
     for (t, s) in state.iter_mut().enumerate() {
-        if *s != EXITED && released[coll[t * COLL_WIDTH] as usize] {
-            *s &= !WAIT;
+        let id = coll[t * COLL_WIDTH] as usize;
+        if *s == EXITED || !released[id] {
+            continue;
         }
+        if let Some(op) = red_op(pc_of(*s)) {
+            coll[t * COLL_WIDTH] = op.result(red[id].0, red[id].1);
+        }
+        *s &= !WAIT;
     }
     Ok(true)
 }

@@ -5,6 +5,8 @@
 //! for `cvt`.
 #![allow(dead_code, unused_imports)]
 
+pub mod half;
+
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};

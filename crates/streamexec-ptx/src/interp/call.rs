@@ -1,0 +1,125 @@
+//! `call` and `ret` of one lane: parameter copies, the return stack, and the frames of
+//! recursive functions (saved at a call they make, restored at its return; see
+//! `decode/frames.rs`).
+
+use super::warp::{Env, Warp};
+use crate::fault::Fault;
+use crate::ir::{CallSite, Frame, Op, WARP};
+
+/// Calls a lane may have pending.
+pub(crate) const MAX_CALL_DEPTH: usize = 1024;
+/// Bytes of saved frames of recursive functions a thread may hold (CUDA's default stack is
+/// 1 KiB per thread; `cudaLimitStackSize` raises it).
+pub(crate) const MAX_FRAME_BYTES: usize = 64 << 10;
+
+impl Warp {
+    /// Lane `l` calls `site` from instruction `pc`.
+    pub(super) fn call_lane(
+        &mut self,
+        env: &Env<'_>,
+        l: usize,
+        pc: u32,
+        site: &CallSite,
+    ) -> Result<(), Fault> {
+        if self.stacks.is_empty() {
+            self.stacks = vec![Vec::new(); WARP];
+        }
+        if self.stacks[l].len() >= MAX_CALL_DEPTH {
+            return Err(self.fault(
+                l,
+                format!("call stack overflow: calls nested deeper than {MAX_CALL_DEPTH}"),
+            ));
+        }
+        if let Some(f) = &site.save {
+            if self.frames.is_empty() {
+                self.frames = vec![Vec::new(); WARP];
+            }
+            if self.frames[l].len() + f.bytes() > MAX_FRAME_BYTES {
+                return Err(self.fault(
+                    l,
+                    format!(
+                        "stack overflow: recursion {} calls deep holds more than the {} KiB \
+                         of frames a thread may keep",
+                        self.stacks[l].len(),
+                        MAX_FRAME_BYTES >> 10
+                    ),
+                ));
+            }
+            self.save_frame(env, l, f);
+        }
+        let tb = env.prog.thread_param_bytes as usize;
+        for c in &site.args {
+            let (f, t) = (l * tb + c.from as usize, l * tb + c.to as usize);
+            self.tparam.copy_within(f..f + c.len as usize, t);
+        }
+        self.stacks[l].push(pc);
+        Ok(())
+    }
+
+    /// Lane `l` returns: the instruction it goes on at.
+    pub(super) fn ret_lane(&mut self, env: &Env<'_>, l: usize) -> Result<u32, Fault> {
+        let Some(call) = self.stacks.get_mut(l).and_then(|s| s.pop()) else {
+            return Err(self.fault(l, "ret with no pending call".into()));
+        };
+        if let Some(Op::Call(site)) = env.code.get(call as usize).map(|i| &i.op) {
+            let tb = env.prog.thread_param_bytes as usize;
+            let row = l * tb;
+            // The values are read before the caller's frame comes back (it may hold the
+            // callee's return slots), and written after.
+            let vals: Vec<Vec<u8>> = site
+                .rets
+                .iter()
+                .map(|c| self.tparam[row + c.from as usize..][..c.len as usize].to_vec())
+                .collect();
+            if let Some(f) = &site.save {
+                self.restore_frame(env, l, f);
+            }
+            for (c, v) in site.rets.iter().zip(vals) {
+                self.tparam[row + c.to as usize..][..v.len()].copy_from_slice(&v);
+            }
+        }
+        Ok(call + 1)
+    }
+
+    fn save_frame(&mut self, env: &Env<'_>, l: usize, f: &Frame) {
+        let out = &mut self.frames[l];
+        for r in f.regs.0..f.regs.1 {
+            out.extend_from_slice(&self.regs[r as usize * WARP + l].to_le_bytes());
+        }
+        let lb = env.prog.local_bytes as usize;
+        out.extend_from_slice(&self.local[l * lb..][f.local.0 as usize..f.local.1 as usize]);
+        let tb = env.prog.thread_param_bytes as usize;
+        for &(a, b) in &f.tparam {
+            out.extend_from_slice(&self.tparam[l * tb..][a as usize..b as usize]);
+        }
+    }
+
+    fn restore_frame(&mut self, env: &Env<'_>, l: usize, f: &Frame) {
+        let Some(stack) = self.frames.get_mut(l) else {
+            return;
+        };
+        let mut at = stack.len() - f.bytes().min(stack.len());
+        let saved = stack.split_off(at);
+        at = 0;
+        let mut take = |n: usize| {
+            let s = &saved[at.min(saved.len())..(at + n).min(saved.len())];
+            at += n;
+            s
+        };
+        for r in f.regs.0..f.regs.1 {
+            let mut b = [0u8; 8];
+            let s = take(8);
+            b[..s.len()].copy_from_slice(s);
+            self.regs[r as usize * WARP + l] = u64::from_le_bytes(b);
+        }
+        let lb = env.prog.local_bytes as usize;
+        let n = (f.local.1 - f.local.0) as usize;
+        let s = take(n);
+        self.local[l * lb..][f.local.0 as usize..][..s.len()].copy_from_slice(s);
+        let tb = env.prog.thread_param_bytes as usize;
+        for &(a, b) in &f.tparam {
+            let s = take((b - a) as usize);
+            self.tparam[l * tb..][a as usize..][..s.len()].copy_from_slice(s);
+        }
+    }
+}

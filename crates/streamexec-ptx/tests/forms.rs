@@ -1,0 +1,397 @@
+//! Hand-written PTX for forms compilers emit beyond the committed corpus, each run on both
+//! engines through the crate's API with the engine chosen per launch: barrier spellings and
+//! thread counts (`barrier.cta.*.aligned`, `bar.red` with a count, `bar.arrive`), launch
+//! bounds (`.maxntid`, `.reqntid`, `.minnctapersm`), `%dynamic_smem_size`, `WARP_SZ` and the
+//! cluster registers of a launch without clusters, and the limits of recursion (a fault naming
+//! the thread, never a crash).
+
+use std::sync::Arc;
+
+use streamexec_ptx::{AllocTable, Arg, Dim3, Error, LaunchConfig, Module, PtxEngine};
+
+const HEADER: &str = ".version 7.8\n.target sm_90\n.address_size 64\n";
+const POISON: u32 = 0xDEAD_BEEF;
+
+fn engines() -> Vec<PtxEngine> {
+    if cfg!(feature = "jit") {
+        vec![PtxEngine::Jit, PtxEngine::Interpreter]
+    } else {
+        vec![PtxEngine::Interpreter]
+    }
+}
+
+/// A device of its own: memory and a pool.
+struct Dev {
+    table: Arc<AllocTable>,
+    pool: rayon::ThreadPool,
+}
+
+impl Dev {
+    fn new() -> Dev {
+        Dev {
+            table: Arc::new(AllocTable::default()),
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .expect("a pool"),
+        }
+    }
+
+    fn load(&self, body: &str) -> Arc<Module> {
+        Module::load(&format!("{HEADER}{body}"), &self.table)
+            .unwrap_or_else(|e| panic!("loading: {e}"))
+    }
+
+    /// `n` poisoned u32s; runs `entry` with the buffer as its only pointer parameter (then
+    /// `scalars`), and returns the buffer's contents.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        m: &Arc<Module>,
+        entry: &str,
+        engine: PtxEngine,
+        block: Dim3,
+        grid: Dim3,
+        n: usize,
+        scalars: &[u32],
+        shared: Option<u64>,
+    ) -> Result<Vec<u32>, Error> {
+        let bytes = 4 * n as u64;
+        let addr = self.table.allocate(bytes).expect("memory");
+        let init: Vec<u8> = std::iter::repeat_n(POISON.to_le_bytes(), n)
+            .flatten()
+            .collect();
+        self.table.write(addr, &init).expect("live");
+        let k = m.kernel(entry)?;
+        let config = LaunchConfig {
+            grid,
+            block,
+            engine,
+            ..LaunchConfig::default()
+        };
+        let sc: Vec<[u8; 4]> = scalars.iter().map(|s| s.to_le_bytes()).collect();
+        let mut args = vec![Arg::Pointer(self.table.resolve(addr, bytes).expect("live"))];
+        args.extend(sc.iter().map(|s| Arg::Scalar(s)));
+        args.extend(shared.map(Arg::SharedMemory));
+        let r = k.launch(&self.pool, &config, &args);
+        let mut out = vec![0u8; bytes as usize];
+        self.table.read(addr, &mut out).expect("live");
+        self.table.free(addr);
+        r.map(|()| {
+            out.chunks(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+                .collect()
+        })
+    }
+}
+
+fn d1(x: u32) -> Dim3 {
+    Dim3::new(x, 1, 1)
+}
+
+/// Each thread stores what it reads at the barriers: counts at `bar.red` with a thread count
+/// (two groups of 64 threads reduce separately on barriers 1 and 2), the `barrier.cta`
+/// spellings, and `.aligned`.
+#[test]
+fn barrier_spellings_and_counted_reductions() {
+    let dev = Dev::new();
+    let m = dev.load(
+        r#"
+.visible .entry k(.param .u64 out)
+{
+    .reg .pred %p<4>; .reg .b32 %r<12>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 16;
+    add.s64 %rd3, %rd1, %rd2;
+    and.b32 %r2, %r1, 3;
+    setp.eq.u32 %p1, %r2, 0;               // every fourth thread
+    setp.lt.u32 %p2, %r1, 64;              // the first group
+    @%p2 bra FIRST;
+    barrier.cta.red.popc.aligned.u32 %r3, 2, 64, %p1;
+    bar.red.and.pred %p3, 3, 64, !%p1;
+    bra.uni JOIN;
+FIRST:
+    bar.cta.red.popc.u32 %r3, 1, 64, %p1;
+    barrier.red.or.pred %p3, 4, 64, %p1;
+JOIN:
+    selp.u32 %r4, 1, 0, %p3;
+    barrier.cta.sync.aligned 0;
+    barrier.sync 5;
+    bar.cta.sync 6, 128;
+    st.global.v2.u32 [%rd3], {%r3, %r4};
+    mov.u32 %r5, WARP_SZ;
+    add.u32 %r6, %r5, WARP_SZ;
+    st.global.v2.u32 [%rd3+8], {%r5, %r6};
+    ret;
+}
+"#,
+    );
+    for e in engines() {
+        let got = dev
+            .run(&m, "k", e, d1(128), d1(1), 4 * 128 + 1, &[], None)
+            .unwrap_or_else(|err| panic!("{e:?}: {err}"));
+        for t in 0..128 {
+            // 16 of each 64 have p; the second group's `and` of !p is false, the first's `or`
+            // of p true.
+            let want = [16, if t < 64 { 1 } else { 0 }, 32, 64];
+            assert_eq!(&got[4 * t..4 * t + 4], &want, "{e:?} thread {t}");
+        }
+        assert_eq!(got[4 * 128], POISON, "{e:?}");
+    }
+}
+
+/// `bar.arrive` with a bad barrier id is the same fault on both engines.
+#[test]
+fn barrier_ids_are_checked_at_arrive() {
+    let dev = Dev::new();
+    let m = dev.load(
+        r#"
+.visible .entry k(.param .u64 out, .param .u32 id)
+{
+    .reg .b32 %r<3>;
+    ld.param.u32 %r1, [id];
+    bar.arrive %r1, 32;
+    ret;
+}
+"#,
+    );
+    let texts: Vec<String> = engines()
+        .into_iter()
+        .map(
+            |e| match dev.run(&m, "k", e, d1(32), d1(1), 1, &[17], None) {
+                Err(err @ Error::Fault { .. }) => err.to_string(),
+                other => panic!("{e:?}: {other:?}"),
+            },
+        )
+        .collect();
+    assert!(
+        texts[0].contains("barrier id 17 is not in 0..16"),
+        "{}",
+        texts[0]
+    );
+    assert!(texts.iter().all(|t| *t == texts[0]), "{texts:?}");
+}
+
+/// `.maxntid` bounds the product of the block's extents, `.reqntid` fixes them;
+/// `.minnctapersm` is read and does not limit anything; a zero extent does not load.
+#[test]
+fn launch_bounds_are_checked_at_launch() {
+    let dev = Dev::new();
+    let body = |directive: &str| {
+        format!(
+            ".visible .entry k(.param .u64 out) {directive}\n{{\n    .reg .b32 %r<2>; .reg .b64 %rd<2>;\n    ld.param.u64 %rd1, [out];\n    mov.u32 %r1, %ntid.y;\n    st.global.u32 [%rd1], %r1;\n    ret;\n}}\n"
+        )
+    };
+    let m = dev.load(&body(".maxntid 32, 4, 1 .minnctapersm 2"));
+    for e in engines() {
+        let ok = dev.run(&m, "k", e, Dim3::new(16, 8, 1), d1(1), 1, &[], None);
+        assert_eq!(
+            ok.unwrap(),
+            vec![8],
+            "{e:?}: 128 threads in another shape fit"
+        );
+        match dev.run(&m, "k", e, Dim3::new(16, 8, 2), d1(1), 1, &[], None) {
+            Err(err @ Error::Launch { .. }) => {
+                let s = err.to_string();
+                assert!(s.contains(".maxntid 32, 4, 1") && s.contains("256"), "{s}");
+            }
+            other => panic!("{e:?}: {other:?}"),
+        }
+    }
+    let m = dev.load(&body(".reqntid 32, 2"));
+    for e in engines() {
+        let ok = dev.run(&m, "k", e, Dim3::new(32, 2, 1), d1(3), 1, &[], None);
+        assert_eq!(ok.unwrap(), vec![2], "{e:?}");
+        match dev.run(&m, "k", e, Dim3::new(64, 1, 1), d1(1), 1, &[], None) {
+            Err(err @ Error::Launch { .. }) => {
+                let s = err.to_string();
+                assert!(s.contains(".reqntid 32, 2, 1"), "{s}");
+            }
+            other => panic!("{e:?}: {other:?}"),
+        }
+    }
+    let bad = Module::load(&format!("{HEADER}{}", body(".maxntid 0, 1, 1")), &dev.table);
+    match bad {
+        Err(Error::Ptx(p)) => assert!(p.to_string().contains(".maxntid 0, 1, 1"), "{p}"),
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("a zero extent loaded"),
+    }
+}
+
+/// `%dynamic_smem_size` is the size the launch asked for (the placement still rounds to 16),
+/// and the predefined identifiers of a launch without clusters read as a one-block cluster.
+#[test]
+fn special_registers_of_the_launch() {
+    let dev = Dev::new();
+    let m = dev.load(
+        r#"
+.extern .shared .align 16 .b8 dyn[];
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<12>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %ctaid.x;
+    mul.wide.u32 %rd2, %r1, 32;
+    add.s64 %rd3, %rd1, %rd2;
+    mov.u32 %r2, %dynamic_smem_size;
+    mov.u32 %r3, %clusterid.x;
+    mov.u32 %r4, %nclusterid.x;
+    mov.u32 %r5, %cluster_ctarank;
+    mov.u32 %r6, %cluster_nctarank;
+    mov.u32 %r7, %cluster_nctaid.y;
+    mov.u32 %r8, %is_explicit_cluster;
+    mov.u32 %r9, %aggr_smem_size;
+    st.global.v4.u32 [%rd3], {%r2, %r3, %r4, %r5};
+    st.global.v4.u32 [%rd3+16], {%r6, %r7, %r8, %r9};
+    ret;
+}
+"#,
+    );
+    for e in engines() {
+        let got = dev
+            .run(&m, "k", e, d1(32), d1(3), 3 * 8 + 1, &[], Some(20))
+            .unwrap_or_else(|err| panic!("{e:?}: {err}"));
+        for b in 0..3u32 {
+            let want = [20, b, 3, 0, 1, 1, 0, 32];
+            assert_eq!(
+                &got[8 * b as usize..8 * b as usize + 8],
+                &want,
+                "{e:?} block {b}"
+            );
+        }
+        assert_eq!(got[24], POISON);
+    }
+}
+
+const RECURSE: &str = r#"
+.func (.param .b32 ret) down(.param .b32 n)
+{
+    .local .align 4 .b8 depot[1024];
+    .reg .pred %p<2>; .reg .b32 %r<6>; .reg .b64 %rd<3>;
+    ld.param.b32 %r1, [n];
+    mov.u64 %rd1, depot;
+    st.local.u32 [%rd1], %r1;
+    setp.eq.s32 %p1, %r1, 0;
+    @%p1 bra BASE;
+    add.s32 %r2, %r1, -1;
+    {
+        .param .b32 arg;
+        st.param.b32 [arg], %r2;
+        .param .b32 r;
+        call.uni (r), down, (arg);
+        ld.param.b32 %r3, [r];
+    }
+    ld.local.u32 %r4, [%rd1];
+    add.s32 %r5, %r3, %r4;
+    st.param.b32 [ret], %r5;
+    ret;
+BASE:
+    st.param.b32 [ret], 0;
+    ret;
+}
+
+.visible .entry k(.param .u64 out, .param .u32 n)
+{
+    .reg .b32 %r<4>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    add.u32 %r1, %r1, %r2;
+    {
+        .param .b32 arg;
+        st.param.b32 [arg], %r1;
+        .param .b32 r;
+        call.uni (r), down, (arg);
+        ld.param.b32 %r3, [r];
+    }
+    mul.wide.u32 %rd2, %r2, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"#;
+
+/// Recursion keeps each activation's registers and local memory (the sum 1 + .. + n); a
+/// recursion deeper than the thread's frame budget is a fault naming the thread; a forced JIT
+/// refuses the kernel.
+#[test]
+fn recursion_depth_is_bounded_by_a_fault() {
+    let dev = Dev::new();
+    let m = dev.load(RECURSE);
+    let got = dev
+        .run(&m, "k", PtxEngine::Auto, d1(40), d1(1), 41, &[10], None)
+        .unwrap();
+    for t in 0..40u32 {
+        let n = 10 + t;
+        assert_eq!(got[t as usize], n * (n + 1) / 2, "thread {t}");
+    }
+    assert_eq!(got[40], POISON);
+    // Each level saves 1 KiB of local memory: 200 levels are past the 64 KiB of frames.
+    match dev.run(
+        &m,
+        "k",
+        PtxEngine::Interpreter,
+        d1(40),
+        d1(1),
+        41,
+        &[160],
+        None,
+    ) {
+        Err(err @ Error::Fault { .. }) => {
+            let s = err.to_string();
+            assert!(s.contains("stack overflow") && s.contains("thread"), "{s}");
+        }
+        other => panic!("{other:?}"),
+    }
+    if cfg!(feature = "jit") {
+        match dev.run(&m, "k", PtxEngine::Jit, d1(40), d1(1), 41, &[10], None) {
+            Err(Error::JitUnsupported { detail, .. }) => {
+                assert!(detail.contains("recursive"), "{detail}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// A recursion with no end stops at the call-depth limit, a fault, not a crash of the host.
+#[test]
+fn unbounded_recursion_is_a_fault() {
+    let dev = Dev::new();
+    let m = dev.load(
+        r#"
+.func spin(.param .b32 n)
+{
+    .reg .b32 %r<2>;
+    ld.param.b32 %r1, [n];
+    {
+        .param .b32 arg;
+        st.param.b32 [arg], %r1;
+        call.uni spin, (arg);
+    }
+    ret;
+}
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<2>;
+    mov.u32 %r1, %tid.x;
+    {
+        .param .b32 arg;
+        st.param.b32 [arg], %r1;
+        call.uni spin, (arg);
+    }
+    ret;
+}
+"#,
+    );
+    match dev.run(&m, "k", PtxEngine::Auto, d1(8), d1(1), 1, &[], None) {
+        Err(err @ Error::Fault { .. }) => {
+            let s = err.to_string();
+            assert!(
+                s.contains("call stack overflow") && s.contains("thread (0, 0, 0)"),
+                "{s}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
