@@ -389,6 +389,15 @@ pub fn fminmax<F: Float, const MAX: bool, const FTZ: bool>(a: u64, b: u64) -> u6
     post::<F, FTZ, false>(r)
 }
 
+/// `min.NaN` / `max.NaN` (`MAX`): the canonical NaN if either operand is NaN, else as
+/// [`fminmax`].
+pub fn fminmax_nan<F: Float, const MAX: bool, const FTZ: bool>(a: u64, b: u64) -> u64 {
+    if F::from_bits(a).nan() || F::from_bits(b).nan() {
+        return F::CANON_NAN.to_bits();
+    }
+    fminmax::<F, MAX, FTZ>(a, b)
+}
+
 /// `copysign d, a, b`: `b`'s magnitude with `a`'s sign.
 pub fn fcopysign<F: Float>(a: u64, b: u64) -> u64 {
     let (x, y) = (F::from_bits(a), F::from_bits(b));

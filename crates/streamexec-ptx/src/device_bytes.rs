@@ -38,7 +38,7 @@ macro_rules! device_word {
         }
     )*};
 }
-device_word!(u32 => AtomicU32, i32 => AtomicI32, u64 => AtomicU64, i64 => AtomicI64);
+device_word!(u16 => AtomicU16, u32 => AtomicU32, i32 => AtomicI32, u64 => AtomicU64, i64 => AtomicI64);
 
 /// The device word at `p` as an atomic; see [`DeviceWord::atomic`].
 ///

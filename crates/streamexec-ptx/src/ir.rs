@@ -255,6 +255,8 @@ pub enum AtomOp {
     Or,
     /// `xor`.
     Xor,
+    /// `add.noftz` of halves (`.f16`, `.bf16` with `bf`; pairs with `x2`), rounded to nearest.
+    AddHalf { bf: bool, x2: bool },
 }
 
 /// What a thread does at a block barrier.

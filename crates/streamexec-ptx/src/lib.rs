@@ -28,7 +28,14 @@
 //!   naming the line and the instruction's text; nothing is left to fail at run time.
 //! - **Calls** use fixed per-thread parameter slots: `call` copies the caller's `.param` arguments
 //!   into the callee's parameter slots and pushes the call site on the lane's stack; `ret` copies
-//!   return values back. Recursion is rejected at load (the call graph must be acyclic).
+//!   return values back. A call made from a function on a cycle of the call graph (recursion)
+//!   also saves that function's frame (its registers, local memory and parameter slots) and its
+//!   return restores it (`decode/frames.rs`); the interpreter runs such programs, the JIT leaves
+//!   them to it.
+//! - **Half precision** (`alu/half.rs`): `.f16`/`.bf16` live in the low 16 bits of a register slot,
+//!   pairs in the low 32; results are rounded once from the exact value (rounded to odd in `f64`
+//!   first). `cvt` with a half side is one lane function whose options travel in an immediate
+//!   operand.
 
 //!
 //! ## The engines

@@ -172,4 +172,24 @@ impl Kernel {
     pub fn static_shared_bytes(&self) -> u64 {
         self.prog.static_shared_bytes as u64
     }
+
+    /// The most threads a block of this kernel may have by its launch bounds (`.maxntid`'s
+    /// product, or `.reqntid`'s), if it declares any: what CUDA reports as
+    /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK` (capped there by the device's limit).
+    pub fn max_threads_per_block(&self) -> Option<u64> {
+        let b = &self.prog.bounds;
+        let count = |d: [u32; 3]| d.iter().map(|&v| v as u64).product::<u64>();
+        match (b.maxntid.map(count), b.reqntid.map(count)) {
+            (Some(m), Some(r)) => Some(m.min(r)),
+            (m, r) => m.or(r),
+        }
+    }
+
+    /// The block shape `.reqntid` requires, if the entry declares one.
+    pub fn required_block(&self) -> Option<crate::Dim3> {
+        self.prog
+            .bounds
+            .reqntid
+            .map(|d| crate::Dim3::new(d[0], d[1], d[2]))
+    }
 }

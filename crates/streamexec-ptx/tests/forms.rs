@@ -199,7 +199,17 @@ fn launch_bounds_are_checked_at_launch() {
             other => panic!("{e:?}: {other:?}"),
         }
     }
+    let k = m.kernel("k").unwrap();
+    assert_eq!(
+        (k.max_threads_per_block(), k.required_block()),
+        (Some(128), None)
+    );
     let m = dev.load(&body(".reqntid 32, 2"));
+    let k = m.kernel("k").unwrap();
+    assert_eq!(
+        (k.max_threads_per_block(), k.required_block()),
+        (Some(64), Some(Dim3::new(32, 2, 1)))
+    );
     for e in engines() {
         let ok = dev.run(&m, "k", e, Dim3::new(32, 2, 1), d1(3), 1, &[], None);
         assert_eq!(ok.unwrap(), vec![2], "{e:?}");
@@ -393,5 +403,62 @@ fn unbounded_recursion_is_a_fault() {
             );
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// `atom`/`red` `.add.noftz` on halves, in global and shared memory: 128 threads each add
+/// 1.0 (exact at every step, so any order gives 128.0); the old values `atom` returns are
+/// 0.0 .. 127.0, each once.
+#[test]
+fn half_atomics_add_in_place() {
+    let dev = Dev::new();
+    let m = dev.load(
+        r#"
+.visible .entry k(.param .u64 out)
+{
+    .shared .align 4 .b8 sh[4];
+    .reg .pred %p<2>; .reg .b16 %h<5>; .reg .b32 %r<6>; .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [out];
+    mov.u32 %r1, %tid.x;
+    setp.eq.u32 %p1, %r1, 0;
+    @%p1 st.global.v4.u32 [%rd1], {0, 0, 0, 0};
+    @%p1 st.shared.u32 [sh], 0;
+    bar.sync 0;
+    mov.b16 %h1, 0x3C00;
+    atom.global.add.noftz.f16 %h2, [%rd1], %h1;
+    mov.b32 %r2, 0x3C003C00;
+    red.global.add.noftz.f16x2 [%rd1+4], %r2;
+    mov.b16 %h3, 0x3F80;
+    red.add.noftz.bf16 [%rd1+8], %h3;
+    atom.shared.add.noftz.f16 %h4, [sh], %h1;
+    bar.sync 0;
+    @%p1 ld.shared.u32 %r3, [sh];
+    @%p1 st.global.u32 [%rd1+12], %r3;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    cvt.u32.u16 %r4, %h2;
+    st.global.u32 [%rd3+16], %r4;
+    ret;
+}
+"#,
+    );
+    let f16_of = |k: u32| -> u32 {
+        if k == 0 {
+            return 0;
+        }
+        let e = 31 - k.leading_zeros();
+        ((e + 15) << 10) | ((k << (10 - e)) & 0x3FF)
+    };
+    for e in engines() {
+        let got = dev
+            .run(&m, "k", e, d1(128), d1(1), 4 + 128 + 1, &[], None)
+            .unwrap_or_else(|err| panic!("{e:?}: {err}"));
+        assert_eq!(&got[..4], &[0x5800, 0x5800_5800, 0x4300, 0x5800], "{e:?}");
+        let mut olds = got[4..4 + 128].to_vec();
+        olds.sort_unstable();
+        let mut want: Vec<u32> = (0..128).map(f16_of).collect();
+        want.sort_unstable();
+        assert_eq!(olds, want, "{e:?}: the old values");
+        assert_eq!(got[4 + 128], POISON, "{e:?}");
     }
 }

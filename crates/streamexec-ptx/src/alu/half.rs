@@ -270,6 +270,24 @@ pub fn hunary<const BF: bool, const X2: bool, const ABS: bool, const FTZ: bool>(
     }
 }
 
+/// `tanh.approx` (`K` 0) and `ex2.approx` (`K` 1) of halves: Rust's `f64` function rounded
+/// once to the format (more accurate than a GPU's approximation, like the other `.approx`
+/// functions).
+#[inline(never)]
+pub fn happrox<const BF: bool, const X2: bool, const K: u8, const FTZ: bool>(a: u64) -> u64 {
+    let one = |h: u16| {
+        let x = to_f64(if FTZ { flush(h, BF) } else { h }, BF);
+        let r = if K == 0 { x.tanh() } else { x.exp2() };
+        finish(round(r, BF, RN), BF, FTZ, false) as u64
+    };
+    let lo = one(a as u16);
+    if X2 {
+        (one((a >> 16) as u16) << 16) | lo
+    } else {
+        lo
+    }
+}
+
 /// `setp.C` of halves (`C` a [`Cmp`](crate::ir::Cmp) as the float comparisons number them),
 /// on the half at bit `SHIFT` (0, or 16 for the upper half of a pair).
 #[inline(never)]

@@ -22,8 +22,12 @@ impl ProgramBuilder<'_> {
         let approx = m.one_of(&["approx", "full"]).is_some();
         let r = m.one_of(&["rn", "rz", "rm", "rp"]);
         let shape = m.one_of(&["lo", "hi", "wide"]);
+        let nan = m.has("NaN");
         let ty = self.one_ty(i, &mut m)?;
         self.done(i, m)?;
+        if nan && !(ty.float() && matches!(i.opcode.as_str(), "min" | "max")) {
+            return Err(unsupported(".NaN here"));
+        }
         if ops.len() != 3 {
             return Err(self.err(i.line, format!("`{i}`: expected 3 operands")));
         }
@@ -68,6 +72,8 @@ impl ProgramBuilder<'_> {
                 "sub" => rfs!(ty, fsub, rc, ftz, sat),
                 "mul" => rfs!(ty, fmul, rc, ftz, sat),
                 "div" => rf!(ty, fdiv, rc, ftz),
+                "min" if nan => kf!(ty, fminmax_nan, false, ftz),
+                "max" if nan => kf!(ty, fminmax_nan, true, ftz),
                 "min" => kf!(ty, fminmax, false, ftz),
                 "max" => kf!(ty, fminmax, true, ftz),
                 "copysign" => flt_fn!(ty, fcopysign),

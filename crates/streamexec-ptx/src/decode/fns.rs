@@ -399,6 +399,16 @@ pub(super) fn cvt_ff_to<
     cvt_ff::<S, D, R, IR, FTZ, SAT>(a)
 }
 
+/// `set`'s value: `V` for a true predicate, else 0.
+pub(super) fn set_value<const V: u64>(p: u64) -> u64 {
+    if p != 0 { V } else { 0 }
+}
+
+/// `set`'s value on pairs: `V` in each half whose predicate (`lo`, `hi`) is true.
+pub(super) fn set_pair<const V: u64>(lo: u64, hi: u64) -> u64 {
+    set_value::<V>(hi) << 16 | set_value::<V>(lo)
+}
+
 pub(super) fn pack2<const W: u32>(a: u64, b: u64) -> u64 {
     let m = (1u64 << W) - 1;
     (a & m) | ((b & m) << W)

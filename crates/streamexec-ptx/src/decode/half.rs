@@ -49,7 +49,7 @@ macro_rules! bin_fn {
     };
 }
 
-use h::{hbin, hcmp, hfma, hunary};
+use h::{happrox, hbin, hcmp, hfma, hunary};
 
 impl ProgramBuilder<'_> {
     /// An instruction with a half type modifier.
@@ -73,7 +73,7 @@ impl ProgramBuilder<'_> {
             }
             "cvt" => self.half_cvt(i).map(|o| vec![o]),
             "setp" => self.half_setp(i).map(|o| vec![o]),
-            "add" | "sub" | "mul" | "min" | "max" | "fma" | "neg" | "abs" => {
+            "add" | "sub" | "mul" | "min" | "max" | "fma" | "neg" | "abs" | "tanh" | "ex2" => {
                 self.half_arith(i).map(|o| vec![o])
             }
             _ => Err(unsupported("this instruction on f16/bf16 values")),
@@ -82,7 +82,7 @@ impl ProgramBuilder<'_> {
 
     /// A source operand holding a half (`x2`: a pair): a register, or an integer immediate
     /// taken as the bits.
-    fn half_src(&self, i: &ast::Instruction, o: &Operand, x2: bool) -> Result<Src> {
+    pub(super) fn half_src(&self, i: &ast::Instruction, o: &Operand, x2: bool) -> Result<Src> {
         if let Operand::Imm(imm) = o
             && !matches!(imm, ast::Imm::Int(_))
         {
@@ -121,6 +121,7 @@ impl ProgramBuilder<'_> {
         let sat = m.has("sat");
         let relu = m.has("relu");
         let nan = m.has("NaN");
+        let approx = m.has("approx");
         let op = i.opcode.as_str();
         let bad = |what: &str| {
             self.err(
@@ -135,7 +136,7 @@ impl ProgramBuilder<'_> {
             ));
         }
         // bfloat16 arithmetic has no .ftz or .sat (PTX ISA, half precision instructions).
-        if bf && (ftz || sat) {
+        if bf && (sat || (ftz && op != "ex2")) {
             return Err(bad(".ftz or .sat"));
         }
         if (relu && (op != "fma" || sat)) || (nan && !matches!(op, "min" | "max")) {
@@ -147,8 +148,13 @@ impl ProgramBuilder<'_> {
         if sat && !matches!(op, "add" | "sub" | "mul" | "fma") {
             return Err(bad(".sat"));
         }
+        // tanh.approx.type; ex2.approx.{f16,f16x2}; ex2.approx.ftz.{bf16,bf16x2}.
+        let transcendental = matches!(op, "tanh" | "ex2");
+        if approx != transcendental || (transcendental && ftz != (op == "ex2" && bf)) {
+            return Err(bad("this modifier combination"));
+        }
         let want = match op {
-            "neg" | "abs" => 2,
+            "neg" | "abs" | "tanh" | "ex2" => 2,
             "fma" => 4,
             _ => 3,
         };
@@ -170,6 +176,14 @@ impl ProgramBuilder<'_> {
                     (false, true) => bx!(bf, x2, hunary, false, true),
                     (true, false) => bx!(bf, x2, hunary, true, false),
                     (true, true) => bx!(bf, x2, hunary, true, true),
+                };
+                Op::Un { f, d, a }
+            }
+            "tanh" | "ex2" => {
+                let f: Fn1 = match (op == "ex2", ftz) {
+                    (false, _) => bx!(bf, x2, happrox, 0, false),
+                    (true, false) => bx!(bf, x2, happrox, 1, false),
+                    (true, true) => bx!(bf, x2, happrox, 1, true),
                 };
                 Op::Un { f, d, a }
             }
@@ -393,7 +407,7 @@ impl ProgramBuilder<'_> {
 }
 
 /// The lane function of `setp.cmp` on halves (`hi`: the upper halves of pairs).
-fn half_cmp(c: Cmp, bf: bool, ftz: bool, hi: bool) -> Fn2 {
+pub(super) fn half_cmp(c: Cmp, bf: bool, ftz: bool, hi: bool) -> Fn2 {
     macro_rules! one {
         ($c:expr) => {
             match (bf, ftz, hi) {

@@ -25,9 +25,12 @@ impl ProgramBuilder<'_> {
     }
 
     pub(super) fn decode_op(&mut self, i: &ast::Instruction) -> Result<Vec<Op>> {
-        if i.modifiers
-            .iter()
-            .any(|m| super::half::half_kind(m).is_some())
+        // Half types: their own decoder, but for `set`, `atom` and `red`, whose decoders
+        // take every type.
+        if !matches!(i.opcode.as_str(), "atom" | "red" | "set")
+            && i.modifiers
+                .iter()
+                .any(|m| super::half::half_kind(m).is_some())
         {
             return self.half(i);
         }
@@ -230,6 +233,7 @@ impl ProgramBuilder<'_> {
                 }
             }
             "setp" => return self.setp(i, m).map(|o| vec![o]),
+            "set" => return self.set(i),
             "cvt" => {
                 let ftz = m.has("ftz");
                 let sat = m.has("sat");

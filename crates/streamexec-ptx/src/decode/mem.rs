@@ -2,6 +2,7 @@
 
 use super::ProgramBuilder;
 use super::fns::*;
+use super::half::half_kind;
 use crate::ast::{self, Operand};
 use crate::error::PtxResult as Result;
 use crate::ir::{AtomOp, Op, Space, Src, Ty};
@@ -111,9 +112,20 @@ impl ProgramBuilder<'_> {
             _ => return Err(unsupported("this atomic operation")),
         };
         m.has("noftz");
-        let ty = self.one_ty(i, &mut m)?;
+        // `atom.add.noftz.{f16,bf16}{x2}`: a half (pair) added in place.
+        let half = m.list.iter().find_map(|x| half_kind(x));
+        m.list.retain(|x| half_kind(x).is_none());
+        let (op, ty) = match half {
+            Some((bf, x2)) if op == AtomOp::Add && m.types().is_empty() => (
+                AtomOp::AddHalf { bf, x2 },
+                if x2 { Ty::U32 } else { Ty::U16 },
+            ),
+            Some(_) => return Err(unsupported("this atomic on half-precision values")),
+            None => (op, self.one_ty(i, &mut m)?),
+        };
         self.done(i, m)?;
         let ok_ty = match op {
+            AtomOp::AddHalf { .. } => true,
             AtomOp::Add => matches!(
                 ty,
                 Ty::U32 | Ty::S32 | Ty::U64 | Ty::S64 | Ty::F32 | Ty::F64
@@ -137,7 +149,10 @@ impl ProgramBuilder<'_> {
             Some(self.reg(i, &ops[0])?)
         };
         let addr = self.addr(i, &ops[base - 1], space)?;
-        let b = self.src(i, &ops[base], ty)?;
+        let b = match op {
+            AtomOp::AddHalf { x2, .. } => self.half_src(i, &ops[base], x2)?,
+            _ => self.src(i, &ops[base], ty)?,
+        };
         let c = if op == AtomOp::Cas {
             self.src(i, &ops[base + 1], ty)?
         } else {

@@ -16,6 +16,7 @@ mod half;
 pub(crate) use fns::cvt_ii_to;
 mod inst;
 mod mem;
+mod set;
 mod sync;
 
 use std::collections::HashMap;

@@ -345,6 +345,15 @@ fn apply(op: AtomOp, ty: Ty, old: u64, b: u64, c: u64) -> u64 {
                 o - 1
             }
         }
+        (AtomOp::AddHalf { bf, x2 }, _) => {
+            use crate::alu::half::{ADD, hbin};
+            match (bf, x2) {
+                (false, false) => hbin::<false, false, ADD, false, false>(o, b),
+                (false, true) => hbin::<false, true, ADD, false, false>(o, b),
+                (true, false) => hbin::<true, false, ADD, false, false>(o, b),
+                (true, true) => hbin::<true, true, ADD, false, false>(o, b),
+            }
+        }
         (AtomOp::And, _) => o & b,
         (AtomOp::Or, _) => o | b,
         (AtomOp::Xor, _) => o ^ b,
@@ -366,6 +375,17 @@ pub(crate) fn atomic(m: &mut BlockMem<'_>, loc: Loc, op: AtomOp, ty: Ty, b: u64,
                     let new = apply(op, ty, old, b, c);
                     match a.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
                         Ok(_) => return old,
+                        Err(now) => old = now,
+                    }
+                }
+            } else if bytes == 2 {
+                // SAFETY: as above, 2-byte aligned.
+                let a = unsafe { device_bytes::atomic::<u16>(p) };
+                let mut old = a.load(Ordering::Relaxed);
+                loop {
+                    let new = apply(op, ty, old as u64, b, c) as u16;
+                    match a.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
+                        Ok(_) => return old as u64,
                         Err(now) => old = now,
                     }
                 }

@@ -3,17 +3,20 @@
 //! - **Grid**: blocks run in parallel on the caller's rayon pool (`grid.rs`); the first failing
 //!   block (lowest index) is the launch's error, as [`Error::Fault`](crate::Error::Fault).
 //! - **Block**: one host thread runs all warps of a block. Each warp runs until none of its lanes
-//!   can (all exited or at a barrier); then the next warp runs. When no warp can run, barriers
-//!   whose thread count has arrived release (`bar.sync id[, count]`; default: the whole block); if
-//!   none can, the launch fails with "barrier divergence" naming a waiting thread, the barrier's
-//!   instruction and an exited thread (never a hang). Warps and their buffers are pooled per worker
+//!   can (all exited or at a barrier); then the next warp runs. A barrier completes when its
+//!   thread count has arrived (`bar.sync id[, count]`, `bar.arrive id, count` which does not wait,
+//!   `bar.red`; default count: the whole block): its generation moves on and `bar.red`'s
+//!   reduction is kept (`sync.rs`). When no warp can run, the lanes waiting at a completed
+//!   generation are released (with the reduction); if none can, the launch fails with "barrier
+//!   divergence" naming a waiting thread, the barrier's instruction and an exited thread (never a
+//!   hang). Warps and their buffers are pooled per worker
 //!   thread (registers start with stale values, which PTX leaves undefined).
 //! - **Warp** (`warp.rs`, `exec.rs`): 32 lanes, one PC each. The scheduler runs the group of
 //!   runnable lanes with the lowest PC, one instruction for all of them (min-PC / sorted-stack
 //!   reconvergence: no post-dominator analysis; lanes that diverged merge when the running group
 //!   reaches their PC, which is the reconvergence point of the structured code compilers emit).
-//!   `shfl.sync`, `vote.sync` and `activemask` act on the running group, so they are right after
-//!   an if/else has reconverged. Fairness: a group that takes 4096 back-edges while other runnable
+//!   `shfl.sync`, `vote.sync`, `match.sync` and `activemask` act on the running group, so they
+//!   are right after an if/else has reconverged. Fairness: a group that takes 4096 back-edges while other runnable
 //!   lanes of its warp wait at higher PCs (an intra-warp spin lock) is set aside for 1024
 //!   instructions, so the lock holder can finish. `bar.warp.sync mask` waits until every lane of
 //!   the mask that has not exited is at it (the group is set aside meanwhile), so lanes that ran
@@ -39,8 +42,12 @@
 //!   instruction are not ordered (two of them writing one byte race). Across blocks, any two
 //!   non-atomic global accesses to one byte, one a write, race (fences are not taken as ordering).
 //!   Off, it costs one branch per access.
-//! - **Not done / limits**: f16/bf16 and packed types, textures/surfaces, `cp.async`, `mma`,
-//!   `match`/`redux`, `bar.arrive`/`bar.red`, indirect calls and `vprintf`, recursion; `.approx`
+//! - **Calls** (`call.rs`): a per-lane return stack (1024 calls deep at most); a call made from
+//!   a recursive function saves the function's frame on a per-lane byte stack (64 KiB at most)
+//!   and its return restores it. Past either limit the launch ends with a fault naming the
+//!   thread.
+//! - **Not done / limits**: textures/surfaces, `cp.async`, `mma`, `redux`, indirect calls and
+//!   `vprintf`; `.approx`
 //!   transcendental functions use Rust's `f64` functions (more accurate than the GPU); directed
 //!   rounding of `fma` is exact only where the residue test decides it; 64 KiB local memory and
 //!   16384 registers per thread.

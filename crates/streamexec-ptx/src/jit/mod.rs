@@ -15,17 +15,18 @@
 //! - **Threads as a loop; barriers as suspension points.** Within the function each thread runs its
 //!   own scalar code (PTX registers are Cranelift variables, branches are jumps, a guard is a
 //!   conditional branch), so divergence needs no masks. Where a thread must wait for others
-//!   (`bar.sync`, and the warp collectives `shfl.sync`, `vote.sync`, `activemask`), it stores the
-//!   registers live after that instruction (a backward liveness analysis, `analysis.rs`) in its
-//!   spill row, stores the instruction's operands, writes its resume index to its state word and
+//!   (`bar.sync`, `bar.red`, and the warp collectives `shfl.sync`, `vote.sync`, `match.sync`,
+//!   `activemask`), it stores the registers live after that instruction (a backward liveness
+//!   analysis, `analysis.rs`) in its spill row, stores the instruction's operands, writes its resume index to its state word and
 //!   the loop goes on with the next thread. A later call enters each thread through a jump table on
 //!   its resume index, reloads its live registers and continues. Instead of splitting the kernel
 //!   into regions at compile time (PoCL's region formation), the regions are the paths between
 //!   suspension points, found at run time; this handles unstructured control flow and barriers
 //!   inside loops or device functions without a CFG transformation.
 //! - **The block driver** (`run.rs`) calls the function for the whole block, then releases barriers
-//!   whose threads (or `bar.sync id, count`) have all arrived and calls again, until every thread
-//!   has exited. A barrier no thread set can release is the interpreter's "barrier divergence"
+//!   whose threads (or `bar.sync id, count`, counting the threads that went on from `bar.arrive`,
+//!   a runtime call) have all arrived, with `bar.red`'s reduction, and calls again, until every
+//!   thread has exited. A barrier no thread set can release is the interpreter's "barrier divergence"
 //!   error. Kernels with warp collectives run one warp at a time: after each call the lanes of the
 //!   warp waiting at the same collective (the lowest instruction first) are resolved together (the
 //!   shuffle source, the ballot, the active mask: COX's warp-level treatment, with the warp as the

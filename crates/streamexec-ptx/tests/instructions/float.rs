@@ -76,6 +76,57 @@ pub fn float_arithmetic_rn_cells() -> Vec<Cell> {
         cells.push(
             Cell::new(c2("max"), t, &[t, t], bin(t, f32::max, f64::max)).cmp(Cmp::FloatNumeric),
         );
+        // `.NaN`: a NaN operand makes the result NaN (PTX ISA 9.7.3.10, sm_80).
+        cells.push(
+            Cell::new(
+                c2("min.NaN"),
+                t,
+                &[t, t],
+                bin(
+                    t,
+                    |a, b| {
+                        if a.is_nan() || b.is_nan() {
+                            f32::NAN
+                        } else {
+                            a.min(b)
+                        }
+                    },
+                    |a, b| {
+                        if a.is_nan() || b.is_nan() {
+                            f64::NAN
+                        } else {
+                            a.min(b)
+                        }
+                    },
+                ),
+            )
+            .cmp(Cmp::FloatNumeric),
+        );
+        cells.push(
+            Cell::new(
+                c2("max.NaN"),
+                t,
+                &[t, t],
+                bin(
+                    t,
+                    |a, b| {
+                        if a.is_nan() || b.is_nan() {
+                            f32::NAN
+                        } else {
+                            a.max(b)
+                        }
+                    },
+                    |a, b| {
+                        if a.is_nan() || b.is_nan() {
+                            f64::NAN
+                        } else {
+                            a.max(b)
+                        }
+                    },
+                ),
+            )
+            .cmp(Cmp::FloatNumeric),
+        );
         cells.push(Cell::new(
             format!("fma.rn.{n} {{d}}, {{a}}, {{b}}, {{c}}"),
             t,

@@ -182,6 +182,34 @@ pub fn half_arithmetic_cells() -> Vec<Cell> {
             }
         }
     }
+    // tanh.approx and ex2.approx: the f64 function of the exact input, rounded once.
+    for (bf, x2, op, ftz) in [
+        (false, false, "tanh", false),
+        (false, true, "tanh", false),
+        (true, false, "tanh", false),
+        (true, true, "tanh", false),
+        (false, false, "ex2", false),
+        (false, true, "ex2", false),
+        (true, false, "ex2", true),
+        (true, true, "ex2", true),
+    ] {
+        let ty = name(bf, x2);
+        let m = if ftz { ".ftz" } else { "" };
+        cells.push(half_cell(
+            format!("{op}.approx{m}.{ty} {{d}}, {{a}}"),
+            x2,
+            bf,
+            1,
+            move |v| {
+                each(x2, v, |a, _, _| {
+                    let x = to_f64(hv(flush(a, bf, ftz), bf));
+                    let r = if op == "tanh" { x.tanh() } else { x.exp2() };
+                    let h = round_v(ieee(r.to_bits(), 52, 11, 1023), bf, Round::N);
+                    flush(h, bf, ftz)
+                })
+            },
+        ));
+    }
     cells
 }
 
@@ -272,6 +300,97 @@ pub fn half_compare_cells() -> Vec<Cell> {
             );
         }
     }
+    // set: the comparison as a value (1.0 in a half destination, all ones in an integer).
+    for (c, dst, bf, one) in [
+        ("eq", "f16", false, 0x3C00u64),
+        ("nan", "f16", false, 0x3C00),
+        ("lt", "u16", false, 0xFFFF),
+        ("geu", "u32", false, 0xFFFF_FFFF),
+        ("nan", "bf16", true, 0x3F80),
+        ("gt", "s32", true, 0xFFFF_FFFF),
+    ] {
+        let ty = name(bf, false);
+        let d = if dst == "u32" || dst == "s32" {
+            U32
+        } else {
+            U16
+        };
+        cells.push(
+            Cell::new(
+                format!("set.{c}.{dst}.{ty} {{d}}, {{a}}, {{b}}"),
+                d,
+                &[U16, U16],
+                move |v| {
+                    if cmp_half(c, bf, false, v[0], v[1]) {
+                        one
+                    } else {
+                        0
+                    }
+                },
+            )
+            .input(0, Gen::Half { bf })
+            .input(1, Gen::Half { bf }),
+        );
+    }
+    for (c, dst, bf, one) in [
+        ("eq", "f16x2", false, 0x3C00u64),
+        ("nan", "f16x2", false, 0x3C00),
+        ("lt", "u32", false, 0xFFFF),
+        ("nan", "bf16x2", true, 0x3F80),
+        ("le", "s32", true, 0xFFFF),
+    ] {
+        let ty = name(bf, true);
+        cells.push(
+            Cell::new(
+                format!("set.{c}.{dst}.{ty} {{d}}, {{a}}, {{b}}"),
+                B32,
+                &[B32, B32],
+                move |v| {
+                    let r = |sh: u32| {
+                        if cmp_half(c, bf, false, v[0] >> sh, v[1] >> sh) {
+                            one
+                        } else {
+                            0
+                        }
+                    };
+                    r(16) << 16 | r(0)
+                },
+            )
+            .input(0, Gen::Half { bf })
+            .input(1, Gen::Half { bf }),
+        );
+    }
+    // set on 32-bit sources, with a boolean combination.
+    cells.push(Cell::new(
+        "set.nan.f32.f32 {d}, {a}, {b}",
+        F32,
+        &[F32, F32],
+        |v| {
+            if f32v(v[0]).is_nan() || f32v(v[1]).is_nan() {
+                of32(1.0)
+            } else {
+                0
+            }
+        },
+    ));
+    cells.push(Cell::new(
+        "set.lt.xor.u32.s32 {d}, {a}, {b}, {c}",
+        U32,
+        &[S32, S32, Pred],
+        |v| {
+            if (ival(v[0], S32) < ival(v[1], S32)) != (v[2] != 0) {
+                0xFFFF_FFFF
+            } else {
+                0
+            }
+        },
+    ));
+    cells.push(Cell::new(
+        "set.hs.u32.u64 {d}, {a}, {b}",
+        U32,
+        &[U64, U64],
+        |v| if v[0] >= v[1] { 0xFFFF_FFFF } else { 0 },
+    ));
     for c in ["lt", "eq", "gtu"] {
         cells.push(
             Cell::new(
