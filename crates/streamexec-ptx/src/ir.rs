@@ -307,6 +307,43 @@ pub enum MatchMode {
     All,
 }
 
+/// `redux.sync` operation (on the lanes' 32-bit values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduxOp {
+    /// `.add.{u32,s32}` (wrapping).
+    Add,
+    /// `.min.u32` / `.min.s32` (`signed`).
+    Min { signed: bool },
+    /// `.max.u32` / `.max.s32`.
+    Max { signed: bool },
+    /// `.and.b32`.
+    And,
+    /// `.or.b32`.
+    Or,
+    /// `.xor.b32`.
+    Xor,
+}
+
+impl ReduxOp {
+    /// The reduction of `vals`.
+    pub fn fold(self, vals: impl Iterator<Item = u32>) -> u32 {
+        let mut it = vals;
+        let Some(first) = it.next() else {
+            return 0;
+        };
+        it.fold(first, |x, y| match self {
+            ReduxOp::Add => x.wrapping_add(y),
+            ReduxOp::Min { signed: false } => x.min(y),
+            ReduxOp::Max { signed: false } => x.max(y),
+            ReduxOp::Min { signed: true } => (x as i32).min(y as i32) as u32,
+            ReduxOp::Max { signed: true } => (x as i32).max(y as i32) as u32,
+            ReduxOp::And => x & y,
+            ReduxOp::Or => x | y,
+            ReduxOp::Xor => x ^ y,
+        })
+    }
+}
+
 /// `shfl.sync` mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ShflMode {
@@ -534,6 +571,13 @@ pub enum Op {
         mask: Src,
         /// `.b64` (else only the low 32 bits of `a` are compared).
         wide: bool,
+    },
+    /// `redux.sync.op.type d, a, mask`.
+    Redux {
+        op: ReduxOp,
+        d: u32,
+        a: Src,
+        mask: Src,
     },
     /// `activemask.b32`.
     Activemask { d: u32 },

@@ -462,3 +462,69 @@ fn half_atomics_add_in_place() {
         assert_eq!(got[4 + 128], POISON, "{e:?}");
     }
 }
+
+/// `redux.sync` (sm_80's `__reduce_*_sync`) over the executing lanes of the member mask: the
+/// whole warp, then only the lanes with an odd value.
+#[test]
+fn redux_reduces_the_executing_lanes() {
+    let dev = Dev::new();
+    let m = dev.load(
+        r#"
+.visible .entry k(.param .u64 out, .param .u32 seed)
+{
+    .reg .pred %p<2>; .reg .b32 %r<16>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [seed];
+    mov.u32 %r2, %tid.x;
+    // A scrambled value per thread, negative for some.
+    mad.lo.s32 %r3, %r2, -1640531535, %r1;
+    shr.s32 %r3, %r3, 20;
+    redux.sync.add.s32 %r4, %r3, -1;
+    redux.sync.min.s32 %r5, %r3, -1;
+    redux.sync.max.u32 %r6, %r3, -1;
+    redux.sync.and.b32 %r7, %r3, -1;
+    redux.sync.or.b32 %r8, %r3, -1;
+    redux.sync.xor.b32 %r9, %r3, -1;
+    and.b32 %r10, %r3, 1;
+    setp.eq.u32 %p1, %r10, 1;
+    mov.u32 %r11, 0;
+    activemask.b32 %r12;
+    @%p1 redux.sync.min.u32 %r11, %r3, %r12;
+    mul.wide.u32 %rd2, %r2, 32;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.v4.u32 [%rd3], {%r4, %r5, %r6, %r7};
+    st.global.v4.u32 [%rd3+16], {%r8, %r9, %r11, %r3};
+    ret;
+}
+"#,
+    );
+    for e in engines() {
+        for seed in [7u32, 0x9E37_79B9] {
+            let got = dev
+                .run(&m, "k", e, d1(64), d1(1), 8 * 64 + 1, &[seed], None)
+                .unwrap_or_else(|err| panic!("{e:?}: {err}"));
+            for w in 0..2 {
+                let v: Vec<u32> = (0..32).map(|l| got[8 * (32 * w + l) + 7]).collect();
+                let odd: Vec<u32> = v.iter().copied().filter(|x| x & 1 == 1).collect();
+                let sum = v.iter().fold(0u32, |s, x| s.wrapping_add(*x));
+                let smin = v.iter().map(|&x| x as i32).min().unwrap() as u32;
+                let umax = *v.iter().max().unwrap();
+                let and = v.iter().fold(u32::MAX, |s, x| s & x);
+                let or = v.iter().fold(0, |s, x| s | x);
+                let xor = v.iter().fold(0, |s, x| s ^ x);
+                let odd_min = odd.iter().copied().min().unwrap_or(0);
+                for (l, &mine_v) in v.iter().enumerate() {
+                    let t = 32 * w + l;
+                    let mine = if mine_v & 1 == 1 { odd_min } else { 0 };
+                    let want = [sum, smin, umax, and, or, xor, mine, mine_v];
+                    assert_eq!(
+                        &got[8 * t..8 * t + 8],
+                        &want,
+                        "{e:?} seed {seed} thread {t}"
+                    );
+                }
+            }
+            assert_eq!(got[8 * 64], POISON, "{e:?}");
+        }
+    }
+}

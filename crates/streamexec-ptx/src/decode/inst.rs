@@ -338,6 +338,7 @@ impl ProgramBuilder<'_> {
             }
             "bar" | "barrier" => return self.barrier(i, m).map(|o| vec![o]),
             "match" => return self.match_sync(i, m).map(|o| vec![o]),
+            "redux" => return self.redux(i, m).map(|o| vec![o]),
             "membar" | "fence" => {
                 m.drop_ignorable();
                 m.one_of(&["gl", "sys", "cta"]);

@@ -5,7 +5,7 @@ use super::ProgramBuilder;
 use super::fns::Mods;
 use crate::ast::{self, Operand};
 use crate::error::PtxResult as Result;
-use crate::ir::{BarKind, BarRed, MatchMode, Op, Ty};
+use crate::ir::{BarKind, BarRed, MatchMode, Op, ReduxOp, Ty};
 
 impl ProgramBuilder<'_> {
     /// `bar{.cta}` / `barrier{.cta}` `.sync{.aligned} a{, b}`, `.arrive{.aligned} a, b`,
@@ -132,6 +132,45 @@ impl ProgramBuilder<'_> {
             a: self.src(i, &ops[1], ty)?,
             mask: self.src(i, &ops[2], Ty::U32)?,
             wide: ty == Ty::U64,
+        })
+    }
+
+    /// `redux.sync.{add,min,max}.{u32,s32} d, a, mask` and `redux.sync.{and,or,xor}.b32`.
+    pub(super) fn redux(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
+        let ops = &i.operands;
+        let unsupported = |what: &str| {
+            self.err(
+                i.line,
+                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+            )
+        };
+        m.has("sync");
+        let which = m.one_of(&["add", "min", "max", "and", "or", "xor"]);
+        let signed = m.list.contains(&"s32");
+        let bits = m.list.contains(&"b32");
+        let ty = m.types();
+        self.done(i, m)?;
+        let op = match (which, &ty[..]) {
+            (Some("add"), [Ty::U32 | Ty::S32]) if !bits => ReduxOp::Add,
+            (Some("min"), [Ty::U32 | Ty::S32]) if !bits => ReduxOp::Min { signed },
+            (Some("max"), [Ty::U32 | Ty::S32]) if !bits => ReduxOp::Max { signed },
+            (Some("and"), [Ty::U32]) if bits => ReduxOp::And,
+            (Some("or"), [Ty::U32]) if bits => ReduxOp::Or,
+            (Some("xor"), [Ty::U32]) if bits => ReduxOp::Xor,
+            _ => {
+                return Err(unsupported(
+                    "this redux form (integer .add/.min/.max, .and/.or/.xor.b32)",
+                ));
+            }
+        };
+        if ops.len() != 3 {
+            return Err(unsupported("this redux operand list (d, a, membermask)"));
+        }
+        Ok(Op::Redux {
+            op,
+            d: self.reg(i, &ops[0])?,
+            a: self.src(i, &ops[1], Ty::U32)?,
+            mask: self.src(i, &ops[2], Ty::U32)?,
         })
     }
 }

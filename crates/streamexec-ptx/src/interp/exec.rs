@@ -715,6 +715,12 @@ impl Warp {
                     mask: members,
                     wide,
                 } => self.match_sync(env, mask, *mode, *d, *p, *a, *members, *wide),
+                Op::Redux {
+                    op,
+                    d,
+                    a,
+                    mask: members,
+                } => self.redux(env, mask, *op, *d, *a, *members),
                 Op::Activemask { d } => {
                     let g = self.group as u64;
                     for l in lanes(mask) {

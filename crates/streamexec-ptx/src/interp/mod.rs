@@ -15,7 +15,7 @@
 //!   runnable lanes with the lowest PC, one instruction for all of them (min-PC / sorted-stack
 //!   reconvergence: no post-dominator analysis; lanes that diverged merge when the running group
 //!   reaches their PC, which is the reconvergence point of the structured code compilers emit).
-//!   `shfl.sync`, `vote.sync`, `match.sync` and `activemask` act on the running group, so they
+//!   `shfl.sync`, `vote.sync`, `match.sync`, `redux.sync` and `activemask` act on the running group, so they
 //!   are right after an if/else has reconverged. Fairness: a group that takes 4096 back-edges while other runnable
 //!   lanes of its warp wait at higher PCs (an intra-warp spin lock) is set aside for 1024
 //!   instructions, so the lock holder can finish. `bar.warp.sync mask` waits until every lane of
@@ -46,7 +46,7 @@
 //!   a recursive function saves the function's frame on a per-lane byte stack (64 KiB at most)
 //!   and its return restores it. Past either limit the launch ends with a fault naming the
 //!   thread.
-//! - **Not done / limits**: textures/surfaces, `cp.async`, `mma`, `redux`, indirect calls and
+//! - **Not done / limits**: textures/surfaces, `cp.async`, `mma`, indirect calls and
 //!   `vprintf`; `.approx`
 //!   transcendental functions use Rust's `f64` functions (more accurate than the GPU); directed
 //!   rounding of `fma` is exact only where the residue test decides it; 64 KiB local memory and

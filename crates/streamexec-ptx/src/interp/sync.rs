@@ -7,7 +7,7 @@
 
 use super::warp::{Barriers, BlockShared, Env, Warp, lanes};
 use crate::fault::Fault;
-use crate::ir::{BarKind, MatchMode, Op, Src, WARP};
+use crate::ir::{BarKind, MatchMode, Op, ReduxOp, Src, WARP};
 
 impl Warp {
     /// The lanes of `mask` arrive at barrier `id` (thread count `count`); true when they wait
@@ -114,6 +114,28 @@ impl Warp {
             if let Some(p) = p {
                 self.set(p, l, pv);
             }
+        }
+    }
+}
+
+impl Warp {
+    /// `redux.sync`: the lanes of `mask` and of the member mask reduce `a`.
+    pub(super) fn redux(
+        &mut self,
+        env: &Env<'_>,
+        mask: u32,
+        op: ReduxOp,
+        d: u32,
+        a: Src,
+        members: Src,
+    ) {
+        let Some(first) = lanes(mask).next() else {
+            return;
+        };
+        let active = mask & self.val(env, members, first) as u32;
+        let r = op.fold(lanes(active).map(|l| self.val(env, a, l) as u32)) as u64;
+        for l in lanes(mask) {
+            self.set(d, l, r);
         }
     }
 }

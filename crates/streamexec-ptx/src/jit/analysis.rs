@@ -159,6 +159,11 @@ pub(crate) fn uses_defs(inst: &Inst, carry: u32) -> (Vec<u32>, Vec<u32>) {
                 d.push(*x);
             }
         }
+        Op::Redux { d: x, a, mask, .. } => {
+            src_reg(a, &mut u);
+            src_reg(mask, &mut u);
+            d.push(*x);
+        }
         Op::Match {
             d: x, p, a, mask, ..
         } => {
@@ -300,7 +305,11 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, Unsupported> {
                 leader[pc + 1] = true;
                 point_pcs.push((pc as u32, PointKind::Barrier));
             }
-            Op::Shfl { .. } | Op::Vote { .. } | Op::Match { .. } | Op::Activemask { .. } => {
+            Op::Shfl { .. }
+            | Op::Vote { .. }
+            | Op::Match { .. }
+            | Op::Redux { .. }
+            | Op::Activemask { .. } => {
                 leader[pc + 1] = true;
                 has_warp_points = true;
                 point_pcs.push((pc as u32, PointKind::Warp));

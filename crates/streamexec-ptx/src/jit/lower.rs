@@ -774,7 +774,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.b.ins().call_indirect(self.sigs.sleep, f, &[v]);
             }
             Op::Bar { id, count, kind } => return Ok(self.lower_bar(inst, pc, *id, *count, *kind)),
-            Op::Match { a, mask, .. } => {
+            Op::Match { a, mask, .. } | Op::Redux { a, mask, .. } => {
                 let v = [self.val(*a), self.val(*mask)];
                 self.suspend(inst, pc, &v);
                 return Ok(true);
@@ -938,7 +938,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         // row.
         let (d, p) = match &self.prog.code[pc as usize].op {
             Op::Shfl { d, p, .. } | Op::Match { d, p, .. } => (Some(*d), *p),
-            Op::Vote { d, .. } | Op::Activemask { d } => (Some(*d), None),
+            Op::Vote { d, .. } | Op::Redux { d, .. } | Op::Activemask { d } => (Some(*d), None),
             Op::Bar {
                 kind: BarKind::Red { d, .. },
                 ..

@@ -16,7 +16,7 @@
 //!   own scalar code (PTX registers are Cranelift variables, branches are jumps, a guard is a
 //!   conditional branch), so divergence needs no masks. Where a thread must wait for others
 //!   (`bar.sync`, `bar.red`, and the warp collectives `shfl.sync`, `vote.sync`, `match.sync`,
-//!   `activemask`), it stores the registers live after that instruction (a backward liveness
+//!   `redux.sync`, `activemask`), it stores the registers live after that instruction (a backward liveness
 //!   analysis, `analysis.rs`) in its spill row, stores the instruction's operands, writes its resume index to its state word and
 //!   the loop goes on with the next thread. A later call enters each thread through a jump table on
 //!   its resume index, reloads its live registers and continues. Instead of splitting the kernel

@@ -473,6 +473,14 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
                 out[lane] = (r, 0);
             }
         }
+        Op::Redux { op, .. } => {
+            let first = lanes(group).next().unwrap_or(0);
+            let active = group & operand(first, 1) as u32;
+            let r = op.fold(lanes(active).map(|lane| operand(lane, 0) as u32)) as u64;
+            for lane in lanes(group) {
+                out[lane] = (r, 0);
+            }
+        }
         Op::Match { mode, wide, .. } => {
             let first = lanes(group).next().unwrap_or(0);
             let active = group & operand(first, 1) as u32;
