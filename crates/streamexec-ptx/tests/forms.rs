@@ -528,3 +528,134 @@ fn redux_reduces_the_executing_lanes() {
         }
     }
 }
+
+/// A module in the shape NVVM writes for numba-cuda (a `.common` environment pointer, a
+/// kernel wrapper calling the Python function's `.func` with its status return, `$L__BB`
+/// labels, `cuda.syncthreads_count`, `cuda.warpsize`, float16 through `cvt`) loads and runs on
+/// both engines; `print()` (a `vprintf` call) is refused at load, naming the line.
+#[test]
+fn numba_style_modules() {
+    let dev = Dev::new();
+    let m = dev.load(
+        r#"
+	// .globl	_ZN6cudapy8__main__5countB2v1B94cw51cXTLSUwv1sDUaKthqaNgqamjgOR3W3CW7Ww0LSgRWMEQQJbQgDgFSgRMQJxE0BkEkLIdQGmgUVGB8CFJQAoM7GeAUGB2CFJQDr4sAE8AACi0AAAJaEJ3ZZOwAAAAAAJE5jaWFzaW5nAAAAAAA0AgIA_3dA5int32E5ArrayIiLi1E1C7mutable7alignedE
+.common .global .align 8 .u64 _ZN08NumbaEnv8__main__5countB2v1E;
+
+.visible .func  (.param .b32 func_retval0) _ZN8__main__5countB2v1E(
+	.param .b64 _ZN8__main__5countB2v1E_param_0,
+	.param .b64 _ZN8__main__5countB2v1E_param_1
+)
+{
+	.reg .pred 	%p<3>;
+	.reg .b16 	%rs<3>;
+	.reg .b32 	%r<9>;
+	.reg .f32 	%f<3>;
+	.reg .b64 	%rd<6>;
+
+	ld.param.u64 	%rd1, [_ZN8__main__5countB2v1E_param_0];
+	ld.param.u64 	%rd2, [_ZN8__main__5countB2v1E_param_1];
+	mov.u32 	%r1, %tid.x;
+	cvt.u64.u32 	%rd3, %r1;
+	setp.lt.s64 	%p1, %rd3, %rd2;
+	shl.b64 	%rd4, %rd3, 2;
+	add.s64 	%rd5, %rd1, %rd4;
+	ld.u32 	%r2, [%rd5];
+	setp.gt.s32 	%p2, %r2, 0;
+	and.pred 	%p2, %p2, %p1;
+	bar.red.popc.u32 	%r3, 0, %p2;
+	@!%p1 bra 	$L__BB0_2;
+	mov.u32 	%r4, WARP_SZ;
+	cvt.rn.f32.s32 	%f1, %r2;
+	cvt.rn.f16.f32 	%rs1, %f1;
+	cvt.f32.f16 	%f2, %rs1;
+	cvt.rzi.s32.f32 	%r5, %f2;
+	mad.lo.s32 	%r6, %r3, %r4, %r5;
+	st.u32 	[%rd5], %r6;
+$L__BB0_2:
+	mov.u32 	%r7, 0;
+	st.param.b32 	[func_retval0+0], %r7;
+	ret;
+}
+
+.visible .entry _ZN6cudapy8__main__5countB2v1E(
+	.param .u64 _ZN6cudapy8__main__5countB2v1E_param_0,
+	.param .u32 _ZN6cudapy8__main__5countB2v1E_param_1
+)
+{
+	.reg .b32 	%r<3>;
+	.reg .b64 	%rd<4>;
+
+	ld.param.u64 	%rd1, [_ZN6cudapy8__main__5countB2v1E_param_0];
+	ld.param.u32 	%r1, [_ZN6cudapy8__main__5countB2v1E_param_1];
+	cvt.u64.u32 	%rd2, %r1;
+	cvta.to.global.u64 	%rd3, %rd1;
+	cvta.global.u64 	%rd3, %rd3;
+	{ // callseq 0, 0
+	.reg .b32 temp_param_reg;
+	.param .b64 param0;
+	st.param.b64 	[param0+0], %rd3;
+	.param .b64 param1;
+	st.param.b64 	[param1+0], %rd2;
+	.param .b32 retval0;
+	call.uni (retval0),
+	_ZN8__main__5countB2v1E,
+	(
+	param0,
+	param1
+	);
+	ld.param.b32 	%r2, [retval0+0];
+	} // callseq 0
+	ret;
+}
+"#,
+    );
+    for e in engines() {
+        // 64 threads over 40 values: each becomes popc(values > 0) * 32 + value.
+        let n = 40usize;
+        let bytes = 4 * 64u64;
+        let addr = dev.table.allocate(bytes).expect("memory");
+        let vals: Vec<i32> = (0..64).map(|i| (i * 37 % 23) - 9).collect();
+        let raw: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        dev.table.write(addr, &raw).expect("live");
+        let k = m.kernel("_ZN6cudapy8__main__5countB2v1E").unwrap();
+        let config = LaunchConfig {
+            grid: d1(1),
+            block: d1(64),
+            engine: e,
+            ..LaunchConfig::default()
+        };
+        let nb = (n as u32).to_le_bytes();
+        let args = [
+            Arg::Pointer(dev.table.resolve(addr, bytes).expect("live")),
+            Arg::Scalar(&nb),
+        ];
+        k.launch(&dev.pool, &config, &args)
+            .unwrap_or_else(|err| panic!("{e:?}: {err}"));
+        let mut out = vec![0u8; bytes as usize];
+        dev.table.read(addr, &mut out).expect("live");
+        dev.table.free(addr);
+        let got: Vec<i32> = out
+            .chunks(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let popc = vals[..n].iter().filter(|&&v| v > 0).count() as i32;
+        for i in 0..64 {
+            let want = if i < n { popc * 32 + vals[i] } else { vals[i] };
+            assert_eq!(got[i], want, "{e:?} element {i}");
+        }
+    }
+    let printing = format!(
+        "{HEADER}.extern .func (.param .b32 func_retval0) vprintf(.param .b64 a, .param .b64 b);\n\
+         .visible .entry k()\n{{\n\t.reg .b32 %r<2>;\n\t{{\n\t.param .b64 param0;\n\t\
+         st.param.b64 [param0+0], 0;\n\t.param .b64 param1;\n\tst.param.b64 [param1+0], 0;\n\t\
+         .param .b32 retval0;\n\tcall.uni (retval0), vprintf, (param0, param1);\n\t}}\n\tret;\n}}\n"
+    );
+    match Module::load(&printing, &dev.table) {
+        Err(Error::Ptx(p)) => {
+            let s = p.to_string();
+            assert!(s.contains("vprintf") && s.contains("line 14"), "{s}");
+        }
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("a vprintf call loaded"),
+    }
+}
