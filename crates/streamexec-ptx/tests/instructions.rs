@@ -209,6 +209,10 @@ impl Cell {
         self.srcs[operand].1 = g;
         self
     }
+    /// Operands a and b drawn as halves (`.bf16` with `bf`).
+    pub fn halves(self, bf: bool) -> Self {
+        self.input(0, Gen::Half { bf }).input(1, Gen::Half { bf })
+    }
     pub fn valid(mut self, f: impl Fn(&[u64; 3]) -> bool + 'static) -> Self {
         self.valid = Some(Box::new(f));
         self

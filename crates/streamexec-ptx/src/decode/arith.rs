@@ -5,7 +5,7 @@ use super::fns::*;
 use crate::alu::*;
 use crate::ast::{self, Operand};
 use crate::error::PtxResult as Result;
-use crate::ir::{BoolOp, Fn1, Fn2, Fn3, Op, Ty};
+use crate::ir::{BoolOp, Cmp, Fn1, Fn2, Fn3, Op, Src, Ty};
 
 impl ProgramBuilder<'_> {
     pub(super) fn binary(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
@@ -277,14 +277,13 @@ impl ProgramBuilder<'_> {
         })
     }
 
-    pub(super) fn setp(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
-        let ops = &i.operands;
-        let unsupported = |what: &str| {
-            self.err(
-                i.line,
-                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
-            )
-        };
+    /// The modifiers `setp` and `set` share, taken from `m`: the comparison (and whether it
+    /// forces unsigned: `lo ls hi hs`), the boolean combination, `.ftz`.
+    pub(super) fn cmp_mods(
+        &self,
+        i: &ast::Instruction,
+        m: &mut Mods<'_>,
+    ) -> Result<(Cmp, Option<bool>, Option<BoolOp>, bool)> {
         let ftz = m.has("ftz");
         let bop = match m.one_of(&["and", "or", "xor"]) {
             Some("and") => Some(BoolOp::And),
@@ -292,14 +291,52 @@ impl ProgramBuilder<'_> {
             Some("xor") => Some(BoolOp::Xor),
             _ => None,
         };
-        let cmp = m
+        let (cmp, unsigned) = m
             .list
             .iter()
             .position(|x| parse_cmp(x).is_some())
-            .map(|p| m.list.remove(p));
-        let (cmp, force_unsigned) = cmp
+            .map(|p| m.list.remove(p))
             .and_then(parse_cmp)
-            .ok_or_else(|| unsupported("setp without a comparison"))?;
+            .ok_or_else(|| self.unsupported(i, "a comparison without its operator"))?;
+        Ok((cmp, unsigned, bop, ftz))
+    }
+
+    /// The operand count of a comparison (three, four with a boolean combination) and its
+    /// combination `{!}c`.
+    pub(super) fn cmp_comb(
+        &self,
+        i: &ast::Instruction,
+        bop: Option<BoolOp>,
+    ) -> Result<Option<(BoolOp, Src, bool)>> {
+        let ops = &i.operands;
+        let need = if bop.is_some() { 4 } else { 3 };
+        if ops.len() != need {
+            return Err(self.err(i.line, format!("`{i}`: expected {need} operands")));
+        }
+        Ok(match bop {
+            Some(b) => Some(match &ops[3] {
+                Operand::Not(c) => (b, self.src(i, &Operand::Reg(c.clone()), Ty::Pred)?, true),
+                o => (b, self.src(i, o, Ty::Pred)?, false),
+            }),
+            None => None,
+        })
+    }
+
+    /// `setp`'s destinations `p[|q]`.
+    pub(super) fn pred_dests(&self, i: &ast::Instruction) -> Result<(u32, Option<u32>)> {
+        Ok(match i.operands.first() {
+            Some(Operand::Pair(p, q)) => (
+                self.reg(i, &Operand::Reg(p.clone()))?,
+                Some(self.reg(i, &Operand::Reg(q.clone()))?),
+            ),
+            Some(o) => (self.reg(i, o)?, None),
+            None => return Err(self.unsupported(i, "setp without operands")),
+        })
+    }
+
+    pub(super) fn setp(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
+        let ops = &i.operands;
+        let (cmp, force_unsigned, bop, ftz) = self.cmp_mods(i, &mut m)?;
         let ty = self.one_ty(i, &mut m)?;
         self.done(i, m)?;
         let cty = if force_unsigned == Some(true) {
@@ -312,26 +349,9 @@ impl ProgramBuilder<'_> {
         } else {
             int_cmp(cmp, cty)
         };
-        let f = f.ok_or_else(|| unsupported("this comparison/type"))?;
-        let (p, q) = match &ops.first() {
-            Some(Operand::Pair(p, q)) => (
-                self.reg(i, &Operand::Reg(p.clone()))?,
-                Some(self.reg(i, &Operand::Reg(q.clone()))?),
-            ),
-            Some(o) => (self.reg(i, o)?, None),
-            None => return Err(unsupported("setp without operands")),
-        };
-        let need = if bop.is_some() { 4 } else { 3 };
-        if ops.len() != need {
-            return Err(self.err(i.line, format!("`{i}`: expected {need} operands")));
-        }
-        let comb = match bop {
-            Some(b) => Some(match &ops[3] {
-                Operand::Not(c) => (b, self.src(i, &Operand::Reg(c.clone()), Ty::Pred)?, true),
-                o => (b, self.src(i, o, Ty::Pred)?, false),
-            }),
-            None => None,
-        };
+        let f = f.ok_or_else(|| self.unsupported(i, "this comparison/type"))?;
+        let (p, q) = self.pred_dests(i)?;
+        let comb = self.cmp_comb(i, bop)?;
         Ok(Op::Setp {
             f,
             p,

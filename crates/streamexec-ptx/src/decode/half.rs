@@ -7,12 +7,12 @@
 //! literal is refused rather than guessed at.
 
 use super::ProgramBuilder;
-use super::fns::{Mods, parse_cmp, parse_ty};
+use super::fns::{Mods, parse_ty};
 use crate::alu::half::{self as h, CvtSpec, Kind};
 use crate::alu::{RM, RN, RP, RZ};
 use crate::ast::{self, Operand};
 use crate::error::PtxResult as Result;
-use crate::ir::{BoolOp, Cmp, Fn1, Fn2, Fn3, Op, Src, Ty};
+use crate::ir::{Cmp, Fn1, Fn2, Fn3, Op, Src, Ty};
 
 /// A half type modifier: (`bf16`, packed pair).
 pub(super) fn half_kind(m: &str) -> Option<(bool, bool)> {
@@ -54,12 +54,7 @@ use h::{happrox, hbin, hcmp, hfma, hunary};
 impl ProgramBuilder<'_> {
     /// An instruction with a half type modifier.
     pub(super) fn half(&mut self, i: &ast::Instruction) -> Result<Vec<Op>> {
-        let unsupported = |what: &str| {
-            self.err(
-                i.line,
-                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
-            )
-        };
+        let unsupported = |what: &str| self.unsupported(i, what);
         match i.opcode.as_str() {
             "mov" | "ld" | "ldu" | "st" => {
                 // The bits move as they are.
@@ -241,45 +236,13 @@ impl ProgramBuilder<'_> {
             list: i.modifiers.iter().map(String::as_str).collect(),
         };
         let (bf, x2) = self.one_half(i, &mut m)?;
-        let ftz = m.has("ftz");
-        let bop = match m.one_of(&["and", "or", "xor"]) {
-            Some("and") => Some(BoolOp::And),
-            Some("or") => Some(BoolOp::Or),
-            Some("xor") => Some(BoolOp::Xor),
-            _ => None,
-        };
-        let cmp = m
-            .list
-            .iter()
-            .position(|x| parse_cmp(x).is_some_and(|(_, unsigned)| unsigned.is_none()))
-            .map(|p| m.list.remove(p))
-            .and_then(parse_cmp)
-            .map(|(c, _)| c);
+        let (cmp, unsigned, bop, ftz) = self.cmp_mods(i, &mut m)?;
         self.done(i, m)?;
-        let Some(cmp) = cmp else {
-            return Err(self.err(i.line, format!("`{i}`: setp without a float comparison")));
-        };
-        if bf && ftz {
-            return Err(self.err(i.line, format!("`{i}`: setp on bf16 has no .ftz")));
+        if unsigned.is_some() || (bf && ftz) {
+            return Err(self.unsupported(i, "this comparison of halves"));
         }
-        let need = if bop.is_some() { 4 } else { 3 };
-        if ops.len() != need {
-            return Err(self.err(i.line, format!("`{i}`: expected {need} operands")));
-        }
-        let (p, q) = match &ops[0] {
-            Operand::Pair(p, q) => (
-                self.reg(i, &Operand::Reg(p.clone()))?,
-                Some(self.reg(i, &Operand::Reg(q.clone()))?),
-            ),
-            o => (self.reg(i, o)?, None),
-        };
-        let comb = match bop {
-            Some(b) => Some(match &ops[3] {
-                Operand::Not(c) => (b, self.src(i, &Operand::Reg(c.clone()), Ty::Pred)?, true),
-                o => (b, self.src(i, o, Ty::Pred)?, false),
-            }),
-            None => None,
-        };
+        let (p, q) = self.pred_dests(i)?;
+        let comb = self.cmp_comb(i, bop)?;
         Ok(Op::Setp {
             f: half_cmp(cmp, bf, ftz, false),
             p,
@@ -294,12 +257,7 @@ impl ProgramBuilder<'_> {
     /// `cvt` with an f16/bf16 side (the pair form: `cvt.frnd.{f16,bf16}x2.f32 d, a, b`).
     fn half_cvt(&mut self, i: &ast::Instruction) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| {
-            self.err(
-                i.line,
-                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
-            )
-        };
+        let unsupported = |what: &str| self.unsupported(i, what);
         let mut kinds = Vec::new();
         let mut x2 = false;
         let mut rest = Vec::new();

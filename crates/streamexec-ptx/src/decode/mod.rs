@@ -139,6 +139,14 @@ impl<'m> ProgramBuilder<'m> {
         load_error(Some(&self.kernel), Some(line), msg)
     }
 
+    /// `i` does `what`, which the engines do not run.
+    pub(super) fn unsupported(&self, i: &ast::Instruction, what: &str) -> PtxError {
+        self.err(
+            i.line,
+            format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
+        )
+    }
+
     fn alloc(cursor: &mut u64, size: u64, align: u64) -> u64 {
         let off = cursor.next_multiple_of(align.max(1));
         *cursor = off + size;

@@ -4,11 +4,11 @@
 //! each half gives its own result in its half of `d`.
 
 use super::ProgramBuilder;
-use super::fns::{Mods, flt_cmp, int_cmp, parse_cmp, parse_ty, set_pair, set_value, unsigned_of};
+use super::fns::{Mods, flt_cmp, int_cmp, parse_ty, set_pair, set_value, unsigned_of};
 use super::half::{half_cmp, half_kind};
 use crate::ast::{self, Operand};
 use crate::error::PtxResult as Result;
-use crate::ir::{BoolOp, Fn1, Fn2, Op, Src, Ty};
+use crate::ir::{Fn1, Fn2, Op, Src, Ty};
 
 /// A `set` type: an IR type, or a half format (`bf16`) and whether it is a pair.
 #[derive(Clone, Copy, PartialEq)]
@@ -26,12 +26,7 @@ impl ProgramBuilder<'_> {
 
     pub(super) fn set(&mut self, i: &ast::Instruction) -> Result<Vec<Op>> {
         let ops = &i.operands;
-        let unsupported = |what: &str| {
-            self.err(
-                i.line,
-                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
-            )
-        };
+        let unsupported = |what: &str| self.unsupported(i, what);
         let mut tys = Vec::new();
         let mut rest = Vec::new();
         for m in &i.modifiers {
@@ -44,23 +39,8 @@ impl ProgramBuilder<'_> {
             }
         }
         let mut m = Mods { list: rest };
-        let ftz = m.has("ftz");
-        let bop = match m.one_of(&["and", "or", "xor"]) {
-            Some("and") => Some(BoolOp::And),
-            Some("or") => Some(BoolOp::Or),
-            Some("xor") => Some(BoolOp::Xor),
-            _ => None,
-        };
-        let cmp = m
-            .list
-            .iter()
-            .position(|x| parse_cmp(x).is_some())
-            .map(|p| m.list.remove(p))
-            .and_then(parse_cmp);
+        let (cmp, force_unsigned, bop, ftz) = self.cmp_mods(i, &mut m)?;
         self.done(i, m)?;
-        let Some((cmp, force_unsigned)) = cmp else {
-            return Err(unsupported("set without a comparison"));
-        };
         let [dst, src] = tys[..] else {
             return Err(unsupported("set without a destination and a source type"));
         };
@@ -107,23 +87,13 @@ impl ProgramBuilder<'_> {
             (SetTy::Half { bf: true, .. }, SetTy::Half { .. }) => 0x3F80,
             _ => return Err(unsupported("this set destination type")),
         };
-        let need = if bop.is_some() { 4 } else { 3 };
-        if ops.len() != need {
-            return Err(self.err(i.line, format!("`{i}`: expected {need} operands")));
-        }
+        let comb = self.cmp_comb(i, bop)?;
         let d = self.reg(i, &ops[0])?;
         let operand = |s: &Self, o: &Operand| match src {
             SetTy::Plain(t) => s.src(i, o, t),
             SetTy::Half { x2, .. } => s.half_src(i, o, x2),
         };
         let (a, b) = (operand(self, &ops[1])?, operand(self, &ops[2])?);
-        let comb = match bop {
-            Some(bo) => Some(match &ops[3] {
-                Operand::Not(c) => (bo, self.src(i, &Operand::Reg(c.clone()), Ty::Pred)?, true),
-                o => (bo, self.src(i, o, Ty::Pred)?, false),
-            }),
-            None => None,
-        };
         let p = self.scratch();
         let q = x2.then(|| self.scratch());
         let select: Op = if let Some(q) = q {

@@ -13,12 +13,7 @@ impl ProgramBuilder<'_> {
     /// and `bar.warp.sync mask`.
     pub(super) fn barrier(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| {
-            self.err(
-                i.line,
-                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
-            )
-        };
+        let unsupported = |what: &str| self.unsupported(i, what);
         if m.has("warp") {
             m.has("sync");
             self.done(i, m)?;
@@ -97,12 +92,7 @@ impl ProgramBuilder<'_> {
     /// `match.any.sync.b32 d, a, mask`, `match.all.sync.b64 d[|p], a, mask` (b32 or b64).
     pub(super) fn match_sync(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| {
-            self.err(
-                i.line,
-                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
-            )
-        };
+        let unsupported = |what: &str| self.unsupported(i, what);
         m.has("sync");
         let mode = match m.one_of(&["any", "all"]) {
             Some("any") => MatchMode::Any,
@@ -138,12 +128,7 @@ impl ProgramBuilder<'_> {
     /// `redux.sync.{add,min,max}.{u32,s32} d, a, mask` and `redux.sync.{and,or,xor}.b32`.
     pub(super) fn redux(&mut self, i: &ast::Instruction, mut m: Mods<'_>) -> Result<Op> {
         let ops = &i.operands;
-        let unsupported = |what: &str| {
-            self.err(
-                i.line,
-                format!("`{i}`: {what} is not supported by the host platform's PTX engine"),
-            )
-        };
+        let unsupported = |what: &str| self.unsupported(i, what);
         m.has("sync");
         let which = m.one_of(&["add", "min", "max", "and", "or", "xor"]);
         let signed = m.list.contains(&"s32");

@@ -366,40 +366,27 @@ pub(crate) fn atomic(m: &mut BlockMem<'_>, loc: Loc, op: AtomOp, ty: Ty, b: u64,
     let bytes = ty.bytes() as usize;
     match loc {
         Loc::Global(p) => {
-            if bytes == 8 {
-                // SAFETY: `locate` checked bounds and 8-byte alignment of live pinned memory;
-                // every access to device memory is atomic.
-                let a = unsafe { device_bytes::atomic::<u64>(p) };
-                let mut old = a.load(Ordering::Relaxed);
-                loop {
-                    let new = apply(op, ty, old, b, c);
-                    match a.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
-                        Ok(_) => return old,
-                        Err(now) => old = now,
+            // A CAS loop on the word at `p` of the access's width.
+            macro_rules! cas {
+                ($w:ty) => {{
+                    // SAFETY: `locate` checked bounds and alignment (to the access size) of
+                    // live pinned memory; every access to device memory is atomic.
+                    let a = unsafe { device_bytes::atomic::<$w>(p) };
+                    let mut old = a.load(Ordering::Relaxed);
+                    loop {
+                        let new = apply(op, ty, old as u64, b, c) as $w;
+                        match a.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed)
+                        {
+                            Ok(_) => return old as u64,
+                            Err(now) => old = now,
+                        }
                     }
-                }
-            } else if bytes == 2 {
-                // SAFETY: as above, 2-byte aligned.
-                let a = unsafe { device_bytes::atomic::<u16>(p) };
-                let mut old = a.load(Ordering::Relaxed);
-                loop {
-                    let new = apply(op, ty, old as u64, b, c) as u16;
-                    match a.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
-                        Ok(_) => return old as u64,
-                        Err(now) => old = now,
-                    }
-                }
-            } else {
-                // SAFETY: as above, 4-byte aligned.
-                let a = unsafe { device_bytes::atomic::<u32>(p) };
-                let mut old = a.load(Ordering::Relaxed);
-                loop {
-                    let new = apply(op, ty, old as u64, b, c) as u32;
-                    match a.compare_exchange_weak(old, new, Ordering::AcqRel, Ordering::Relaxed) {
-                        Ok(_) => return old as u64,
-                        Err(now) => old = now,
-                    }
-                }
+                }};
+            }
+            match bytes {
+                8 => cas!(u64),
+                2 => cas!(u16),
+                _ => cas!(u32),
             }
         }
         Loc::Shared(i) => {

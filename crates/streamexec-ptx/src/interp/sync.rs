@@ -98,10 +98,7 @@ impl Warp {
         members: Src,
         wide: bool,
     ) {
-        let Some(first) = lanes(mask).next() else {
-            return;
-        };
-        let active = mask & self.val(env, members, first) as u32;
+        let active = self.active(env, mask, members);
         let mut vals = [0u64; WARP];
         for l in lanes(active) {
             let v = self.val(env, a, l);
@@ -119,6 +116,13 @@ impl Warp {
 }
 
 impl Warp {
+    /// The lanes of `mask` that the member mask (read in the first of them) names.
+    fn active(&self, env: &Env<'_>, mask: u32, members: Src) -> u32 {
+        lanes(mask)
+            .next()
+            .map_or(0, |first| mask & self.val(env, members, first) as u32)
+    }
+
     /// `redux.sync`: the lanes of `mask` and of the member mask reduce `a`.
     pub(super) fn redux(
         &mut self,
@@ -129,10 +133,7 @@ impl Warp {
         a: Src,
         members: Src,
     ) {
-        let Some(first) = lanes(mask).next() else {
-            return;
-        };
-        let active = mask & self.val(env, members, first) as u32;
+        let active = self.active(env, mask, members);
         let r = op.fold(lanes(active).map(|l| self.val(env, a, l) as u32)) as u64;
         for l in lanes(mask) {
             self.set(d, l, r);

@@ -77,56 +77,22 @@ pub fn float_arithmetic_rn_cells() -> Vec<Cell> {
             Cell::new(c2("max"), t, &[t, t], bin(t, f32::max, f64::max)).cmp(Cmp::FloatNumeric),
         );
         // `.NaN`: a NaN operand makes the result NaN (PTX ISA 9.7.3.10, sm_80).
-        cells.push(
-            Cell::new(
-                c2("min.NaN"),
-                t,
-                &[t, t],
-                bin(
-                    t,
-                    |a, b| {
-                        if a.is_nan() || b.is_nan() {
-                            f32::NAN
-                        } else {
-                            a.min(b)
-                        }
-                    },
-                    |a, b| {
-                        if a.is_nan() || b.is_nan() {
-                            f64::NAN
-                        } else {
-                            a.min(b)
-                        }
-                    },
-                ),
-            )
-            .cmp(Cmp::FloatNumeric),
-        );
-        cells.push(
-            Cell::new(
-                c2("max.NaN"),
-                t,
-                &[t, t],
-                bin(
-                    t,
-                    |a, b| {
-                        if a.is_nan() || b.is_nan() {
-                            f32::NAN
-                        } else {
-                            a.max(b)
-                        }
-                    },
-                    |a, b| {
-                        if a.is_nan() || b.is_nan() {
-                            f64::NAN
-                        } else {
-                            a.max(b)
-                        }
-                    },
-                ),
-            )
-            .cmp(Cmp::FloatNumeric),
-        );
+        for (op, max) in [("min.NaN", false), ("max.NaN", true)] {
+            let f = move |v: &[u64; 3]| {
+                let (a, b) = if t == F32 {
+                    (f32v(v[0]) as f64, f32v(v[1]) as f64)
+                } else {
+                    (f64v(v[0]), f64v(v[1]))
+                };
+                let r = match (a.is_nan() || b.is_nan(), max) {
+                    (true, _) => f64::NAN,
+                    (false, true) => a.max(b),
+                    (false, false) => a.min(b),
+                };
+                if t == F32 { of32(r as f32) } else { of64(r) }
+            };
+            cells.push(Cell::new(c2(op), t, &[t, t], f).cmp(Cmp::FloatNumeric));
+        }
         cells.push(Cell::new(
             format!("fma.rn.{n} {{d}}, {{a}}, {{b}}, {{c}}"),
             t,

@@ -261,8 +261,7 @@ pub fn half_compare_cells() -> Vec<Cell> {
                     &[U16, U16],
                     move |v| cmp_half(c, bf, false, v[0], v[1]) as u64,
                 )
-                .input(0, Gen::Half { bf })
-                .input(1, Gen::Half { bf }),
+                .halves(bf),
             );
         }
         let t2 = name(bf, true);
@@ -275,8 +274,7 @@ pub fn half_compare_cells() -> Vec<Cell> {
                     &[B32, B32],
                     move |v| cmp_half(c, bf, false, v[0], v[1]) as u64,
                 )
-                .input(0, Gen::Half { bf })
-                .input(1, Gen::Half { bf }),
+                .halves(bf),
             );
             cells.push(
                 Cell::new(
@@ -285,8 +283,7 @@ pub fn half_compare_cells() -> Vec<Cell> {
                     &[B32, B32],
                     move |v| cmp_half(c, bf, false, v[0] >> 16, v[1] >> 16) as u64,
                 )
-                .input(0, Gen::Half { bf })
-                .input(1, Gen::Half { bf }),
+                .halves(bf),
             );
             cells.push(
                 Cell::new(
@@ -295,69 +292,53 @@ pub fn half_compare_cells() -> Vec<Cell> {
                     &[B32, B32, Pred],
                     move |v| (cmp_half(c, bf, false, v[0] >> 16, v[1] >> 16) || v[2] == 0) as u64,
                 )
-                .input(0, Gen::Half { bf })
-                .input(1, Gen::Half { bf }),
+                .halves(bf),
             );
         }
     }
-    // set: the comparison as a value (1.0 in a half destination, all ones in an integer).
-    for (c, dst, bf, one) in [
-        ("eq", "f16", false, 0x3C00u64),
-        ("nan", "f16", false, 0x3C00),
-        ("lt", "u16", false, 0xFFFF),
-        ("geu", "u32", false, 0xFFFF_FFFF),
-        ("nan", "bf16", true, 0x3F80),
-        ("gt", "s32", true, 0xFFFF_FFFF),
+    // set: the comparison as a value (1.0 in a half destination, all ones in an integer), per
+    // half for pairs.
+    for (c, dst, bf, x2, one) in [
+        ("eq", "f16", false, false, 0x3C00u64),
+        ("nan", "f16", false, false, 0x3C00),
+        ("lt", "u16", false, false, 0xFFFF),
+        ("geu", "u32", false, false, 0xFFFF_FFFF),
+        ("nan", "bf16", true, false, 0x3F80),
+        ("gt", "s32", true, false, 0xFFFF_FFFF),
+        ("eq", "f16x2", false, true, 0x3C00),
+        ("nan", "f16x2", false, true, 0x3C00),
+        ("lt", "u32", false, true, 0xFFFF),
+        ("nan", "bf16x2", true, true, 0x3F80),
+        ("le", "s32", true, true, 0xFFFF),
     ] {
-        let ty = name(bf, false);
-        let d = if dst == "u32" || dst == "s32" {
+        let ty = name(bf, x2);
+        let d = if x2 || dst == "u32" || dst == "s32" {
             U32
         } else {
             U16
+        };
+        let s = slot(x2);
+        let r = move |v: &[u64; 3], sh: u32| {
+            if cmp_half(c, bf, false, v[0] >> sh, v[1] >> sh) {
+                one
+            } else {
+                0
+            }
         };
         cells.push(
             Cell::new(
                 format!("set.{c}.{dst}.{ty} {{d}}, {{a}}, {{b}}"),
                 d,
-                &[U16, U16],
+                &[s, s],
                 move |v| {
-                    if cmp_half(c, bf, false, v[0], v[1]) {
-                        one
+                    if x2 {
+                        r(v, 16) << 16 | r(v, 0)
                     } else {
-                        0
+                        r(v, 0)
                     }
                 },
             )
-            .input(0, Gen::Half { bf })
-            .input(1, Gen::Half { bf }),
-        );
-    }
-    for (c, dst, bf, one) in [
-        ("eq", "f16x2", false, 0x3C00u64),
-        ("nan", "f16x2", false, 0x3C00),
-        ("lt", "u32", false, 0xFFFF),
-        ("nan", "bf16x2", true, 0x3F80),
-        ("le", "s32", true, 0xFFFF),
-    ] {
-        let ty = name(bf, true);
-        cells.push(
-            Cell::new(
-                format!("set.{c}.{dst}.{ty} {{d}}, {{a}}, {{b}}"),
-                B32,
-                &[B32, B32],
-                move |v| {
-                    let r = |sh: u32| {
-                        if cmp_half(c, bf, false, v[0] >> sh, v[1] >> sh) {
-                            one
-                        } else {
-                            0
-                        }
-                    };
-                    r(16) << 16 | r(0)
-                },
-            )
-            .input(0, Gen::Half { bf })
-            .input(1, Gen::Half { bf }),
+            .halves(bf),
         );
     }
     // set on 32-bit sources, with a boolean combination.
@@ -399,8 +380,7 @@ pub fn half_compare_cells() -> Vec<Cell> {
                 &[U16, U16],
                 move |v| cmp_half(c, false, true, v[0], v[1]) as u64,
             )
-            .input(0, Gen::Half { bf: false })
-            .input(1, Gen::Half { bf: false }),
+            .halves(false),
         );
     }
     cells
@@ -448,9 +428,13 @@ pub fn half_cvt_cells() -> Vec<Cell> {
     let mut cells = Vec::new();
     for bf in [false, true] {
         let ty = name(bf, false);
-        // From f32 and f64, each rounding.
-        for src in [F32, F64] {
+        // From f32, f64 and integers (numba writes `cvt.rn.f16.s32` and friends), each
+        // rounding.
+        for src in [F32, F64, S8, U8, S16, U16, S32, U32, S64, U64] {
             for r in Round::ALL {
+                if bf && r != Round::N && src.bits() < 32 {
+                    continue;
+                }
                 cells.push(
                     Cell::new(
                         format!("cvt.{}.{ty}.{} {{d}}, {{a}}", r.float(), src.name()),
@@ -506,23 +490,6 @@ pub fn half_cvt_cells() -> Vec<Cell> {
                 )
                 .input(0, Gen::Half { bf }),
             );
-        }
-        // From integers, each rounding (numba writes `cvt.rn.f16.s32` and friends).
-        for src in [S8, U8, S16, U16, S32, U32, S64, U64] {
-            for r in Round::ALL {
-                if bf && r != Round::N && src.bits() < 32 {
-                    continue;
-                }
-                cells.push(
-                    Cell::new(
-                        format!("cvt.{}.{ty}.{} {{d}}, {{a}}", r.float(), src.name()),
-                        U16,
-                        &[src],
-                        move |v| round_v(exact(v[0], src), bf, r) as u64,
-                    )
-                    .cmp(Cmp::Half { bf }),
-                );
-            }
         }
         // To integers, each integer rounding; saturating, NaN to 0.
         for dst in [S8, U8, S16, U16, S32, U32, S64, U64] {
