@@ -44,7 +44,9 @@ abi_enum_as_u32!(
     CUfunc_cache,
     CUmemPool_attribute,
     CUmem_advise,
-    CUstreamCaptureMode
+    CUstreamCaptureMode,
+    CUjitInputType,
+    CUpointer_attribute
 );
 
 /// A function pointer type as its return type and the ABI of each argument.
@@ -100,6 +102,15 @@ mod cuda11 {
     pub(super) unsafe fn cuGraphKernelNodeGetParams(hNode: CUgraphNode, nodeParams: *mut P) -> R {
         unreachable!("a signature for abi.rs")
     }
+    /// CUDA 11.3's `cuGetProcAddress` (no status out-parameter).
+    pub(super) unsafe fn cuGetProcAddress(
+        symbol: *const std::ffi::c_char,
+        pfn: *mut *mut std::ffi::c_void,
+        cudaVersion: std::ffi::c_int,
+        flags: cudarc::driver::sys::cuuint64_t,
+    ) -> R {
+        unreachable!("a signature for abi.rs")
+    }
 }
 
 /// CUDA 12.1's `cuCtxSetFlags`, as cudarc declares it for 12.1 and later. Never called.
@@ -110,6 +121,42 @@ mod cuda12_1 {
     use cudarc::driver::sys::CUresult;
 
     pub(super) unsafe fn cuCtxSetFlags(flags: c_uint) -> CUresult {
+        unreachable!("a signature for abi.rs")
+    }
+}
+
+/// Entry points of CUDA 12.3 to 12.5, as cudarc declares them for those versions. Never called.
+#[allow(unused_variables)]
+mod cuda12_later {
+    use std::ffi::{c_char, c_uint};
+
+    use cudarc::driver::sys::{CUfunction, CUkernel, CUlibrary, CUresult as R};
+
+    pub(super) unsafe fn cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuKernelGetName(name: *mut *const c_char, hfunc: CUkernel) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuKernelGetLibrary(pLib: *mut CUlibrary, kernel: CUkernel) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuKernelGetParamInfo(
+        kernel: CUkernel,
+        paramIndex: usize,
+        paramOffset: *mut usize,
+        paramSize: *mut usize,
+    ) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuLibraryGetKernelCount(count: *mut c_uint, lib: CUlibrary) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuLibraryEnumerateKernels(
+        kernels: *mut CUkernel,
+        numKernels: c_uint,
+        lib: CUlibrary,
+    ) -> R {
         unreachable!("a signature for abi.rs")
     }
 }
@@ -136,11 +183,19 @@ macro_rules! check {
     (
         implemented {$(
             crate $(:: $family:ident)+ {$(
-                fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(in $decl:ident)?;
+                fn $name:ident($($arg:ident: $ty:ty),* $(,)?)
+                    @ $since:literal $(.. $until:literal)? $(, $pt:ident $ptname:ident)?
+                    $(in $decl:ident)?;
             )*}
         )*}
+        lookup {$(
+            fn $lname:ident($($larg:ident: $lty:ty),* $(,)?)
+                @ $lsince:literal $(.. $luntil:literal)? $(in $ldecl:ident)?;
+        )*}
         refused {$(
-            fn $refused:ident($($rarg:ident: $rty:ty),* $(,)?) => $what:literal;
+            fn $refused:ident($($rarg:ident: $rty:ty),* $(,)?)
+                @ $rsince:literal $(.. $runtil:literal)? $(, $rpt:ident $rptname:ident)?
+                => $what:literal;
         )*}
     ) => {
         /// Never called: it compiles only if every signature matches.
@@ -150,6 +205,11 @@ macro_rules! check {
                     reference!($($decl)? $name),
                 );
             )*)*
+            $(
+                same::<unsafe fn($($lty),*) -> CUresult, unsafe fn($(infer!($larg)),*) -> _>(
+                    reference!($($ldecl)? $lname),
+                );
+            )*
             $(
                 same::<unsafe fn($($rty),*) -> CUresult, unsafe fn($(infer!($rarg)),*) -> _>(
                     sys::$refused,

@@ -186,20 +186,22 @@ fn sync_copy(dst: u64, src: u64, n: usize) -> CuResult<()> {
     if n == 0 {
         return Ok(());
     }
+    // The legacy stream, or the per-thread one in a `_ptds` export.
+    let null = context::resolve_in(&ctx, std::ptr::null_mut())?;
     match (side(dst, n, "dst")?, side(src, n, "src")?) {
-        (Side::Device(_), Side::Device(_)) => enqueue_copy(&ctx, &ctx.legacy, dst, src, n),
+        (Side::Device(_), Side::Device(_)) => enqueue_copy(&ctx, &null, dst, src, n),
         (Side::Device(dr), Side::Host) => {
-            ctx.legacy.synchronize(&ctx)?;
+            null.synchronize(&ctx)?;
             // SAFETY: the caller's contract: `src` is valid for `n` bytes.
             unsafe { h2d_now(&dr, dst, src as *const c_void, n) }
         }
         (Side::Host, Side::Device(sr)) => {
-            ctx.legacy.synchronize(&ctx)?;
+            null.synchronize(&ctx)?;
             // SAFETY: the caller's contract: `dst` is valid for `n` bytes.
             unsafe { d2h_now(&sr, src, dst as *mut c_void, n) }
         }
         (Side::Host, Side::Host) => {
-            ctx.legacy.synchronize(&ctx)?;
+            null.synchronize(&ctx)?;
             // SAFETY: the caller's contract: both are valid for `n` bytes.
             unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, n) };
             Ok(())
@@ -497,11 +499,7 @@ fn memset(
 ) -> CuResult<()> {
     let (ctx, s) = match stream {
         Some(h) => resolve_stream(h)?,
-        None => {
-            let c = current()?;
-            let l = c.legacy.clone();
-            (c, l)
-        }
+        None => resolve_stream(std::ptr::null_mut())?,
     };
     if count == 0 {
         return Ok(());

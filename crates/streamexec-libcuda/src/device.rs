@@ -190,3 +190,85 @@ pub(crate) unsafe fn cuDeviceCanAccessPeer(
     // SAFETY: the caller's out-pointer.
     unsafe { put(canAccessPeer, c_int::from(a != b), "canAccessPeer") }
 }
+
+/// `cuDeviceComputeCapability` (deprecated; as the two attributes).
+///
+/// # Safety
+/// `major` and `minor` are null or valid for writes.
+pub(crate) unsafe fn cuDeviceComputeCapability(
+    major: *mut c_int,
+    minor: *mut c_int,
+    dev: CUdevice,
+) -> CuResult<()> {
+    let drv = driver()?;
+    drv.device(dev)?;
+    non_null(minor, "minor")?;
+    // SAFETY: the caller's out-pointers.
+    unsafe {
+        put(major, drv.cc.0 as c_int, "major")?;
+        put(minor, drv.cc.1 as c_int, "minor")
+    }
+}
+
+/// The PCI bus id of device `d`: domain 0, bus `d` (as `CU_DEVICE_ATTRIBUTE_PCI_BUS_ID`
+/// reports), device 0.
+fn pci_bus_id(d: usize) -> String {
+    format!("0000:{d:02x}:00.0")
+}
+
+/// `cuDeviceGetPCIBusId`: `domain:bus:device.function`, NUL-terminated in at most `len` bytes.
+///
+/// # Safety
+/// `pciBusId` is null or valid for writes of `len` bytes.
+pub(crate) unsafe fn cuDeviceGetPCIBusId(
+    pciBusId: *mut c_char,
+    len: c_int,
+    dev: CUdevice,
+) -> CuResult<()> {
+    let d = driver()?.device(dev)?;
+    non_null(pciBusId, "pciBusId")?;
+    let len = usize::try_from(len)
+        .ok()
+        .filter(|&l| l > 0)
+        .ok_or_else(|| invalid(format!("len must be positive, got {len}")))?;
+    let text = pci_bus_id(d);
+    let n = text.len().min(len - 1);
+    // SAFETY: `pciBusId` has `len` > `n` bytes (the caller's contract).
+    unsafe {
+        std::ptr::copy_nonoverlapping(text.as_ptr(), pciBusId.cast::<u8>(), n);
+        pciBusId.add(n).write(0);
+    }
+    Ok(())
+}
+
+/// `cuDeviceGetByPCIBusId`: the device of a PCI bus id `cuDeviceGetPCIBusId` gives (`[domain:]
+/// bus:device[.function]`, hexadecimal).
+///
+/// # Safety
+/// `dev` is null or valid for a write; `pciBusId` is NUL-terminated.
+pub(crate) unsafe fn cuDeviceGetByPCIBusId(
+    dev: *mut CUdevice,
+    pciBusId: *const c_char,
+) -> CuResult<()> {
+    let drv = driver()?;
+    non_null(pciBusId, "pciBusId")?;
+    // SAFETY: non-null and NUL-terminated (the caller's contract).
+    let id = unsafe { std::ffi::CStr::from_ptr(pciBusId) }.to_string_lossy();
+    let parts: Vec<&str> = id.split(':').collect();
+    let (bus, rest) = match parts[..] {
+        [_, bus, rest] | [bus, rest] => (bus, rest),
+        _ => return Err(invalid(format!("{id:?} is not a PCI bus id"))),
+    };
+    let slot = rest.split('.').next().unwrap_or(rest);
+    let found = (0..drv.device_count).find(|&d| {
+        u32::from_str_radix(bus, 16) == Ok(d as u32) && u32::from_str_radix(slot, 16) == Ok(0)
+    });
+    let d = found.ok_or_else(|| {
+        CuErr::new(
+            CUresult::CUDA_ERROR_INVALID_DEVICE,
+            format!("no device has PCI bus id {id:?}"),
+        )
+    })?;
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(dev, d as CUdevice, "dev") }
+}

@@ -11,16 +11,19 @@
 //! The objects made later live in their families' own tables (`context`, `stream`, `event`,
 //! `module`, `memory`, `graph`); nothing here knows them.
 
-use std::ffi::{c_int, c_uint};
+use std::ffi::{c_int, c_uint, c_void};
 use std::sync::OnceLock;
 
-use cudarc::driver::sys::CUresult;
+use cudarc::driver::sys::{CUresult, CUuuid};
 use streamexec::{PlatformManager, StreamExecutor};
 
-use crate::entry::{CuErr, CuResult, invalid, put};
+use crate::entry::{CuErr, CuResult, invalid, non_null, put};
 
-/// The driver API version this library implements (`cuDriverGetVersion`): CUDA 12.0.
-pub(crate) const DRIVER_VERSION: i32 = 12000;
+/// The driver API version this library reports (`cuDriverGetVersion`): CUDA 12.5, the newest
+/// version any of its exports belongs to (`cuKernelGetLibrary`; a test checks it against the
+/// declaration list). Entry points of 12.5 and before that it does not export are
+/// `CUDA_ERROR_NOT_FOUND` from `cuGetProcAddress`, or refused with `CUDA_ERROR_NOT_SUPPORTED`.
+pub(crate) const DRIVER_VERSION: i32 = 12050;
 
 /// Everything `cuInit` sets up.
 pub(crate) struct Driver {
@@ -124,4 +127,34 @@ pub(crate) fn cuProfilerStart() -> CuResult<()> {
 /// `cuProfilerStop`: as `cuProfilerStart`.
 pub(crate) fn cuProfilerStop() -> CuResult<()> {
     Ok(())
+}
+
+/// `cuGetExportTable`: NVIDIA's private interfaces between its driver and its runtime and
+/// libraries (NVRTC asks for one) are not offered: `CUDA_ERROR_NOT_SUPPORTED`, with the table
+/// pointer set to NULL, so a caller that checks the result falls back and one that does not
+/// fails on NULL rather than on a stale value.
+///
+/// # Safety
+/// `ppExportTable` is null or valid for a write; `pExportTableId` is null or valid for a read.
+pub(crate) unsafe fn cuGetExportTable(
+    ppExportTable: *mut *const c_void,
+    pExportTableId: *const CUuuid,
+) -> CuResult<()> {
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(ppExportTable, std::ptr::null(), "ppExportTable")? };
+    non_null(pExportTableId, "pExportTableId")?;
+    // SAFETY: non-null, valid for a read (the caller's contract).
+    let id = unsafe { pExportTableId.read() };
+    let hex: String = id
+        .bytes
+        .iter()
+        .map(|b| format!("{:02x}", *b as u8))
+        .collect();
+    Err(CuErr::new(
+        CUresult::CUDA_ERROR_NOT_SUPPORTED,
+        format!(
+            "export table {hex}: NVIDIA's private driver interfaces are not offered by the CPU \
+             driver"
+        ),
+    ))
 }

@@ -64,6 +64,23 @@ thread_local! {
     static IN_HOST_FN: Cell<bool> = const { Cell::new(false) };
     /// The detail of this thread's last failed call.
     static LAST_DETAIL: RefCell<String> = const { RefCell::new(String::new()) };
+    /// Set while this thread runs a per-thread default-stream export (`_ptds`, `_ptsz`).
+    static PER_THREAD_DEFAULT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the call running on this thread is a `_ptds`/`_ptsz` export: its NULL stream is the
+/// per-thread default stream (`CU_STREAM_PER_THREAD`), not the legacy one.
+pub(crate) fn per_thread_default_stream() -> bool {
+    PER_THREAD_DEFAULT.with(Cell::get)
+}
+
+/// [`call`] for a per-thread default-stream export (`cuLaunchKernel_ptsz`,
+/// `cuMemcpyHtoD_v2_ptds`, ...): `f` sees the NULL stream as `CU_STREAM_PER_THREAD`.
+pub(crate) fn call_per_thread(name: &'static str, f: impl FnOnce() -> CuResult<()>) -> CUresult {
+    PER_THREAD_DEFAULT.with(|p| p.set(true));
+    let r = call(name, f);
+    PER_THREAD_DEFAULT.with(|p| p.set(false));
+    r
 }
 
 /// The last kernel fault of the process (its engine report).

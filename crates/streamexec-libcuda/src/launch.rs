@@ -7,7 +7,7 @@
 use std::ffi::{c_int, c_uint, c_void};
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUfunction, CUresult, CUstream};
+use cudarc::driver::sys::{CUevent, CUfunction, CUlaunchConfig, CUresult, CUstream};
 use streamexec::{ArgList, BlockDim, SharedMemory, ThreadDim};
 
 use crate::context::resolve_in;
@@ -275,6 +275,116 @@ pub(crate) unsafe fn cuLaunchKernel(
     };
     s.enqueue(&ctx, |se| launch.issue(se))
         .map_err(|e| launch.explain(e))
+}
+
+/// What a launch attribute of `cuLaunchKernelEx` asks for, once checked.
+enum LaunchAttr {
+    /// A hint, or a setting the CPU engine meets as it is (priority, access policy, memory
+    /// synchronization domain, carveout, programmatic serialization, a cluster of one block).
+    Accepted,
+    /// `CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT`: the event and its record flags.
+    CompletionEvent(CUevent, c_uint),
+}
+
+/// Checks launch attribute `id` with value `v` (the 64 bytes of `CUlaunchAttributeValue`).
+fn launch_attr(id: u32, v: &[u8; 64]) -> CuResult<LaunchAttr> {
+    let u32_at = |k: usize| u32::from_ne_bytes([v[k], v[k + 1], v[k + 2], v[k + 3]]);
+    let not_supported = |what: &str| CuErr::new(CUresult::CUDA_ERROR_NOT_SUPPORTED, what);
+    match id {
+        // IGNORE, ACCESS_POLICY_WINDOW, SYNCHRONIZATION_POLICY, CLUSTER_SCHEDULING_POLICY_
+        // PREFERENCE, PROGRAMMATIC_STREAM_SERIALIZATION (the launch is serialized anyway),
+        // PRIORITY, MEM_SYNC_DOMAIN_MAP, MEM_SYNC_DOMAIN, PREFERRED_CLUSTER_DIMENSION (a
+        // preference), PREFERRED_SHARED_MEMORY_CARVEOUT.
+        0 | 1 | 3 | 5 | 6 | 8 | 9 | 10 | 11 | 14 => Ok(LaunchAttr::Accepted),
+        2 if u32_at(0) == 0 => Ok(LaunchAttr::Accepted),
+        2 => Err(not_supported(
+            "CU_LAUNCH_ATTRIBUTE_COOPERATIVE: cooperative launches (grid-wide sync; \
+             CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH is 0)",
+        )),
+        4 => {
+            let dim = [u32_at(0), u32_at(4), u32_at(8)];
+            if dim.iter().all(|&d| d <= 1) {
+                Ok(LaunchAttr::Accepted)
+            } else {
+                Err(not_supported(&format!(
+                    "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION {dim:?}: thread-block clusters (sm_90)"
+                )))
+            }
+        }
+        7 => Err(not_supported(
+            "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT: programmatic dependent launch (sm_90)",
+        )),
+        12 => {
+            let event = usize::from_ne_bytes(v[..8].try_into().unwrap_or_default());
+            Ok(LaunchAttr::CompletionEvent(event as CUevent, u32_at(8)))
+        }
+        13 => Err(invalid(
+            "CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE is for graph kernel nodes, not \
+             launches",
+        )),
+        other => Err(invalid(format!("{other} is not a CUlaunchAttributeID"))),
+    }
+}
+
+/// `cuLaunchKernelEx`: `cuLaunchKernel` with its geometry, shared memory and stream in
+/// `config`, and launch attributes: hints are accepted, a launch-completion event is recorded
+/// after the kernel (when its last block has run, so after its last block launched, as
+/// CUDA promises), and cooperative launches, clusters of more than one block and programmatic
+/// events are `CUDA_ERROR_NOT_SUPPORTED`.
+///
+/// # Safety
+/// `config` is valid for a read, its `attrs` for `numAttrs` entries; the parameters as for
+/// `cuLaunchKernel`.
+pub(crate) unsafe fn cuLaunchKernelEx(
+    config: *const CUlaunchConfig,
+    f: CUfunction,
+    kernelParams: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CuResult<()> {
+    crate::entry::non_null(config, "config")?;
+    // SAFETY: non-null, valid for a read (the caller's contract); no enum fields.
+    let c = unsafe { config.read() };
+    let mut events = Vec::new();
+    if c.numAttrs > 0 {
+        crate::entry::non_null(c.attrs, "config->attrs")?;
+    }
+    for i in 0..c.numAttrs as usize {
+        // SAFETY: `numAttrs` entries (the caller's contract). The id is read as an integer (a
+        // value outside the enum is not undefined behaviour), the value as its 64 bytes.
+        let (id, value) = unsafe {
+            let a = c.attrs.add(i);
+            (
+                std::ptr::addr_of!((*a).id).cast::<u32>().read(),
+                std::ptr::addr_of!((*a).value)
+                    .cast::<[u8; 64]>()
+                    .read_unaligned(),
+            )
+        };
+        if let LaunchAttr::CompletionEvent(e, flags) = launch_attr(id, &value)? {
+            crate::event::lookup(e)?;
+            events.push((e, flags));
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        cuLaunchKernel(
+            f,
+            c.gridDimX,
+            c.gridDimY,
+            c.gridDimZ,
+            c.blockDimX,
+            c.blockDimY,
+            c.blockDimZ,
+            c.sharedMemBytes,
+            c.hStream,
+            kernelParams,
+            extra,
+        )?;
+    }
+    for (e, flags) in events {
+        crate::event::cuEventRecordWithFlags(e, c.hStream, flags)?;
+    }
+    Ok(())
 }
 
 /// Blocks of `block_size` threads and `shared` dynamic bytes one multiprocessor holds (2048

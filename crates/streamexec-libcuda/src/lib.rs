@@ -63,16 +63,25 @@
 //!   [`streamexec_cuda_last_fault`].
 //! - **Signatures, written once.** `exports.rs` holds the one declaration list of every entry
 //!   point (`entry_points!`, a macro that hands the list to another, as ZLUDA's
-//!   `cuda_function_declarations!` does): each entry's C signature and the family file whose
-//!   ordinary Rust function of the same name implements it (returning `CuResult<()>`), or the
-//!   reason it is refused. From it come the `extern "C"` shells (the implementation in
-//!   `entry::call`; a refusal is `CUDA_ERROR_NOT_SUPPORTED` naming what is missing) and, in
-//!   `abi.rs`, the compile-time check of every signature against cudarc's `driver::sys` (enums
-//!   passed by value are received as `u32`: a C caller may pass any value; `CUDA_MEMCPY3D`'s
-//!   memory types are read the same way). The CUDA 11 names of the kernel-node calls
-//!   (`cuGraphAddKernelNode`, ...), which take `CUDA_KERNEL_NODE_PARAMS_v1`, and CUDA 12.1's
-//!   `cuCtxSetFlags` are checked against local declarations of cudarc's signatures for those
-//!   versions. A new entry point is a line in the list and a function in its family's file.
+//!   `cuda_function_declarations!` does): each entry's C signature, the CUDA version its ABI
+//!   starts at (`fn cuMemAlloc_v2(..) @ 3020`, as `cudaTypedefs.h` names it
+//!   `PFN_cuMemAlloc_v3020`), the version a later variant replaced it at where CUDA has one
+//!   (`cuCtxCreate_v3 @ 11040..12050`), its per-thread default-stream export where it has one
+//!   (`ptsz cuLaunchKernel_ptsz`), and the family file whose ordinary Rust function of the same
+//!   name implements it (returning `CuResult<()>`), or the reason it is refused. From it come
+//!   the `extern "C"` shells (the implementation in `entry::call`; a `_ptds`/`_ptsz` shell runs
+//!   the same function with the NULL stream meaning the per-thread stream, `entry::
+//!   call_per_thread`; a refusal is `CUDA_ERROR_NOT_SUPPORTED` naming what is missing), the
+//!   table `cuGetProcAddress` searches by base name and version (`proc_address.rs`; a variant
+//!   not exported is `CUDA_ERROR_NOT_FOUND`, never another variant's ABI), and, in `abi.rs`,
+//!   the compile-time check of every signature against cudarc's `driver::sys` (enums passed by
+//!   value are received as `u32`: a C caller may pass any value; `CUDA_MEMCPY3D`'s memory types
+//!   are read the same way). The CUDA 11 names of the kernel-node calls (`cuGraphAddKernelNode`,
+//!   ...), which take `CUDA_KERNEL_NODE_PARAMS_v1`, CUDA 11.3's `cuGetProcAddress`, 12.1's
+//!   `cuCtxSetFlags` and the 12.3 to 12.5 entry points are checked against local declarations of
+//!   cudarc's signatures for those versions. `cuDriverGetVersion` reports the newest version of
+//!   the list (12.5; a unit test keeps them equal). A new entry point is a line in the list and
+//!   a function in its family's file.
 //! - **Loading.** `scripts/build-libcuda.sh` builds it in release mode into `target/libcuda`; the
 //!   test script puts that directory first on `LD_LIBRARY_PATH` and requires `cuda`, so the CUDA
 //!   backend of streamexec runs the conformance suite on it in every test run. `cargo test` puts
@@ -92,11 +101,14 @@
 //! | `device.rs` | device queries and attributes |
 //! | `stream/mod.rs` | the stream object and its table: a host-platform stream, the lock-ordered enqueue |
 //! | `context/mod.rs` | contexts (primary and created) and their table, the per-thread current-context stack, sticky errors, stream order within a context, stream handles |
-//! | `event.rs`, `memory.rs`, `module.rs` | events; the process-wide address map (unified addressing), allocation, host memory; modules, functions, globals |
+//! | `event.rs`, `memory.rs` | events; the process-wide address map (unified addressing), allocation, host memory, pointer attributes |
+//! | `module/` | modules, functions, globals, and CUDA 12's libraries and their kernels (`mod.rs`: objects, tables, loading; `library.rs`: the `cuLibrary*`/`cuKernel*` entry points) |
+//! | `link.rs` | `cuLink*`: PTX inputs linked on the text into one PTX image |
 //! | `stream/api.rs`, `context/api.rs` | the `cuStream*` and `cuCtx*`/`cuDevicePrimaryCtx*` entry points (destroying a context frees what it owns in every family) |
-//! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel` and occupancy |
+//! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel`, `cuLaunchKernelEx` and its attributes, occupancy |
 //! | `graph/` | CUDA graphs (the explicit API): tables and order (`mod.rs`), node operations (`nodes.rs`), building (`build.rs`), executable graphs (`instantiate.rs`), `cuGraphLaunch` (`launch.rs`) |
-//! | `exports.rs` | the one declaration list of every entry point, and the `extern "C"` shells it makes (refusals included) |
+//! | `exports.rs` | the one declaration list of every entry point, the `extern "C"` shells it makes (per-thread variants and refusals included), and the table `cuGetProcAddress` searches |
+//! | `proc_address.rs` | `cuGetProcAddress(_v2)`: the lookup by base name, CUDA version and stream mode |
 //! | `abi.rs` | the compile-time check of that list against cudarc's `driver::sys` |
 
 #![allow(non_snake_case)] // exported names are CUDA's
@@ -112,8 +124,10 @@ mod exports;
 mod graph;
 mod handles;
 mod launch;
+mod link;
 mod memory;
 mod module;
+mod proc_address;
 mod stream;
 
 pub use entry::{streamexec_cuda_last_error_detail, streamexec_cuda_last_fault};

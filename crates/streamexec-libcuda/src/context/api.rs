@@ -3,7 +3,7 @@
 //! frees what it owns in every family (streams, events, functions, modules, memory), so this
 //! file sits above them.
 
-use std::ffi::{c_int, c_uint};
+use std::ffi::{c_int, c_uint, c_ulonglong};
 use std::sync::Arc;
 
 use cudarc::driver::sys::{CUcontext, CUdevice, CUexecAffinityParam, CUfunc_cache, CUresult};
@@ -381,4 +381,20 @@ pub(crate) unsafe fn cuCtxGetApiVersion(ctx: CUcontext, version: *mut c_uint) ->
     }
     // SAFETY: the caller's out-pointer.
     unsafe { put(version, DRIVER_VERSION as c_uint, "version") }
+}
+
+/// `cuCtxGetId`: a number unique to the context over the process's life (of the current
+/// context when `ctx` is NULL).
+///
+/// # Safety
+/// `ctxId` is null or valid for a write.
+pub(crate) unsafe fn cuCtxGetId(ctx: CUcontext, ctxId: *mut c_ulonglong) -> CuResult<()> {
+    driver()?;
+    let c = if ctx.is_null() {
+        current_any()?
+    } else {
+        lookup(ctx as usize)?
+    };
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(ctxId, (c.handle >> 4) as c_ulonglong, "ctxId") }
 }

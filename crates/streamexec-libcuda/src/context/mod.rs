@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use streamexec::{Event, EventStatus, Stream};
 
 use crate::driver::driver;
-use crate::entry::{CuErr, CuResult, bad_handle, report_fault};
+use crate::entry::{CuErr, CuResult, bad_handle, per_thread_default_stream, report_fault};
 use crate::handles::Table;
 use crate::stream::{self, CuStream, Kind, STREAM_LEGACY, STREAM_PER_THREAD, ctx_exec, se_error};
 
@@ -270,7 +270,7 @@ impl CuStream {
 
 /// The stream of handle `h` in the current context, and that context: `NULL` and
 /// `CU_STREAM_LEGACY` are the legacy stream, `CU_STREAM_PER_THREAD` this thread's default
-/// stream. A stream of another context is `CUDA_ERROR_INVALID_HANDLE`.
+/// stream (and so is `NULL` in a `_ptds`/`_ptsz` export). A stream of another context is `CUDA_ERROR_INVALID_HANDLE`.
 pub(crate) fn resolve(h: CUstream) -> CuResult<(Arc<Context>, Arc<CuStream>)> {
     let ctx = current()?;
     let s = resolve_in(&ctx, h)?;
@@ -281,6 +281,7 @@ pub(crate) fn resolve(h: CUstream) -> CuResult<(Arc<Context>, Arc<CuStream>)> {
 pub(crate) fn resolve_in(ctx: &Arc<Context>, h: CUstream) -> CuResult<Arc<CuStream>> {
     driver()?;
     match h as usize {
+        0 if per_thread_default_stream() => resolve_in(ctx, STREAM_PER_THREAD as CUstream),
         0 | STREAM_LEGACY => Ok(ctx.legacy.clone()),
         STREAM_PER_THREAD => PER_THREAD.with(|m| {
             let mut m = m.borrow_mut();

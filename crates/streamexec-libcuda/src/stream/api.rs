@@ -2,11 +2,11 @@
 //! waiting for them and for events, and their getters. Above `event.rs`, which resolves the
 //! stream of `cuEventRecord` through the context as these do.
 
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_ulonglong, c_void};
 use std::sync::Arc;
 
 use cudarc::driver::sys::{
-    CUcontext, CUevent, CUhostFn, CUresult, CUstream, CUstreamCaptureStatus,
+    CUcontext, CUevent, CUhostFn, CUresult, CUstream, CUstreamCallback, CUstreamCaptureStatus,
 };
 
 use super::{CuStream, Kind, STREAM_LEGACY, STREAM_PER_THREAD, SendPtr};
@@ -176,4 +176,43 @@ pub(crate) unsafe fn cuStreamIsCapturing(
             "captureStatus",
         )
     }
+}
+
+/// `cuStreamGetId`: a number unique to the stream over the process's life (the default
+/// streams have theirs).
+///
+/// # Safety
+/// `streamId` is null or valid for a write.
+pub(crate) unsafe fn cuStreamGetId(hStream: CUstream, streamId: *mut c_ulonglong) -> CuResult<()> {
+    let (_, s) = resolve(hStream)?;
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(streamId, (s.handle >> 4) as c_ulonglong, "streamId") }
+}
+
+/// `cuStreamAddCallback`: runs `callback(hStream, CUDA_SUCCESS, userData)` in stream order on
+/// the stream's worker thread, as `cuLaunchHostFunc` (driver calls from it are
+/// `CUDA_ERROR_NOT_PERMITTED`); after a failure of the stream's work it is not called (the
+/// stream skips its later work). `flags` must be 0.
+///
+/// # Safety
+/// `callback` may be called with `userData` once, on another thread.
+pub(crate) unsafe fn cuStreamAddCallback(
+    hStream: CUstream,
+    callback: CUstreamCallback,
+    userData: *mut c_void,
+    flags: c_uint,
+) -> CuResult<()> {
+    let (ctx, s) = resolve(hStream)?;
+    let f = callback.ok_or_else(|| invalid("callback is NULL"))?;
+    if flags != 0 {
+        return Err(invalid(format!("flags must be 0, got {flags:#x}")));
+    }
+    let (user, stream) = (SendPtr(userData), SendPtr(hStream.cast()));
+    s.enqueue(&ctx, move |se| {
+        se.then_host_callback(move || {
+            let (user, stream) = (user, stream);
+            // SAFETY: the caller's contract: `callback` may be called once with `userData`.
+            as_host_fn(|| unsafe { f(stream.0.cast(), CUresult::CUDA_SUCCESS, user.0) });
+        });
+    })
 }

@@ -352,5 +352,8 @@ mod events_peers;
 mod handles;
 mod init;
 mod launches;
+mod libraries;
+mod lookup;
 mod memory;
 mod modules;
+mod pointers;

@@ -1,4 +1,6 @@
-//! Modules and functions: PTX text loaded through the host platform's PTX engine.
+//! Modules and functions: PTX text loaded through the host platform's PTX engine; libraries
+//! (`cuLibrary*`, CUDA 12's context-independent modules: the module of a context is loaded when
+//! first asked for) and their kernels, whose entry points are in `library.rs`.
 //!
 //! Loading decodes every `.entry` of the module at once (as the JIT compiles the whole
 //! module), so an instruction the engine does not run is a load error naming its PTX line,
@@ -6,10 +8,12 @@
 //! magic) are `CUDA_ERROR_NO_BINARY_FOR_GPU`: there is no GPU code to run here.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUresult};
+use cudarc::driver::sys::{
+    CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUmoduleLoadingMode, CUresult,
+};
 use parking_lot::Mutex;
 use streamexec::ptx::{PtxEntry, parse_entries};
 use streamexec::{Kernel, MultiKernelLoaderSpec};
@@ -21,10 +25,35 @@ use crate::entry::{CuErr, CuResult, bad_handle, invalid, non_null, put};
 use crate::handles::Table;
 use crate::memory;
 
+pub(crate) mod library;
+
 /// Loaded modules.
 static MODULES: Table<Module> = Table::new(0x4000_0000);
 /// Functions handed out by `cuModuleGetFunction` (a module's kernels by handle).
 static FUNCTIONS: Table<Function> = Table::new(0x5000_0000);
+/// Loaded libraries (`cuLibraryLoadData`).
+static LIBRARIES: Table<Library> = Table::new(0xA000_0000);
+/// Kernels of libraries (`cuLibraryGetKernel`).
+static KERNELS: Table<LibKernel> = Table::new(0xB000_0000);
+
+/// A library: a module image loaded into each context that uses it.
+pub(crate) struct Library {
+    pub(crate) handle: usize,
+    /// The image (PTX text).
+    image: Vec<u8>,
+    /// Its kernels, in the order of the PTX.
+    pub(crate) entries: Vec<PtxEntry>,
+    /// The module of each context it was loaded in: context → module handle.
+    modules: Mutex<HashMap<usize, usize>>,
+    /// Kernel handles handed out, by name (one per name).
+    kernels: Mutex<HashMap<String, usize>>,
+}
+
+/// A kernel of a library (`CUkernel`): in each context, the function of that context's module.
+pub(crate) struct LibKernel {
+    pub(crate) library: usize,
+    pub(crate) name: CString,
+}
 
 /// A loaded module.
 pub(crate) struct Module {
@@ -38,6 +67,8 @@ pub(crate) struct Module {
     ptx_version: i32,
     /// The PTX text and which live copy of it this module is (see [`LIVE_COPIES`]).
     copy: (String, usize),
+    /// The library this module is the context's copy of (`cuLibraryGetModule`), if any.
+    library: Option<usize>,
 }
 
 /// A kernel of a module.
@@ -47,6 +78,8 @@ pub(crate) struct Function {
     pub(crate) module: usize,
     pub(crate) kernel: Kernel,
     pub(crate) entry: PtxEntry,
+    /// The kernel's name, for `cuFuncGetName`.
+    name: CString,
     ptx_version: i32,
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
     pub(crate) max_dynamic_shared: Mutex<i32>,
@@ -238,6 +271,7 @@ fn load(ctx: &Context, image: &[u8]) -> CuResult<Module> {
         functions: Mutex::new(HashMap::new()),
         ptx_version,
         copy: (text.to_string(), copy),
+        library: None,
     })
 }
 
@@ -348,11 +382,53 @@ fn module_of(h: CUmodule) -> CuResult<(Arc<Context>, Arc<Module>)> {
     Ok((ctx, m))
 }
 
-/// `cuModuleUnload`.
+/// `cuModuleUnload` (not of a library's module: the library owns it).
 pub(crate) fn cuModuleUnload(hmod: CUmodule) -> CuResult<()> {
     let (_, m) = module_of(hmod)?;
+    if let Some(lib) = m.library {
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_PERMITTED,
+            format!("the module belongs to library {lib:#x}: unload that (cuLibraryUnload)"),
+        ));
+    }
     unload(&m);
     Ok(())
+}
+
+/// The handle of kernel `name` of module `m` (of context `ctx`): one per name, made on first
+/// use.
+fn function_of(ctx: &Context, m: &Module, name: &str) -> CuResult<usize> {
+    let Some((kernel, entry)) = m.kernels.get(name) else {
+        let mut have: Vec<&str> = m.kernels.keys().map(String::as_str).collect();
+        have.sort_unstable();
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            format!(
+                "the module has no kernel `{name}` (it has: {})",
+                have.join(", ")
+            ),
+        ));
+    };
+    let mut fns = m.functions.lock();
+    if let Some(&h) = fns.get(name) {
+        return Ok(h);
+    }
+    let h = FUNCTIONS.reserve();
+    FUNCTIONS.insert(
+        h,
+        Arc::new(Function {
+            handle: h,
+            ctx: ctx.handle,
+            module: m.handle,
+            kernel: kernel.clone(),
+            entry: entry.clone(),
+            name: CString::new(name).unwrap_or_default(),
+            ptx_version: m.ptx_version,
+            max_dynamic_shared: Mutex::new(SHARED_PER_BLOCK),
+        }),
+    );
+    fns.insert(name.to_string(), h);
+    Ok(h)
 }
 
 /// `cuModuleGetFunction`.
@@ -368,43 +444,43 @@ pub(crate) unsafe fn cuModuleGetFunction(
     non_null(hfunc, "hfunc")?;
     non_null(name, "name")?;
     // SAFETY: the caller's contract.
-    let name = unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned();
-    let Some((kernel, entry)) = m.kernels.get(&name) else {
-        let mut have: Vec<&str> = m.kernels.keys().map(String::as_str).collect();
-        have.sort_unstable();
-        return Err(CuErr::new(
-            CUresult::CUDA_ERROR_NOT_FOUND,
-            format!(
-                "the module has no kernel `{name}` (it has: {})",
-                have.join(", ")
-            ),
-        ));
-    };
-    let mut fns = m.functions.lock();
-    let h = match fns.get(&name) {
-        Some(&h) => h,
-        None => {
-            let h = FUNCTIONS.reserve();
-            FUNCTIONS.insert(
-                h,
-                Arc::new(Function {
-                    handle: h,
-                    ctx: ctx.handle,
-                    module: m.handle,
-                    kernel: kernel.clone(),
-                    entry: entry.clone(),
-                    ptx_version: m.ptx_version,
-                    max_dynamic_shared: Mutex::new(SHARED_PER_BLOCK),
-                }),
-            );
-            fns.insert(name, h);
-            h
-        }
-    };
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    let h = function_of(&ctx, &m, &name)?;
     // SAFETY: the caller's out-pointer (checked non-null above).
     unsafe { put(hfunc, h as CUfunction, "hfunc") }
+}
+
+/// Address and size of module `m`'s `.global`/`.const` variable `name` (in context `ctx`);
+/// the range becomes valid for copies.
+fn global_of(ctx: &Context, m: &Module, name: &str) -> CuResult<(u64, u64)> {
+    let found = m.kernels.values().find_map(|(k, _)| {
+        let s = k.module_global(name)?;
+        Some((k.clone(), s.address().raw(), s.size_bytes()))
+    });
+    let Some((kernel, addr, size)) = found else {
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            format!("the module has no global variable `{name}`"),
+        ));
+    };
+    memory::add_global(addr, size, ctx.handle, ctx.device, kernel, name, m.handle);
+    Ok((addr, size))
+}
+
+/// Writes a global's address and size through the optional out-pointers.
+///
+/// # Safety
+/// The out pointers are null or valid for writes.
+unsafe fn put_global(dptr: *mut CUdeviceptr, bytes: *mut usize, (addr, size): (u64, u64)) {
+    // SAFETY: the caller's out-pointers, each written only when non-null.
+    unsafe {
+        if !dptr.is_null() {
+            dptr.write(addr);
+        }
+        if !bytes.is_null() {
+            bytes.write(size as usize);
+        }
+    }
 }
 
 /// `cuModuleGetGlobal_v2`: address and size of a `.global`/`.const` variable (either out
@@ -421,38 +497,31 @@ pub(crate) unsafe fn cuModuleGetGlobal_v2(
     let (ctx, m) = module_of(hmod)?;
     non_null(name, "name")?;
     // SAFETY: the caller's contract.
-    let name = unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned();
-    let found = m.kernels.values().find_map(|(k, _)| {
-        let s = k.module_global(&name)?;
-        Some((k.clone(), s.address().raw(), s.size_bytes()))
-    });
-    let Some((kernel, addr, size)) = found else {
-        return Err(CuErr::new(
-            CUresult::CUDA_ERROR_NOT_FOUND,
-            format!("the module has no global variable `{name}`"),
-        ));
-    };
-    memory::add_global(addr, size, ctx.handle, ctx.device, kernel, &name, m.handle);
-    // SAFETY: the caller's out-pointers, each written only when non-null.
-    unsafe {
-        if !dptr.is_null() {
-            dptr.write(addr);
-        }
-        if !bytes.is_null() {
-            bytes.write(size as usize);
-        }
-    }
+    let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+    let g = global_of(&ctx, &m, &name)?;
+    // SAFETY: the caller's contract.
+    unsafe { put_global(dptr, bytes, g) };
     Ok(())
 }
 
 /// The live function of handle `h`, of any context.
+/// A `CUkernel` (`cuLibraryGetKernel`) may be passed where a `CUfunction` is taken: it is the
+/// function of the current context's module of its library.
 pub(crate) fn function_any(h: CUfunction) -> CuResult<Arc<Function>> {
     driver()?;
-    FUNCTIONS
-        .get(h as usize)
-        .ok_or_else(|| bad_handle(format!("{:#x} is not a live function", h as usize)))
+    if let Some(f) = FUNCTIONS.get(h as usize) {
+        return Ok(f);
+    }
+    if let Some(k) = KERNELS.get(h as usize) {
+        let f = kernel_function(&k, &*current()?)?;
+        return FUNCTIONS
+            .get(f)
+            .ok_or_else(|| bad_handle("the kernel's function vanished"));
+    }
+    Err(bad_handle(format!(
+        "{:#x} is not a live function (or library kernel)",
+        h as usize
+    )))
 }
 
 /// Whether `f` is still live (its module not unloaded, its context not destroyed).
@@ -531,4 +600,151 @@ pub(crate) unsafe fn cuFuncGetModule(hmod: *mut CUmodule, hfunc: CUfunction) -> 
     let (_, f) = function(hfunc)?;
     // SAFETY: the caller's out-pointer.
     unsafe { put(hmod, f.module as CUmodule, "hmod") }
+}
+
+/// The library of handle `h`.
+pub(crate) fn library(h: usize) -> CuResult<Arc<Library>> {
+    driver()?;
+    LIBRARIES
+        .get(h)
+        .ok_or_else(|| bad_handle(format!("{h:#x} is not a loaded library")))
+}
+
+/// The library kernel of handle `h`.
+pub(crate) fn lib_kernel(h: usize) -> CuResult<Arc<LibKernel>> {
+    driver()?;
+    KERNELS
+        .get(h)
+        .ok_or_else(|| bad_handle(format!("{h:#x} is not a kernel of a loaded library")))
+}
+
+/// Checks a library image (PTX, or a binary refused) and lists its kernels, without loading
+/// it in a context.
+fn library_entries(image: &[u8]) -> CuResult<Vec<PtxEntry>> {
+    if image.starts_with(b"\x7fELF")
+        || image.starts_with(&0xBA55_ED50u32.to_le_bytes())
+        || image.starts_with(&0x4662_43B1u32.to_le_bytes())
+    {
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU,
+            "the image is a cubin or fatbin (GPU machine code); the CPU driver runs PTX only",
+        ));
+    }
+    let text = std::str::from_utf8(image).map_err(|_| {
+        CuErr::new(
+            CUresult::CUDA_ERROR_INVALID_IMAGE,
+            "the image is neither PTX text (UTF-8) nor a known binary format",
+        )
+    })?;
+    parse_entries(text).map_err(|e| ptx_error(e.to_string()))
+}
+
+/// Makes a library of `image`; with a current context it is loaded there at once (so what the
+/// engine refuses is reported now), else in each context on first use.
+pub(crate) fn load_library(image: &[u8]) -> CuResult<Arc<Library>> {
+    driver()?;
+    let entries = library_entries(image)?;
+    let lib = Arc::new(Library {
+        handle: LIBRARIES.reserve(),
+        image: image.to_vec(),
+        entries,
+        modules: Mutex::new(HashMap::new()),
+        kernels: Mutex::new(HashMap::new()),
+    });
+    if let Ok(ctx) = current() {
+        library_module(&lib, &ctx)?;
+    }
+    LIBRARIES.insert(lib.handle, lib.clone());
+    Ok(lib)
+}
+
+/// Library `lib`'s module in context `ctx`, loaded now if it is not yet (or was unloaded with
+/// a destroyed context).
+pub(crate) fn library_module(lib: &Library, ctx: &Context) -> CuResult<Arc<Module>> {
+    let mut mods = lib.modules.lock();
+    if let Some(m) = mods.get(&ctx.handle).and_then(|&h| MODULES.get(h)) {
+        return Ok(m);
+    }
+    let mut m = load(ctx, &lib.image)?;
+    m.library = Some(lib.handle);
+    let m = Arc::new(m);
+    MODULES.insert(m.handle, m.clone());
+    mods.insert(ctx.handle, m.handle);
+    Ok(m)
+}
+
+/// Unloads library `lib`: its module in every context, its kernels.
+pub(crate) fn unload_library(lib: &Library) {
+    if LIBRARIES.remove(lib.handle).is_none() {
+        return;
+    }
+    for (_, h) in lib.modules.lock().drain() {
+        if let Some(m) = MODULES.get(h) {
+            unload(&m);
+        }
+    }
+    for (_, h) in lib.kernels.lock().drain() {
+        KERNELS.remove(h);
+    }
+}
+
+/// The handle of library `lib`'s kernel `name` (one per name).
+pub(crate) fn library_kernel(lib: &Library, name: &str) -> CuResult<usize> {
+    if !lib.entries.iter().any(|e| e.name == name) {
+        let have: Vec<&str> = lib.entries.iter().map(|e| e.name.as_str()).collect();
+        return Err(CuErr::new(
+            CUresult::CUDA_ERROR_NOT_FOUND,
+            format!(
+                "the library has no kernel `{name}` (it has: {})",
+                have.join(", ")
+            ),
+        ));
+    }
+    let mut ks = lib.kernels.lock();
+    if let Some(&h) = ks.get(name) {
+        return Ok(h);
+    }
+    let h = KERNELS.reserve();
+    KERNELS.insert(
+        h,
+        Arc::new(LibKernel {
+            library: lib.handle,
+            name: CString::new(name).unwrap_or_default(),
+        }),
+    );
+    ks.insert(name.to_string(), h);
+    Ok(h)
+}
+
+/// The function handle of library kernel `k` in context `ctx`.
+pub(crate) fn kernel_function(k: &LibKernel, ctx: &Context) -> CuResult<usize> {
+    let lib = library(k.library)?;
+    let m = library_module(&lib, ctx)?;
+    function_of(ctx, &m, &k.name.to_string_lossy())
+}
+
+/// The address and size of library `lib`'s global `name` in context `ctx`.
+pub(crate) fn library_global(lib: &Library, ctx: &Context, name: &str) -> CuResult<(u64, u64)> {
+    let m = library_module(lib, ctx)?;
+    global_of(ctx, &m, name)
+}
+
+/// `cuFuncGetName`: the kernel's name (valid while the function is).
+///
+/// # Safety
+/// `name` is null or valid for a write.
+pub(crate) unsafe fn cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction) -> CuResult<()> {
+    let f = function_any(hfunc)?;
+    // SAFETY: the caller's out-pointer; the name lives in the function (kept by its module).
+    unsafe { put(name, f.name.as_ptr(), "name") }
+}
+
+/// `cuModuleGetLoadingMode`: modules are loaded eagerly (every kernel decoded at load).
+///
+/// # Safety
+/// `mode` is null or valid for a write.
+pub(crate) unsafe fn cuModuleGetLoadingMode(mode: *mut CUmoduleLoadingMode) -> CuResult<()> {
+    driver()?;
+    // SAFETY: the caller's out-pointer.
+    unsafe { put(mode, CUmoduleLoadingMode::CU_MODULE_EAGER_LOADING, "mode") }
 }
