@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Device, DevicePtr, Error, SharedMemory, Spec, TypedKernel};
-use common::{HEADER, fault_text, host, launch, ptx_kernel};
+use common::{HEADER, download, fault_text, host, launch, poisoned, ptx_kernel, run};
 
 use common::{POISON_U32, random_u32s, rng};
 
@@ -1076,4 +1076,67 @@ fn nanosleep_operand_forms_are_checked_at_load() {
     let spec = Spec::new(0).add_cuda_ptx_in_memory(&text, "k");
     exec.get_untyped_kernel(&spec)
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// `isspacep` on generic addresses of each space: a shared variable, a local array, a kernel
+/// parameter and a device buffer, each tested against every space. Output: one u32 per
+/// (address, space) pair, 1 where the address lies in the space.
+#[test]
+fn isspacep_tells_the_window_of_a_generic_address() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 pout)
+{
+    .shared .align 4 .b32 sh[4];
+    .local .align 4 .b8 loc[16];
+    .reg .pred %p<5>;
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [pout];
+    mov.u32 %r1, %tid.x;
+    mov.u64 %rd2, sh;
+    cvta.shared.u64 %rd3, %rd2;
+    mov.u64 %rd4, loc;
+    cvta.local.u64 %rd5, %rd4;
+    mov.u64 %rd6, pout;
+    cvta.param.u64 %rd7, %rd6;
+    cvta.to.global.u64 %rd8, %rd1;
+    cvta.global.u64 %rd8, %rd8;
+    // %rd9 = the address of row tid: shared, local, param, global.
+    setp.eq.u32 %p1, %r1, 0;
+    selp.b64 %rd9, %rd3, %rd5, %p1;
+    setp.eq.u32 %p1, %r1, 2;
+    selp.b64 %rd9, %rd7, %rd9, %p1;
+    setp.eq.u32 %p1, %r1, 3;
+    selp.b64 %rd9, %rd8, %rd9, %p1;
+    isspacep.shared %p1, %rd9;
+    isspacep.local %p2, %rd9;
+    isspacep.param %p3, %rd9;
+    isspacep.global %p4, %rd9;
+    mul.wide.u32 %rd10, %r1, 16;
+    add.u64 %rd11, %rd1, %rd10;
+    selp.u32 %r2, 1, 0, %p1;
+    st.global.u32 [%rd11], %r2;
+    selp.u32 %r2, 1, 0, %p2;
+    st.global.u32 [%rd11+4], %r2;
+    selp.u32 %r2, 1, 0, %p3;
+    st.global.u32 [%rd11+8], %r2;
+    selp.u32 %r2, 1, 0, %p4;
+    st.global.u32 [%rd11+12], %r2;
+    ret;
+}"#,
+        "k",
+    );
+    let out = poisoned(&exec, 16, POISON_U32);
+    run(&exec, 4, 1, &k, (out.ptr(),));
+    #[rustfmt::skip]
+    let want = vec![
+        1, 0, 0, 0, // shared
+        0, 1, 0, 0, // local
+        0, 0, 1, 0, // param
+        0, 0, 0, 1, // global
+    ];
+    assert_eq!(download(&exec, &out), want);
 }
