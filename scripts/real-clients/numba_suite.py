@@ -96,6 +96,10 @@ class Recorder(unittest.TestResult):
             self.error = "".join(traceback.format_exception(*err))[-6000:]
 
     def addError(self, test, err):
+        if issubclass(err[0], unittest.SkipTest) or err[0].__name__ == "Skipped":
+            # A skip raised outside the test method (setUpClass, pytest.skip in a fixture).
+            self.addSkip(test, str(err[1]))
+            return
         if self.current is None:  # setUpClass / tearDownClass / module fixtures
             self._write({"id": test.id(), "outcome": "error", "secs": 0,
                          "error": "".join(traceback.format_exception(*err))[-6000:], "log": []})

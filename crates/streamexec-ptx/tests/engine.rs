@@ -1140,3 +1140,53 @@ fn isspacep_tells_the_window_of_a_generic_address() {
     ];
     assert_eq!(download(&exec, &out), want);
 }
+
+/// A call that takes a return value from a `void` function (numba's `declare_device` of a C
+/// function declares it this way): the call runs, the function's stores land; a call with the
+/// wrong number of arguments is still refused at load.
+#[test]
+fn a_void_function_called_with_a_return_slot_runs() {
+    let exec = host();
+    let body = |args: &str| {
+        format!(
+            r#"
+.visible .func consume(.param .b64 p)
+{{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, 42;
+    st.u32 [%rd1], %r1;
+    ret;
+}}
+.visible .entry k(.param .u64 pout)
+{{
+    .reg .b64 %rd<4>;
+    .reg .b32 %r<3>;
+    ld.param.u64 %rd1, [pout];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    {{
+    .param .b64 param0;
+    .param .b32 retval0;
+    st.param.b64 [param0], %rd3;
+    call.uni (retval0), consume, ({args});
+    ld.param.b32 %r2, [retval0];
+    }}
+    ret;
+}}"#
+        )
+    };
+    let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(&exec, &body("param0"), "k");
+    let out = poisoned(&exec, 8, POISON_U32);
+    run(&exec, 8, 1, &k, (out.ptr(),));
+    assert_eq!(download(&exec, &out), vec![42; 8]);
+    let spec =
+        Spec::new(1).add_cuda_ptx_in_memory(&format!("{HEADER}{}", body("param0, param0")), "k");
+    let e = exec
+        .get_kernel::<(DevicePtr<u32>,)>(&spec)
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("takes 1 argument(s)"), "{e}");
+}
