@@ -188,11 +188,11 @@ const DEVRT_PTX: &str = include_str!("devrt.ptx");
 /// it mid-count, and a module's globals outlive its launches.
 pub(crate) const GRID_BARRIER: &str = "__streamexec_cg_grid_barrier";
 
-/// Whether `bytes` are NVIDIA's device runtime library (an archive defining the grid-group
-/// entry points), whatever the file is called.
+/// Whether `bytes` are NVIDIA's device runtime library, whatever the file is called: an `ar`
+/// archive whose member is `cuda_device_runtime.o` (its code is compressed GPU machine code).
 fn is_cudadevrt(bytes: &[u8]) -> bool {
-    let has = |s: &[u8]| bytes.windows(s.len()).any(|w| w == s);
-    bytes.starts_with(b"!<arch>") && has(b"cudaCGGetIntrinsicHandle") && has(b"cudaCGSynchronize")
+    const MEMBER: &[u8] = b"cuda_device_runtime.o";
+    bytes.starts_with(b"!<arch>\n") && bytes.windows(MEMBER.len()).any(|w| w == MEMBER)
 }
 
 /// The PTX text of an input, or why it is not one this driver links.

@@ -508,10 +508,12 @@ fn faults_name_instruction_thread_and_address() {
     assert_eq!(exec.copy_to_vec(&buf).unwrap()[1], 37);
 }
 
-/// A barrier that some threads skip (they exit) ends the launch with "barrier divergence"
-/// instead of hanging.
+/// Threads that exit count as arrived at a whole-block barrier, as on the hardware (`if (i >=
+/// n) return; ... __syncthreads();`, which NVIDIA's own examples use): the others go on. With
+/// the race checker (the checker mode) it is reported as barrier divergence naming the exited
+/// thread; threads waiting at two different barriers are divergence in every mode.
 #[test]
-fn barrier_divergence_is_a_fault_not_a_hang() {
+fn exited_threads_release_a_barrier_and_divergence_is_a_fault_not_a_hang() {
     let exec = host();
     let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
         &exec,
@@ -519,20 +521,64 @@ fn barrier_divergence_is_a_fault_not_a_hang() {
 .visible .entry k(.param .u64 p)
 {
     .reg .b32 %r<3>;
+    .reg .b64 %rd<4>;
     .reg .pred %p<2>;
+    ld.param.u64 %rd1, [p];
     mov.u32 %r1, %tid.x;
     setp.gt.u32 %p1, %r1, 40;
     @%p1 bra OUT;
     bar.sync 0;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
 OUT:
     ret;
 }"#,
         "k",
     );
-    let buf = exec.copy_to_device(&[0u32; 1]).unwrap();
-    let e = fault_text(launch(&exec, 64, 3, &k, (buf.ptr(),)));
+    let out = poisoned(&exec, 64, POISON_U32);
+    run(&exec, 64, 1, &k, (out.ptr(),));
+    let want: Vec<u32> = (0..64)
+        .map(|t| if t <= 40 { t } else { POISON_U32 })
+        .collect();
+    assert_eq!(download(&exec, &out), want);
+    {
+        let _only = common::RACE_CHECK
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        exec.set_race_check(true).unwrap();
+        let mut s = exec.create_stream().unwrap();
+        let r = s
+            .then_launch(64u32, 3u32, &k, (out.ptr(),))
+            .block_host_until_done();
+        exec.set_race_check(false).unwrap();
+        let e = fault_text(r);
+        assert!(
+            e.contains("barrier divergence") && e.contains("bar.sync 0;") && e.contains("exited"),
+            "{e}"
+        );
+    }
+    let two: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<3>;
+    .reg .pred %p<2>;
+    mov.u32 %r1, %tid.x;
+    setp.gt.u32 %p1, %r1, 31;
+    @%p1 bra OTHER;
+    bar.sync 0;
+    ret;
+OTHER:
+    bar.sync 1;
+    ret;
+}"#,
+        "k",
+    );
+    let e = fault_text(launch(&exec, 64, 3, &two, (out.ptr(),)));
     assert!(
-        e.contains("barrier divergence") && e.contains("bar.sync 0;") && e.contains("exited"),
+        e.contains("barrier divergence") && e.contains("wait at a different barrier"),
         "{e}"
     );
 }

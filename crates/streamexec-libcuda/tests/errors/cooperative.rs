@@ -117,8 +117,8 @@ $L_done:
 }
 "#;
 
-/// The kernels linked with a stand-in for NVIDIA's libcudadevrt.a: an `ar` archive that
-/// defines the grid-group entry points (the driver recognises it by its contents).
+/// The kernels linked with a stand-in for NVIDIA's libcudadevrt.a: an `ar` archive of one
+/// member, `cuda_device_runtime.o` (the driver recognises it by its contents).
 fn link_with_cudadevrt() -> CUmodule {
     let mut state = null_mut();
     ok!(cuLinkCreate_v2(0, null_mut(), null_mut(), &mut state));
@@ -135,7 +135,7 @@ fn link_with_cudadevrt() -> CUmodule {
         null_mut()
     ));
     let mut archive =
-        b"!<arch>\n/               0  0 0 0 64 `\ncudaCGGetIntrinsicHandle\0cudaCGSynchronize\0"
+        b"!<arch>\ncuda_device_runtime.o/0           0     0     644     4         `\n\x7fELF"
             .to_vec();
     ok!(cuLinkAddData_v2(
         state,
