@@ -351,6 +351,7 @@ fn add_works(f: CUfunction, s: CUstream, what: &str) {
 mod contexts;
 mod cooperative;
 mod events_peers;
+mod frees;
 mod handles;
 mod init;
 mod launches;
