@@ -124,6 +124,10 @@ pub enum Sreg {
     TotalSmem,
     /// `%gridid`.
     Gridid,
+    /// The address of a `.local` variable (the value, in its space or generic): each recursive
+    /// activation of a function has its own local memory, `Program::local_bytes` further on
+    /// per call depth, so the value adds the lane's frame base.
+    LocalAddr(u64),
     /// A value fixed for every launch: the cluster registers of a launch without clusters
     /// (`%cluster_ctaid` 0, `%cluster_nctaid` 1, `%cluster_ctarank` 0, `%cluster_nctarank` 1,
     /// `%is_explicit_cluster` 0).
@@ -141,6 +145,7 @@ impl Sreg {
                 | Sreg::Clock
                 | Sreg::Clock64
                 | Sreg::Globaltimer
+                | Sreg::LocalAddr(_)
         )
     }
 }
@@ -638,11 +643,21 @@ pub struct Program {
     pub thread_param_bytes: u32,
     /// Bytes of per-thread local memory.
     pub local_bytes: u32,
+    /// Activations whose local memory a thread holds at once: 1, or (for a program with
+    /// recursion) the depth of recursive calls its frame stack allows.
+    pub local_frames: u32,
     /// `.maxntid` / `.reqntid` / `.minnctapersm`, checked at launch.
     pub bounds: LaunchBounds,
     /// Bytes of static shared memory; dynamic (`.extern .shared`) shared memory starts at
     /// [`DYNAMIC_SHARED_BASE`](super::DYNAMIC_SHARED_BASE).
     pub static_shared_bytes: u32,
+}
+
+impl Program {
+    /// Local memory bytes per thread: every activation's frame.
+    pub fn thread_local_bytes(&self) -> usize {
+        self.local_bytes as usize * self.local_frames.max(1) as usize
+    }
 }
 
 /// Module-scope `.global` / `.const` data: an image to copy into device memory at load, with

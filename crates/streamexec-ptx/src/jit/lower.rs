@@ -367,6 +367,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
             Sreg::Gridid => self.imm(0),
             Sreg::Const(v) => self.imm(v as u64),
+            // Programs with recursion run on the interpreter: one activation, frame base 0.
+            Sreg::LocalAddr(a) => self.imm(a),
             Sreg::Lanemask(c) => {
                 use crate::ir::Cmp;
                 let lane = self.b.ins().band_imm_s(t, 31);
