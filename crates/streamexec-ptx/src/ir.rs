@@ -583,6 +583,21 @@ pub enum Op {
     Activemask { d: u32 },
     /// `trap`: ends the launch with a fault.
     Trap,
+    /// A call of a function the launcher serves (`vprintf`, `malloc`, `free`,
+    /// `__assertfail`; `services.rs`).
+    Service(Box<ServiceCall>),
+}
+
+/// A call of a served function: where its arguments and return value are in the caller's
+/// call-parameter space.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceCall {
+    /// Which function.
+    pub service: crate::services::Service,
+    /// Each argument's (offset, bytes) in the thread's call-parameter space.
+    pub args: Vec<(u32, u32)>,
+    /// The return value's (offset, bytes), if it has one.
+    pub ret: Option<(u32, u32)>,
 }
 
 /// An operation with its guard.

@@ -81,6 +81,7 @@ mod module;
 mod params;
 mod parse;
 mod prepare;
+pub mod services;
 
 pub(crate) use data::module_data;
 pub(crate) use decode::{DYNAMIC_SHARED_BASE, decode_module};
@@ -93,6 +94,7 @@ pub use module::{Kernel, Module};
 pub use params::{PtxEntry, PtxParam, PtxScalar, parse_entries};
 pub use parse::parse_module;
 pub use prepare::{Arg, LaunchConfig, PreparedLaunch};
+pub use services::{AssertFailure, DeviceHeap, DeviceServices, DeviceView, ThreadPlace};
 
 /// Lays out `module`'s `.global`/`.const` data at device address `data_base` and decodes every
 /// `.entry` for the engines, as [`Module::load`] does; returns the names of the decoded
