@@ -149,6 +149,30 @@ pub enum Error {
         detail: String,
     },
 
+    /// A kernel's device-side `assert` failed (CUDA's `__assertfail`); the text is CUDA's:
+    /// `file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `message` failed.`
+    #[error(
+        "{platform}: kernel `{kernel}`: {file}:{line}: {function}: block: {block}, thread: {thread} Assertion `{message}` failed."
+    )]
+    KernelAssert {
+        /// Platform name.
+        platform: &'static str,
+        /// Kernel name.
+        kernel: String,
+        /// The asserted expression's text.
+        message: String,
+        /// The source file.
+        file: String,
+        /// The source line.
+        line: u32,
+        /// The function.
+        function: String,
+        /// The block, as `[x,y,z]`.
+        block: String,
+        /// The thread, as `[x,y,z]`.
+        thread: String,
+    },
+
     /// A host callback on a stream returned an error or panicked.
     #[error("host callback failed: {detail}")]
     HostCallback {
@@ -427,6 +451,19 @@ impl From<crate::ptx::Error> for Error {
                 kernel,
                 detail,
             },
+            P::Assert { kernel, failure } => {
+                let dim = |d: crate::ptx::Dim3| format!("[{},{},{}]", d.x, d.y, d.z);
+                Error::KernelAssert {
+                    platform: HOST,
+                    kernel,
+                    block: dim(failure.block),
+                    thread: dim(failure.thread),
+                    message: failure.message,
+                    file: failure.file,
+                    line: failure.line,
+                    function: failure.function,
+                }
+            }
             P::JitUnsupported { detail, .. } => Error::unsupported("host", "PTX JIT", detail),
             P::InvalidArgument { operation, detail } => {
                 Error::InvalidArgument { operation, detail }

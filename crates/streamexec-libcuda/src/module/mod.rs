@@ -392,6 +392,7 @@ pub(crate) fn cuModuleUnload(hmod: CUmodule) -> CuResult<()> {
         ));
     }
     unload(&m);
+    crate::driver::flush_printf();
     Ok(())
 }
 

@@ -57,6 +57,7 @@ const CODES_SEEN: &[CUresult] = &[
     CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
     CUresult::CUDA_ERROR_NOT_PERMITTED,
     CUresult::CUDA_ERROR_NOT_SUPPORTED,
+    CUresult::CUDA_ERROR_ASSERT,
 ];
 
 /// [`support::check`], for a code listed in [`CODES_SEEN`].
@@ -357,3 +358,4 @@ mod lookup;
 mod memory;
 mod modules;
 mod pointers;
+mod services;
