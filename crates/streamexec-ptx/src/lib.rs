@@ -63,6 +63,7 @@
 
 pub(crate) mod alu;
 pub mod ast;
+mod attributes;
 mod data;
 mod decode;
 pub mod device_bytes;
@@ -83,6 +84,7 @@ mod parse;
 mod prepare;
 pub mod services;
 
+pub use attributes::{KernelAttributes, kernel_attributes};
 pub(crate) use data::module_data;
 pub(crate) use decode::{DYNAMIC_SHARED_BASE, decode_module};
 pub use dim::Dim3;

@@ -348,6 +348,7 @@ fn add_works(f: CUfunction, s: CUstream, what: &str) {
 // Initialisation (child processes).
 
 // After the macros above (macro_rules! scope is textual).
+mod attributes;
 mod contexts;
 mod events_peers;
 mod handles;
