@@ -149,28 +149,17 @@ pub enum Error {
         detail: String,
     },
 
-    /// A kernel's device-side `assert` failed (CUDA's `__assertfail`); the text is CUDA's:
-    /// `file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `message` failed.`
-    #[error(
-        "{platform}: kernel `{kernel}`: {file}:{line}: {function}: block: {block}, thread: {thread} Assertion `{message}` failed."
-    )]
+    /// A kernel's device-side `assert` failed (CUDA's `__assertfail`): the assertion's
+    /// message, file, line and function and the thread, in CUDA's text
+    /// (`file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `message` failed.`).
+    #[error("{platform}: kernel `{kernel}`: {failure}")]
     KernelAssert {
         /// Platform name.
         platform: &'static str,
         /// Kernel name.
         kernel: String,
-        /// The asserted expression's text.
-        message: String,
-        /// The source file.
-        file: String,
-        /// The source line.
-        line: u32,
-        /// The function.
-        function: String,
-        /// The block, as `[x,y,z]`.
-        block: String,
-        /// The thread, as `[x,y,z]`.
-        thread: String,
+        /// What was asserted where, and by which thread.
+        failure: Box<crate::ptx::AssertFailure>,
     },
 
     /// A host callback on a stream returned an error or panicked.
@@ -451,19 +440,11 @@ impl From<crate::ptx::Error> for Error {
                 kernel,
                 detail,
             },
-            P::Assert { kernel, failure } => {
-                let dim = |d: crate::ptx::Dim3| format!("[{},{},{}]", d.x, d.y, d.z);
-                Error::KernelAssert {
-                    platform: HOST,
-                    kernel,
-                    block: dim(failure.block),
-                    thread: dim(failure.thread),
-                    message: failure.message,
-                    file: failure.file,
-                    line: failure.line,
-                    function: failure.function,
-                }
-            }
+            P::Assert { kernel, failure } => Error::KernelAssert {
+                platform: HOST,
+                kernel,
+                failure,
+            },
             P::JitUnsupported { detail, .. } => Error::unsupported("host", "PTX JIT", detail),
             P::InvalidArgument { operation, detail } => {
                 Error::InvalidArgument { operation, detail }

@@ -167,19 +167,8 @@ impl Context {
         }
         // What the kernels printed before it failed comes first, then CUDA's assertion text.
         crate::driver::flush_printf();
-        if let streamexec::Error::KernelAssert {
-            message,
-            file,
-            line,
-            function,
-            block,
-            thread,
-            ..
-        } = root
-        {
-            eprintln!(
-                "{file}:{line}: {function}: block: {block}, thread: {thread} Assertion `{message}` failed."
-            );
+        if let streamexec::Error::KernelAssert { failure, .. } = root {
+            eprintln!("{failure}");
         }
         report_fault(&format!("context {:#x}: {root}", self.handle));
         *sticky = Some(err.clone());
