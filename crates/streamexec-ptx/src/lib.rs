@@ -82,6 +82,7 @@ mod module;
 mod params;
 mod parse;
 mod prepare;
+mod service_call;
 pub mod services;
 
 pub use attributes::{KernelAttributes, kernel_attributes};

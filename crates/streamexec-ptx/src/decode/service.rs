@@ -5,8 +5,7 @@
 use super::{ProgramBuilder, Sym};
 use crate::ast::{self, Operand};
 use crate::error::PtxResult as Result;
-use crate::ir::{Op, ServiceCall};
-use crate::services::Service;
+use crate::ir::{Op, Service, ServiceCall};
 
 impl ProgramBuilder<'_> {
     /// The call `i` of served function `callee`, or `None` if `callee` is not one (or the

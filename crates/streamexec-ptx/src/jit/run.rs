@@ -215,7 +215,7 @@ pub(crate) extern "C" fn service(ctx: *mut Ctx, inst: *const Inst, t: u64, pc: u
     let mut m = unsafe { ctx.block_mem() };
     let c = ctx.ctaid;
     let block = crate::Dim3::new(c[0] as u32, c[1] as u32, c[2] as u32);
-    if let Err(msg) = crate::services::run(l, &mut m, t as usize, block, t as u32, call) {
+    if let Err(msg) = crate::service_call::run(l, &mut m, t as usize, block, t as u32, call) {
         ctx.record(pc, t, msg);
     }
 }
