@@ -58,6 +58,7 @@ const CODES_SEEN: &[CUresult] = &[
     CUresult::CUDA_ERROR_NOT_PERMITTED,
     CUresult::CUDA_ERROR_NOT_SUPPORTED,
     CUresult::CUDA_ERROR_ASSERT,
+    CUresult::CUDA_ERROR_LAUNCH_FAILED,
 ];
 
 /// [`support::check`], for a code listed in [`CODES_SEEN`].

@@ -290,3 +290,37 @@ fn kernels_malloc_from_a_heap_cu_ctx_set_limit_sizes() {
     }
     ok!(cuModuleUnload(m));
 }
+
+/// `trap` ends the launch: the context's sticky `CUDA_ERROR_LAUNCH_FAILED`, as CUDA's.
+#[test]
+fn trap_is_a_sticky_launch_failure() {
+    let Some(drv) = setup("trap_is_a_sticky_launch_failure") else {
+        return;
+    };
+    let c = created_context();
+    let m = load(
+        ".version 7.0\n.target sm_70\n.address_size 64\n\
+         .visible .entry stop()\n{\n\ttrap;\n\tret;\n}\n",
+    );
+    ok!(cuLaunchKernel(
+        function(m, c"stop"),
+        1,
+        1,
+        1,
+        1,
+        1,
+        1,
+        0,
+        null_mut(),
+        null_mut(),
+        null_mut()
+    ));
+    expect!(CUDA_ERROR_LAUNCH_FAILED, cuCtxSynchronize());
+    expect!(CUDA_ERROR_LAUNCH_FAILED, cuCtxSynchronize());
+    assert!(last_fault().contains("trap"), "{}", last_fault());
+    ok!(cuCtxPushCurrent_v2(drv.primary));
+    ok!(cuCtxSynchronize());
+    let mut popped = null_mut();
+    ok!(cuCtxPopCurrent_v2(&mut popped));
+    ok!(cuCtxDestroy_v2(c));
+}
