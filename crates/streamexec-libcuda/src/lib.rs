@@ -59,8 +59,12 @@
 //!   calls from a host function `CUDA_ERROR_NOT_PERMITTED`, and the detail of each failure is
 //!   kept per thread ([`streamexec_cuda_last_error_detail`]). A kernel fault (any failure of a
 //!   context's asynchronous work) becomes the context's sticky error, mapped from the engine's
-//!   report (`ILLEGAL_ADDRESS`, `MISALIGNED_ADDRESS`, `LAUNCH_FAILED`), printed and kept for
+//!   report (`ILLEGAL_ADDRESS`, `MISALIGNED_ADDRESS`, `LAUNCH_FAILED`; a device `assert` is
+//!   `ASSERT`, with CUDA's message on stderr), printed and kept for
 //!   [`streamexec_cuda_last_fault`].
+//! - **Kernels' printf and malloc** go to the executor's `PtxServices`: `cuInit` makes its
+//!   printf output buffered, and every synchronisation point writes the buffer to stdout
+//!   (`driver::flush_printf`); `CU_LIMIT_MALLOC_HEAP_SIZE` is its heap's limit.
 //! - **Signatures, written once.** `exports.rs` holds the one declaration list of every entry
 //!   point (`entry_points!`, a macro that hands the list to another, as ZLUDA's
 //!   `cuda_function_declarations!` does): each entry's C signature, the CUDA version its ABI
