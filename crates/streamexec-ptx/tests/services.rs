@@ -307,3 +307,84 @@ fn malloc_memory_outlives_its_launch_and_the_heap_limit_holds() {
         }
     }
 }
+
+const HEAD: &str = ".version 7.0\n.target sm_70\n.address_size 64\n";
+
+#[test]
+fn a_served_call_with_the_wrong_signature_is_refused_at_load_naming_the_line() {
+    let table = Arc::new(AllocTable::default());
+    // vprintf with one argument (line 6).
+    let text = format!(
+        "{HEAD}.extern .func (.param .b32 r) vprintf(.param .b64 f);\n\
+         .visible .entry k()\n{{\n\t.param .b64 p0;\n\t.param .b32 r0;\n\
+         \tcall.uni (r0), vprintf, (p0);\n\tret;\n}}\n"
+    );
+    match Module::load(&text, &table) {
+        Err(Error::Ptx(e)) => {
+            assert_eq!(e.line(), Some(9), "{e}");
+            assert!(
+                e.message().contains("vprintf") && e.message().contains("2 argument"),
+                "{e}"
+            );
+        }
+        other => panic!("{:?}", other.err()),
+    }
+    // A 4-byte parameter where malloc takes 8.
+    let text = format!(
+        "{HEAD}.extern .func (.param .b64 r) malloc(.param .b64 n);\n\
+         .visible .entry k()\n{{\n\t.param .b32 p0;\n\t.param .b64 r0;\n\
+         \tcall.uni (r0), malloc, (p0);\n\tret;\n}}\n"
+    );
+    match Module::load(&text, &table) {
+        Err(Error::Ptx(e)) => assert!(e.message().contains("`p0` has 4 bytes"), "{e}"),
+        other => panic!("{:?}", other.err()),
+    }
+}
+
+/// A module that defines its own `malloc` calls it, not the served one.
+#[test]
+fn a_module_defining_malloc_calls_its_own() {
+    let text = format!(
+        "{HEAD}.func (.param .b64 r) malloc(.param .b64 n)\n{{\n\t.reg .b64 %x;\n\
+         \tld.param.b64 %x, [n];\n\tadd.u64 %x, %x, 1000;\n\tst.param.b64 [r], %x;\n\tret;\n}}\n\
+         .visible .entry k(.param .u64 out)\n{{\n\t.reg .b64 %o<3>;\n\tld.param.u64 %o1, [out];\n\
+         \t{{\n\t.param .b64 p0;\n\tst.param.b64 [p0], 24;\n\t.param .b64 r0;\n\
+         \tcall.uni (r0), malloc, (p0);\n\tld.param.b64 %o2, [r0];\n\t}}\n\
+         \tst.global.u64 [%o1], %o2;\n\tret;\n}}\n"
+    );
+    for engine in ENGINES {
+        let s = setup(DeviceHeap::DEFAULT_LIMIT);
+        let m = Module::load(&text, &s.table).unwrap();
+        let out = s.alloc(&[0xAB; 8]);
+        s.run(&m, "k", engine, 1, 1, &[s.pin(out)]).unwrap();
+        let mut v = [0u8; 8];
+        s.table.read(out, &mut v).unwrap();
+        assert_eq!(u64::from_le_bytes(v), 1024, "{engine:?}");
+        assert_eq!(s.services.heap.used(), 0);
+    }
+}
+
+/// A format pointer outside device memory is a fault of the calling thread on both engines.
+#[test]
+fn a_bad_format_pointer_is_a_fault_naming_vprintf() {
+    let text = format!(
+        "{HEAD}.extern .func (.param .b32 r) vprintf(.param .b64 f, .param .b64 a);\n\
+         .visible .entry k()\n{{\n\t.param .b64 p0;\n\tst.param.b64 [p0], 16;\n\
+         \t.param .b64 p1;\n\tst.param.b64 [p1], 0;\n\t.param .b32 r0;\n\
+         \tcall.uni (r0), vprintf, (p0, p1);\n\tret;\n}}\n"
+    );
+    for engine in ENGINES {
+        let s = setup(DeviceHeap::DEFAULT_LIMIT);
+        let m = Module::load(&text, &s.table).unwrap();
+        match s.run(&m, "k", engine, 1, 2, &[]) {
+            Err(Error::Fault { detail, .. }) => assert!(
+                detail.contains("vprintf's format string")
+                    && detail.contains("call.uni")
+                    && detail.contains("thread (0, 0, 0)"),
+                "{engine:?}: {detail}"
+            ),
+            other => panic!("{engine:?}: {other:?}"),
+        }
+        assert!(s.services.seen.lock().is_empty());
+    }
+}
