@@ -108,6 +108,7 @@
 //! | `event.rs`, `memory.rs` | events; the process-wide address map (unified addressing), allocation, host memory, pointer attributes |
 //! | `module/` | modules, functions, globals, and CUDA 12's libraries and their kernels (`mod.rs`: objects, tables, loading; `library.rs`: the `cuLibrary*`/`cuKernel*` entry points) |
 //! | `link.rs` | `cuLink*`: PTX inputs linked on the text into one PTX image |
+//! | `maxnreg.rs` | `CU_JIT_MAX_REGISTERS` written into the PTX as `.maxnreg` on every entry |
 //! | `stream/api.rs`, `context/api.rs` | the `cuStream*` and `cuCtx*`/`cuDevicePrimaryCtx*` entry points (destroying a context frees what it owns in every family) |
 //! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel`, `cuLaunchKernelEx` and its attributes, occupancy |
 //! | `graph/` | CUDA graphs (the explicit API): tables and order (`mod.rs`), node operations (`nodes.rs`), building (`build.rs`), executable graphs (`instantiate.rs`), `cuGraphLaunch` (`launch.rs`) |
@@ -129,6 +130,7 @@ mod graph;
 mod handles;
 mod launch;
 mod link;
+mod maxnreg;
 mod memory;
 mod module;
 mod proc_address;

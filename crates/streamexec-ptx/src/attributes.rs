@@ -11,8 +11,8 @@
 //! - **local**: the `.local` variables declared in those bodies and the module-scope ones
 //!   they name, per thread;
 //! - **registers**: the registers declared in those bodies in 32-bit units (a 64-bit register
-//!   counts two, an 8/16/32-bit one, a pair of halves one, a predicate none), at least 1 and
-//!   capped at 255 as on NVIDIA's GPUs. PTX registers are virtual, so this is an estimate of
+//!   counts two, an 8/16/32-bit one, a pair of halves one, a predicate none), at most the
+//!   entry's `.maxnreg`, at least 1 and capped at 255 as on NVIDIA's GPUs. PTX registers are virtual, so this is an estimate of
 //!   the same order as `ptxas` gives for unoptimised code, not its allocation;
 //! - **max threads per block**: `.maxntid`'s product or `.reqntid`'s, else 1024;
 //! - **versions**: `.version` as `major * 10 + minor`, `.target sm_XY` as `XY`.
@@ -123,16 +123,17 @@ pub fn kernel_attributes(text: &str, kernel: &str) -> Result<KernelAttributes> {
             _ => {}
         });
     }
-    a.registers = regs.clamp(1, 255) as u32;
     let count = |d: &[u64]| d.iter().product::<u64>();
     let (mut maxntid, mut reqntid) = (None, None);
     for (name, nums) in &entry.directives {
         match name.as_str() {
+            ".maxnreg" if !nums.is_empty() => regs = regs.min(nums[0]),
             ".maxntid" if !nums.is_empty() => maxntid = Some(count(nums)),
             ".reqntid" if !nums.is_empty() => reqntid = Some(count(nums)),
             _ => {}
         }
     }
+    a.registers = regs.clamp(1, 255) as u32;
     if let Some(n) = [maxntid, reqntid].into_iter().flatten().min() {
         a.max_threads_per_block = n.min(1024);
     }
@@ -239,7 +240,7 @@ mod tests {
     }
     ret;
 }
-.visible .entry other() .reqntid 32
+.visible .entry other() .reqntid 32 .maxnreg 1
 {
     .reg .b32 %o<2>;
     mov.u32 %o1, used_by_other;
@@ -275,7 +276,7 @@ mod tests {
                 o.registers,
                 o.max_threads_per_block
             ),
-            (4096, 0, 2, 32)
+            (4096, 0, 1, 32)
         );
         assert!(matches!(
             kernel_attributes(PTX, "helper"),

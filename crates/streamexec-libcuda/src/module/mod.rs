@@ -321,6 +321,16 @@ pub(crate) unsafe fn cuModuleLoadDataEx(
     non_null(image, "image")?;
     // SAFETY: the caller's contract.
     let bytes = unsafe { image_bytes(image) };
+    // SAFETY: the caller's contract for the option arrays.
+    let cap = unsafe { crate::maxnreg::max_registers(numOptions, options, optionValues) };
+    let capped;
+    let bytes = match (cap, std::str::from_utf8(bytes)) {
+        (Some(n), Ok(text)) => {
+            capped = crate::maxnreg::with_maxnreg(text, n);
+            capped.as_bytes()
+        }
+        _ => bytes,
+    };
     match load(&ctx, bytes) {
         Ok(m) => {
             // SAFETY: the caller's contract for the option arrays.
