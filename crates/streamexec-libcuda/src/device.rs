@@ -60,6 +60,7 @@ impl Driver {
             79 | 80 => 1,      // L1 caches
             81 => 2 * SHARED_PER_BLOCK, // shared memory per SM
             86 => 1,           // host-native atomics (mapped memory)
+            95 => 1,           // cooperative launch (each block on a thread of its own)
             87 => 2,           // single/double perf ratio
             97 => SHARED_PER_BLOCK, // shared per block, opt-in
             99 => 1,           // host register (for copies)

@@ -190,10 +190,13 @@ pub(crate) unsafe fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> C
     unsafe { put(dptr, base, "dptr") }
 }
 
-/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` returned. Work already enqueued that uses
-/// the memory still finishes safely (the host platform pins it).
+/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` returned. It waits for the current
+/// context's work first, as CUDA's does: a kernel reaches memory through addresses inside its
+/// parameters (numba passes arrays as structs of integers), which no launch can pin ahead.
 pub(crate) fn cuMemFree_v2(dptr: CUdeviceptr) -> CuResult<()> {
-    current()?;
+    // As CUDA's, a free waits for the context's work: a launch still queued may use the memory
+    // (numba frees the arrays of a launch it did not wait for).
+    current()?.synchronize()?;
     let mut map = REGIONS.write();
     match map.get(&dptr) {
         Some(r) if matches!(r.backing, Backing::Device(_)) => {

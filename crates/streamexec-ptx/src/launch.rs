@@ -40,6 +40,10 @@ pub(crate) struct Launch {
     pub(crate) services: Option<Arc<dyn crate::services::DeviceServices>>,
     /// The first failed device-side assertion.
     pub(crate) assertion: Mutex<Option<crate::services::AssertFailure>>,
+    /// Every block at once, each on its own thread ([`crate::LaunchConfig::cooperative`]).
+    pub(crate) cooperative: bool,
+    /// Set when a block of a cooperative launch failed: the others stop waiting for it.
+    pub(crate) abandoned: std::sync::atomic::AtomicBool,
 }
 
 /// The next launch's `Launch::id`.

@@ -59,6 +59,7 @@ const CODES_SEEN: &[CUresult] = &[
     CUresult::CUDA_ERROR_NOT_SUPPORTED,
     CUresult::CUDA_ERROR_ASSERT,
     CUresult::CUDA_ERROR_LAUNCH_FAILED,
+    CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
 ];
 
 /// [`support::check`], for a code listed in [`CODES_SEEN`].
@@ -351,6 +352,7 @@ fn add_works(f: CUfunction, s: CUstream, what: &str) {
 // After the macros above (macro_rules! scope is textual).
 mod attributes;
 mod contexts;
+mod cooperative;
 mod events_peers;
 mod handles;
 mod init;
