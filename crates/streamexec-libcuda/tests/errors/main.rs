@@ -354,6 +354,7 @@ mod attributes;
 mod contexts;
 mod cooperative;
 mod events_peers;
+mod frees;
 mod handles;
 mod init;
 mod launches;
