@@ -102,12 +102,28 @@ pub(crate) fn cuInit(Flags: c_uint) -> CuResult<()> {
                 format!("the host platform did not open: {e}"),
             )
         })?;
+    // Kernels' printf text waits in a buffer until a synchronisation point, as on CUDA.
+    if let Ok(s) = exec.ptx_services() {
+        s.set_printf_output(streamexec::PrintfOutput::Buffered);
+    }
     let _ = DRIVER.set(Driver {
         exec,
         device_count,
         cc,
     });
     Ok(())
+}
+
+/// Writes the kernels' buffered `printf` text to stdout: at every synchronisation point
+/// (context, stream and event synchronisation, synchronous copies, a failed launch's report,
+/// module unload), as CUDA's driver does. One buffer for the library (its devices share one
+/// executor), so any context's synchronisation flushes every context's text, in call order.
+pub(crate) fn flush_printf() {
+    if let Ok(d) = driver()
+        && let Ok(s) = d.exec.ptx_services()
+    {
+        s.flush_printf();
+    }
 }
 
 /// `cuDriverGetVersion` (allowed before `cuInit`).

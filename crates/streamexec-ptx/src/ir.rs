@@ -588,6 +588,21 @@ pub enum Op {
     Activemask { d: u32 },
     /// `trap`: ends the launch with a fault.
     Trap,
+    /// A call of a function the launcher serves (`vprintf`, `malloc`, `free`,
+    /// `__assertfail`; `services.rs`).
+    Service(Box<ServiceCall>),
+}
+
+/// A call of a served function: where its arguments and return value are in the caller's
+/// call-parameter space.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceCall {
+    /// Which function.
+    pub service: Service,
+    /// Each argument's (offset, bytes) in the thread's call-parameter space.
+    pub args: Vec<(u32, u32)>,
+    /// The return value's (offset, bytes), if it has one.
+    pub ret: Option<(u32, u32)>,
 }
 
 /// An operation with its guard.
@@ -684,4 +699,31 @@ pub struct ModuleData {
 pub struct DecodedModule {
     /// Kernels by name.
     pub programs: HashMap<String, std::sync::Arc<Program>>,
+}
+
+/// A function the launcher serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    /// `vprintf(.param .b64 fmt, .param .b64 args) -> .b32`.
+    Vprintf,
+    /// `malloc(.param .b64 size) -> .b64`.
+    Malloc,
+    /// `free(.param .b64 ptr)`.
+    Free,
+    /// `__assertfail(.param .b64 message, .param .b64 file, .param .b32 line,
+    /// .param .b64 function, .param .b64 charSize)`.
+    AssertFail,
+}
+
+impl Service {
+    /// The service a function of this name is, with its parameter sizes and return size.
+    pub(crate) fn named(name: &str) -> Option<(Service, &'static [u32], Option<u32>)> {
+        Some(match name {
+            "vprintf" => (Service::Vprintf, &[8, 8], Some(4)),
+            "malloc" => (Service::Malloc, &[8], Some(8)),
+            "free" => (Service::Free, &[8], None),
+            "__assertfail" => (Service::AssertFail, &[8, 8, 4, 8, 8], None),
+            _ => return None,
+        })
+    }
 }

@@ -16,6 +16,7 @@ mod half;
 pub(crate) use fns::cvt_ii_to;
 mod inst;
 mod mem;
+mod service;
 mod set;
 mod sync;
 
@@ -284,7 +285,7 @@ impl<'m> ProgramBuilder<'m> {
         self.in_entry = false;
         while let Some(name) = self.worklist.pop() {
             let f = self.find_func(&name).ok_or_else(|| {
-                load_error(Some(&self.kernel), None, format!("function `{name}` is declared but has no body in this module (calls to external functions such as vprintf are not supported)"))
+                load_error(Some(&self.kernel), None, format!("function `{name}` is declared but has no body in this module (the engines serve only vprintf, malloc, free and __assertfail from outside a module)"))
             })?;
             let info = &self.funcs[&name];
             let mut scope = HashMap::new();
@@ -494,8 +495,11 @@ impl<'m> ProgramBuilder<'m> {
         rets: &[Operand],
         args: &[Operand],
     ) -> Result<Op> {
+        if let Some(op) = self.service_call(i, callee, rets, args)? {
+            return Ok(op);
+        }
         let Some(f) = self.find_func(callee) else {
-            return Err(self.err(i.line, format!("`{i}`: `{callee}` has no body in this module (calls to external functions such as vprintf are not supported)")));
+            return Err(self.err(i.line, format!("`{i}`: `{callee}` has no body in this module (the engines serve only vprintf, malloc, free and __assertfail from outside a module)")));
         };
         if !self.funcs.contains_key(callee) {
             let mut params = Vec::new();

@@ -610,6 +610,17 @@ impl Warp {
                         continue;
                     }
                 }
+                Op::Service(call) => {
+                    for l in lanes(mask) {
+                        let tid = self.id * WARP as u32 + l as u32;
+                        let (mut m, _) = block_mem(sh, &mut self.local, &mut self.tparam, env);
+                        let r =
+                            crate::service_call::run(env.l, &mut m, l, env.block_idx, tid, call);
+                        if let Err(msg) = r {
+                            return Err(self.fault(l, msg));
+                        }
+                    }
+                }
                 Op::Trap => {
                     if mask != 0 {
                         return Err(self.fault(lanes(mask).next().unwrap_or(0), "trap".into()));
