@@ -19,6 +19,9 @@ pub const LOCAL_WINDOW: u64 = 0xB000_0000_0000_0000;
 /// Param-space addresses (kernel parameters, then call parameters) appear at
 /// `PARAM_WINDOW + offset` (`cvta.param`).
 pub const PARAM_WINDOW: u64 = 0xC000_0000_0000_0000;
+/// A `.func`'s address (`mov.u64 %rd, f;`, for indirect calls) is `FUNC_WINDOW` plus its
+/// index among the module's functions: no memory is there.
+pub const FUNC_WINDOW: u64 = 0xD000_0000_0000_0000;
 /// Size of each window (addresses past it are not shared/local).
 pub const WINDOW_BYTES: u64 = 1 << 32;
 /// Param-space addresses of per-thread call parameters start here (kernel parameters at 0).
@@ -526,6 +529,14 @@ pub enum Op {
     Bra { target: u32 },
     /// `call` of a `.func` in this module.
     Call(Box<CallSite>),
+    /// `call` through a function address in register `reg`: one call site per function of
+    /// the module whose signature fits the call, keyed by its address (`FUNC_WINDOW + index`).
+    CallIndirect {
+        /// The register holding the function's address.
+        reg: u32,
+        /// (function address, call site) for each function the call may reach.
+        sites: Box<[(u64, CallSite)]>,
+    },
     /// `ret` (from a `.func`, else like `exit`).
     Ret,
     /// `exit`.

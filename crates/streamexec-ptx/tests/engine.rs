@@ -1329,3 +1329,69 @@ BASE:
     let want: Vec<u64> = n.iter().map(|&v| fib(v)).collect();
     assert_eq!(download(&exec, &out), want);
 }
+
+/// Calls through function addresses (`mov.u64 %rd, f;` then `call (r), %rd, (a), proto;`, as
+/// numba's runtime calls a destructor): each lane calls the function its register names (the
+/// lanes of a warp diverge between two functions and come back together), on the interpreter
+/// (a forced JIT refuses the kernel); an address that is no function is a fault.
+#[test]
+fn indirect_calls_reach_the_function_each_lane_names() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>, u32)> = ptx_kernel(
+        &exec,
+        r#"
+.func (.param .b32 r) twice(.param .b32 x)
+{
+    .reg .b32 %r<3>;
+    ld.param.b32 %r1, [x];
+    add.u32 %r2, %r1, %r1;
+    st.param.b32 [r], %r2;
+    ret;
+}
+.func (.param .b32 r) plus_seven(.param .b32 x)
+{
+    .reg .b32 %r<3>;
+    ld.param.b32 %r1, [x];
+    add.u32 %r2, %r1, 7;
+    st.param.b32 [r], %r2;
+    ret;
+}
+.visible .entry k(.param .u64 pout, .param .u32 pbad)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<6>;
+    .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [pout];
+    ld.param.u32 %r5, [pbad];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, 1;
+    setp.eq.u32 %p1, %r2, 0;
+    mov.u64 %rd2, twice;
+    mov.u64 %rd3, plus_seven;
+    selp.b64 %rd4, %rd2, %rd3, %p1;
+    setp.ne.u32 %p2, %r5, 0;
+    @%p2 add.u64 %rd4, %rd4, 4096;
+    {
+    .param .b32 p0;
+    .param .b32 r0;
+    st.param.b32 [p0], %r1;
+    prototype_0 : .callprototype (.param .b32 _) _ (.param .b32 _);
+    call (r0), %rd4, (p0), prototype_0;
+    ld.param.b32 %r3, [r0];
+    }
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd6, %rd1, %rd5;
+    st.global.u32 [%rd6], %r3;
+    ret;
+}"#,
+        "k",
+    );
+    let out = poisoned(&exec, 64, POISON_U32);
+    run(&exec, 64, 1, &k, (out.ptr(), 0));
+    let want: Vec<u32> = (0..64)
+        .map(|t| if t % 2 == 0 { 2 * t } else { t + 7 })
+        .collect();
+    assert_eq!(download(&exec, &out), want);
+    let e = fault_text(launch(&exec, 64, 1, &k, (out.ptr(), 1)));
+    assert!(e.contains("indirect call to"), "{e}");
+}

@@ -344,24 +344,28 @@ impl ProgramBuilder<'_> {
                 let mut rets: &[Operand] = &[];
                 let mut args: &[Operand] = &[];
                 let mut callee = None;
+                let mut prototype = false;
                 for o in ops {
                     match o {
                         Operand::List(l) if callee.is_none() => rets = l,
-                        Operand::List(l) => args = l,
+                        Operand::List(l) if !prototype => args = l,
                         Operand::Symbol { name, offset: 0 } | Operand::Reg(name)
                             if callee.is_none() =>
                         {
                             callee = Some(name.clone())
                         }
-                        _ => {
-                            return Err(unsupported(
-                                "this call form (indirect calls and prototypes)",
-                            ));
+                        // The `.callprototype` (or target list) of an indirect call.
+                        Operand::Symbol { offset: 0, .. } | Operand::Reg(_) if !prototype => {
+                            prototype = true
                         }
+                        _ => return Err(unsupported("this call form")),
                     }
                 }
                 let callee = callee.ok_or_else(|| unsupported("a call without a callee"))?;
-                self.call(i, &callee, rets, args)?
+                match self.lookup(&callee) {
+                    Some(super::Sym::Reg(r)) => self.call_indirect(i, r, rets, args)?,
+                    _ => self.call(i, &callee, rets, args)?,
+                }
             }
             "bar" | "barrier" => return self.barrier(i, m).map(|o| vec![o]),
             "match" => return self.match_sync(i, m).map(|o| vec![o]),

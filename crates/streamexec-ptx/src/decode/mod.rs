@@ -26,8 +26,8 @@ use std::sync::Arc;
 use super::ast::{self, Operand, Space as AstSpace, Statement, VarType};
 use super::data::{imm_bits, scalar_ty, var_size};
 use super::ir::{
-    Addr, CallSite, DecodedModule, Frame, Inst, LOCAL_WINDOW, LaunchBounds, ModuleData, Op,
-    PARAM_WINDOW, ParamCopy, ParamSlot, Program, SHARED_WINDOW, Space, Src, Sreg,
+    Addr, CallSite, DecodedModule, FUNC_WINDOW, Frame, Inst, LOCAL_WINDOW, LaunchBounds,
+    ModuleData, Op, PARAM_WINDOW, ParamCopy, ParamSlot, Program, SHARED_WINDOW, Space, Src, Sreg,
     THREAD_PARAM_BASE, Ty,
 };
 use crate::error::{PtxError, PtxResult as Result, load_error};
@@ -98,7 +98,9 @@ pub(super) struct ProgramBuilder<'m> {
     labels: HashMap<String, u32>,
     label_fixups: Vec<(usize, String, u32, String)>,
     /// Call instructions to point at their callee: (instruction, callee, caller).
-    call_fixups: Vec<(usize, String, String)>,
+    /// (instruction, call site within it, callee, caller) of each call, for its target and
+    /// frame once every function is decoded.
+    call_fixups: Vec<(usize, usize, String, String)>,
     funcs: HashMap<String, FuncInfo>,
     worklist: Vec<String>,
     edges: Vec<(String, String)>,
@@ -308,14 +310,19 @@ impl<'m> ProgramBuilder<'m> {
             }
         }
         let recursive = self.recursive();
-        for (at, callee, caller) in std::mem::take(&mut self.call_fixups) {
+        for (at, k, callee, caller) in std::mem::take(&mut self.call_fixups) {
             let start = self.funcs[&callee].start.unwrap_or(0);
             let save = if recursive.contains(&caller) {
                 self.funcs[&caller].frame.clone().map(std::sync::Arc::new)
             } else {
                 None
             };
-            if let Op::Call(c) = &mut self.code[at].op {
+            let site = match &mut self.code[at].op {
+                Op::Call(c) => Some(&mut **c),
+                Op::CallIndirect { sites, .. } => sites.get_mut(k).map(|(_, c)| c),
+                _ => None,
+            };
+            if let Some(c) = site {
                 c.target = start;
                 c.save = save;
             }
@@ -353,8 +360,7 @@ impl<'m> ProgramBuilder<'m> {
         let local_frames = if recursive.is_empty() {
             1
         } else {
-            (LOCAL_STACK_BYTES / self.local.max(1))
-                .clamp(2, 1024) as u32
+            (LOCAL_STACK_BYTES / self.local.max(1)).clamp(2, 1024) as u32
         };
         let carry_reg = self.regs;
         Ok(Program {
@@ -412,6 +418,52 @@ impl<'m> ProgramBuilder<'m> {
             }
         }
         Ok(b)
+    }
+
+    /// The index of `.func` `name` among the module's functions (its address is
+    /// `FUNC_WINDOW` plus it).
+    fn func_index(&self, name: &str) -> Option<u64> {
+        self.m
+            .functions
+            .iter()
+            .position(|f| f.name == name && !f.is_entry)
+            .map(|k| k as u64)
+    }
+
+    /// A call through the function address in register `reg`: a site for every function
+    /// with a body whose parameter and return counts fit the call.
+    pub(super) fn call_indirect(
+        &mut self,
+        i: &ast::Instruction,
+        reg: u32,
+        rets: &[Operand],
+        args: &[Operand],
+    ) -> Result<Op> {
+        let fits: Vec<String> = self
+            .m
+            .functions
+            .iter()
+            .filter(|f| f.body.is_some() && !f.is_entry && f.params.len() == args.len())
+            .filter(|f| f.returns.len() == rets.len() || (f.returns.is_empty() && rets.len() == 1))
+            .map(|f| f.name.clone())
+            .collect();
+        let mut sites = Vec::with_capacity(fits.len());
+        for (k, name) in fits.iter().enumerate() {
+            let addr = FUNC_WINDOW + self.func_index(name).unwrap_or(0);
+            match self.call(i, name, rets, args)? {
+                Op::Call(site) => {
+                    if let Some(f) = self.call_fixups.last_mut() {
+                        f.1 = k;
+                    }
+                    sites.push((addr, *site));
+                }
+                _ => return Err(self.unsupported(i, "an indirect call to a served function")),
+            }
+        }
+        Ok(Op::CallIndirect {
+            reg,
+            sites: sites.into_boxed_slice(),
+        })
     }
 
     fn find_func(&self, name: &str) -> Option<&'m ast::Function> {
@@ -598,7 +650,7 @@ impl<'m> ProgramBuilder<'m> {
             });
         }
         self.call_fixups
-            .push((self.code.len(), callee.to_string(), self.current.clone()));
+            .push((self.code.len(), 0, callee.to_string(), self.current.clone()));
         Ok(Op::Call(Box::new(site)))
     }
 
@@ -625,7 +677,13 @@ impl<'m> ProgramBuilder<'m> {
             Sym::KParam(o) => (Space::Param, o),
             Sym::TParam(o, _) => (Space::Param, THREAD_PARAM_BASE + o),
             Sym::Abs(a) => (Space::Global, a),
-            Sym::Reg(_) | Sym::Func => return Err(bad()),
+            Sym::Func => match self.func_index(name) {
+                Some(k) if space.is_none() || space == Some(Space::Generic) => {
+                    return Ok(((FUNC_WINDOW + k) as i64).wrapping_add(offset));
+                }
+                _ => return Err(bad()),
+            },
+            Sym::Reg(_) => return Err(bad()),
         };
         let addr = match (space, own) {
             (None, _) => base,

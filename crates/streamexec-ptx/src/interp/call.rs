@@ -21,6 +21,19 @@ impl Warp {
         pc: u32,
         site: &CallSite,
     ) -> Result<(), Fault> {
+        self.call_lane_at(env, l, pc, 0, site)
+    }
+
+    /// Lane `l` calls `site`, call site `k` of instruction `pc` (an indirect call has one per
+    /// function it may reach).
+    pub(super) fn call_lane_at(
+        &mut self,
+        env: &Env<'_>,
+        l: usize,
+        pc: u32,
+        k: u32,
+        site: &CallSite,
+    ) -> Result<(), Fault> {
         if self.stacks.is_empty() {
             self.stacks = vec![Vec::new(); WARP];
         }
@@ -67,16 +80,21 @@ impl Warp {
             let (f, t) = (l * tb + c.from as usize, l * tb + c.to as usize);
             self.tparam.copy_within(f..f + c.len as usize, t);
         }
-        self.stacks[l].push(pc);
+        self.stacks[l].push((pc, k));
         Ok(())
     }
 
     /// Lane `l` returns: the instruction it goes on at.
     pub(super) fn ret_lane(&mut self, env: &Env<'_>, l: usize) -> Result<u32, Fault> {
-        let Some(call) = self.stacks.get_mut(l).and_then(|s| s.pop()) else {
+        let Some((call, k)) = self.stacks.get_mut(l).and_then(|s| s.pop()) else {
             return Err(self.fault(l, "ret with no pending call".into()));
         };
-        if let Some(Op::Call(site)) = env.code.get(call as usize).map(|i| &i.op) {
+        let site = match env.code.get(call as usize).map(|i| &i.op) {
+            Some(Op::Call(site)) => Some(&**site),
+            Some(Op::CallIndirect { sites, .. }) => sites.get(k as usize).map(|(_, s)| s),
+            _ => None,
+        };
+        if let Some(site) = site {
             let tb = env.prog.thread_param_bytes as usize;
             let row = l * tb;
             // The values are read before the caller's frame comes back (it may hold the

@@ -586,6 +586,33 @@ impl Warp {
                     }
                     continue;
                 }
+                Op::CallIndirect { reg, sites } => {
+                    // Each lane calls the function its register names; lanes that call
+                    // different functions diverge until they return.
+                    for l in lanes(self.group) {
+                        if mask & (1 << l) == 0 {
+                            self.pc[l] = pc + 1;
+                            continue;
+                        }
+                        let at = self.get(*reg, l);
+                        let Some(k) = sites.iter().position(|(a, _)| *a == at) else {
+                            return Err(self.fault(
+                                l,
+                                format!(
+                                    "indirect call to {at:#x}, which is no function of this \
+                                     module with the call's parameters"
+                                ),
+                            ));
+                        };
+                        self.call_lane_at(env, l, pc, k as u32, &sites[k].1)?;
+                        self.pc[l] = sites[k].1.target;
+                    }
+                    self.group = 0;
+                    if !self.reselect() {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 Op::Ret => {
                     for l in lanes(self.group) {
                         self.pc[l] = if mask & (1 << l) == 0 {

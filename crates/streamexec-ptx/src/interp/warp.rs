@@ -128,8 +128,9 @@ pub(crate) struct Warp {
     pub(crate) group_pc: u32,
     /// Lowest PC of runnable lanes outside the group.
     pub(crate) others_min: u32,
-    /// Per-lane call stacks: the PC of each pending `call`.
-    pub(crate) stacks: Vec<Vec<u32>>,
+    /// Per-lane call stacks: the PC of each pending `call` and its call site (indirect calls
+    /// have several).
+    pub(crate) stacks: Vec<Vec<(u32, u32)>>,
     /// Per-lane saved frames of recursive functions (`call.rs`), as bytes.
     pub(crate) frames: Vec<Vec<u8>>,
     pub(crate) local: Vec<u8>,

@@ -197,6 +197,7 @@ pub(crate) fn uses_defs(inst: &Inst, carry: u32) -> (Vec<u32>, Vec<u32>) {
         Op::Activemask { d: x } => d.push(*x),
         Op::Bra { .. } | Op::Call(_) | Op::Ret | Op::Exit | Op::Nop | Op::Trap | Op::Service(_) => {
         }
+        Op::CallIndirect { reg, .. } => u.push(*reg),
     }
     (u, d)
 }
@@ -284,6 +285,13 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, Unsupported> {
             Op::Bra { target } => {
                 leader[*target as usize] = true;
                 leader[pc + 1] = true;
+            }
+            Op::CallIndirect { .. } => {
+                return Err(format!(
+                    "{}: an indirect call (calls through a function address run on the \
+                     interpreter)",
+                    line()
+                ));
             }
             Op::Call(site) if site.save.is_some() => {
                 return Err(format!(

@@ -769,6 +769,9 @@ impl<'a, 'b> Lower<'a, 'b> {
                 self.fault_here(run::FAULT_TRAP, pc, 0);
                 return Ok(true);
             }
+            Op::CallIndirect { .. } => {
+                return Err("an indirect call (the analysis refuses it first)".into());
+            }
             Op::Service(_) => {
                 let ip = self.imm(i as *const Inst as u64);
                 let t = self.b.use_var(self.t);
