@@ -357,3 +357,4 @@ mod lookup;
 mod memory;
 mod modules;
 mod pointers;
+mod sync_copies;
