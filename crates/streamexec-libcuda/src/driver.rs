@@ -107,6 +107,7 @@ pub(crate) fn cuInit(Flags: c_uint) -> CuResult<()> {
         device_count,
         cc,
     });
+    crate::entry::note_forks();
     Ok(())
 }
 

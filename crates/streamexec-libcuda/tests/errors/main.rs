@@ -349,6 +349,7 @@ fn add_works(f: CUfunction, s: CUstream, what: &str) {
 // After the macros above (macro_rules! scope is textual).
 mod contexts;
 mod events_peers;
+mod fork;
 mod handles;
 mod init;
 mod launches;
