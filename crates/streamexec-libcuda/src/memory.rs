@@ -39,6 +39,8 @@ pub(crate) enum Backing {
 /// One live range of the address map.
 pub(crate) struct Region {
     pub(crate) base: u64,
+    /// The size asked for: copies, memsets and pointer queries must stay inside it. The memory
+    /// behind it may be larger (a whole granule, `Driver::backing_bytes`), which kernels reach.
     pub(crate) bytes: u64,
     pub(crate) ctx: usize,
     pub(crate) device: usize,
@@ -173,9 +175,13 @@ pub(crate) unsafe fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> C
     if bytesize == 0 {
         return Err(invalid("bytesize is 0"));
     }
-    let mem = driver()?
+    let drv = driver()?;
+    let real = drv
+        .backing_bytes(bytesize)
+        .ok_or_else(|| CuErr::new(CUresult::CUDA_ERROR_OUT_OF_MEMORY, "bytesize overflows"))?;
+    let mem = drv
         .exec
-        .allocate_array::<u8>(bytesize)
+        .allocate_array::<u8>(real)
         .map_err(|e| oom(bytesize as u64, e))?;
     let base = mem.address().raw();
     insert(Region {
@@ -268,9 +274,13 @@ fn host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CuResult<
              WRITECOMBINED)"
         )));
     }
-    let mem = driver()?
+    let drv = driver()?;
+    let real = drv
+        .backing_bytes(bytesize)
+        .ok_or_else(|| CuErr::new(CUresult::CUDA_ERROR_OUT_OF_MEMORY, "bytesize overflows"))?;
+    let mem = drv
         .exec
-        .allocate_unified::<u8>(bytesize)
+        .allocate_unified::<u8>(real)
         .map_err(|e| oom(bytesize as u64, e))?;
     let host = mem.host_ptr();
     let base = mem.ptr().address().raw();

@@ -350,6 +350,7 @@ fn add_works(f: CUfunction, s: CUstream, what: &str) {
 mod contexts;
 mod events_peers;
 mod fork;
+mod granule;
 mod handles;
 mod init;
 mod launches;
