@@ -44,6 +44,7 @@ abi_enum_as_u32!(
     CUfunc_cache,
     CUmemPool_attribute,
     CUmem_advise,
+    CUmem_range_attribute,
     CUstreamCaptureMode,
     CUjitInputType,
     CUpointer_attribute

@@ -6,7 +6,7 @@
 //! (device memory, and mapped pinned host memory, whose pointer is its device address) are
 //! enqueued on the legacy stream and waited for. Memsets of device memory are enqueued and
 //! return at once, as the driver API documents; memsets of memory the host reads directly
-//! (pinned host memory) finish before returning. Asynchronous
+//! (pinned host memory, managed memory) finish before returning. Asynchronous
 //! copies touch page-locked host memory (`cuMemHostAlloc`, `cuMemHostRegister`) on the stream's
 //! worker when their turn comes, so that memory must stay valid until then (the driver API's
 //! rule). Pageable host memory is handled as NVIDIA's driver does, which callers rely on (cudarc's
@@ -458,9 +458,9 @@ impl Memset {
         self.region.ctx
     }
 
-    /// Whether the memory is mapped pinned host memory.
-    pub(crate) fn is_host(&self) -> bool {
-        self.region.is_host()
+    /// Whether the host reads the memory directly (pinned host or managed memory).
+    pub(crate) fn host_reachable(&self) -> bool {
+        self.region.host_reachable()
     }
 
     /// Issues the memset on `se`.
@@ -516,7 +516,7 @@ fn memset(
     }
     let op = Memset::new(dst, value, width, count)?;
     enqueue_issue(&ctx, &s, |se| op.issue(se))?;
-    if stream.is_none() && op.is_host() {
+    if stream.is_none() && op.host_reachable() {
         s.synchronize(&ctx)?;
     }
     Ok(())

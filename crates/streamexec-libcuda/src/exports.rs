@@ -179,6 +179,37 @@ macro_rules! entry_points {
                         ptr: CUdeviceptr,
                     ) @ 7000;
                 }
+                crate::managed {
+                    fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) @ 6000;
+                    fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, advice: u32, device: CUdevice) @ 8000..12020;
+                    fn cuMemPrefetchAsync(
+                        devPtr: CUdeviceptr,
+                        count: usize,
+                        dstDevice: CUdevice,
+                        hStream: CUstream,
+                    ) @ 8000..12020, ptsz cuMemPrefetchAsync_ptsz;
+                    fn cuStreamAttachMemAsync(
+                        hStream: CUstream,
+                        dptr: CUdeviceptr,
+                        length: usize,
+                        flags: c_uint,
+                    ) @ 6000, ptsz cuStreamAttachMemAsync_ptsz;
+                    fn cuMemRangeGetAttribute(
+                        data: *mut c_void,
+                        dataSize: usize,
+                        attribute: u32,
+                        devPtr: CUdeviceptr,
+                        count: usize,
+                    ) @ 8000;
+                    fn cuMemRangeGetAttributes(
+                        data: *mut *mut c_void,
+                        dataSizes: *mut usize,
+                        attributes: *mut CUmem_range_attribute,
+                        numAttributes: usize,
+                        devPtr: CUdeviceptr,
+                        count: usize,
+                    ) @ 8000;
+                }
                 crate::copy {
                     fn cuMemcpyHtoD_v2(
                         dstDevice: CUdeviceptr,
@@ -622,24 +653,6 @@ macro_rules! entry_points {
                     => "memory pools (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0)";
                 fn cuDeviceSetMemPool(dev: CUdevice, pool: CUmemoryPool) @ 11020
                     => "memory pools (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0)";
-                fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) @ 6000
-                    => "managed memory (CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY is 0); use \
-                        cuMemHostAlloc with CU_MEMHOSTALLOC_DEVICEMAP for memory both sides \
-                        reach";
-                fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, advice: u32, device: CUdevice) @ 8000..12020
-                    => "managed memory";
-                fn cuMemPrefetchAsync(
-                    devPtr: CUdeviceptr,
-                    count: usize,
-                    dstDevice: CUdevice,
-                    hStream: CUstream,
-                ) @ 8000..12020, ptsz cuMemPrefetchAsync_ptsz => "managed memory";
-                fn cuStreamAttachMemAsync(
-                    hStream: CUstream,
-                    dptr: CUdeviceptr,
-                    length: usize,
-                    flags: c_uint,
-                ) @ 6000, ptsz cuStreamAttachMemAsync_ptsz => "managed memory";
                 fn cuGraphExecUpdate_v2(
                     hGraphExec: CUgraphExec,
                     hGraph: CUgraph,

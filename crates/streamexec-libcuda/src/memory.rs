@@ -3,8 +3,9 @@
 //!
 //! Every device range a call names must lie inside one live region of the map, else the call
 //! is `CUDA_ERROR_INVALID_VALUE`: device memory (`cuMemAlloc`), mapped pinned host memory
-//! (`cuMemHostAlloc`: its host pointer is its device pointer), or a module's global once
-//! `cuModuleGetGlobal` has named it. Memory registered with `cuMemHostRegister` is pinned for
+//! (`cuMemHostAlloc`: its host pointer is its device pointer), managed memory
+//! (`cuMemAllocManaged`, `managed.rs`: ordinary memory both sides reach), or a module's global
+//! once `cuModuleGetGlobal` has named it. Memory registered with `cuMemHostRegister` is pinned for
 //! copies only: kernels on the CPU engine reach only memory the engine allocated, so
 //! `CU_MEMHOSTREGISTER_DEVICEMAP` is refused.
 
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cudarc::driver::sys::{CUdeviceptr, CUpointer_attribute, CUresult};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use streamexec::{DeviceMemory, DeviceSlice, Kernel, UnifiedMemory};
 
 use crate::context::current;
@@ -28,12 +29,40 @@ pub(crate) enum Backing {
         mem: UnifiedMemory<u8>,
         flags: c_uint,
     },
+    /// Managed memory (`cuMemAllocManaged`): ordinary memory the host and kernels both reach
+    /// at the one address, with what `cuMemAdvise`, `cuMemPrefetchAsync` and
+    /// `cuStreamAttachMemAsync` said of it.
+    Managed {
+        mem: UnifiedMemory<u8>,
+        state: Mutex<ManagedState>,
+    },
     /// A module-scope variable (found through one of the module's kernels).
     Global {
         kernel: Kernel,
         name: String,
         module: usize,
     },
+}
+
+/// `CU_DEVICE_INVALID`: no device (a location never set).
+pub(crate) const DEVICE_INVALID: i32 = -2;
+
+/// What the managed-memory calls recorded for one `cuMemAllocManaged` allocation (the whole
+/// allocation: advice given for part of it is kept for all of it), reported by
+/// `cuMemRangeGetAttribute(s)`.
+#[derive(Clone, Debug)]
+pub(crate) struct ManagedState {
+    /// `CU_MEM_ATTACH_GLOBAL` (1), `_HOST` (2) or `_SINGLE` (4).
+    pub(crate) attach: u32,
+    /// `CU_MEM_ADVISE_SET_READ_MOSTLY`.
+    pub(crate) read_mostly: bool,
+    /// `CU_MEM_ADVISE_SET_PREFERRED_LOCATION`: a device, `CU_DEVICE_CPU` (-1) or
+    /// [`DEVICE_INVALID`].
+    pub(crate) preferred: i32,
+    /// `CU_MEM_ADVISE_SET_ACCESSED_BY`, in the order set.
+    pub(crate) accessed_by: Vec<i32>,
+    /// The target of the last `cuMemPrefetchAsync`, or [`DEVICE_INVALID`].
+    pub(crate) last_prefetch: i32,
 }
 
 /// One live range of the address map.
@@ -57,7 +86,7 @@ impl Region {
         let range = off..off + len as usize;
         let whole = match &self.backing {
             Backing::Device(m) => m.as_slice(),
-            Backing::Host { mem, .. } => mem.as_device().as_slice(),
+            Backing::Host { mem, .. } | Backing::Managed { mem, .. } => mem.as_device().as_slice(),
             Backing::Global { kernel, name, .. } => {
                 kernel.module_global(name).ok_or_else(|| {
                     CuErr::new(
@@ -72,9 +101,20 @@ impl Region {
             .map_err(|e| CuErr::new(CUresult::CUDA_ERROR_UNKNOWN, e.to_string()))
     }
 
-    /// True for mapped pinned host memory (the host may touch it directly).
+    /// True for mapped pinned host memory (`cuMemHostAlloc`).
     pub(crate) fn is_host(&self) -> bool {
         matches!(self.backing, Backing::Host { .. })
+    }
+
+    /// True for managed memory (`cuMemAllocManaged`).
+    pub(crate) fn is_managed(&self) -> bool {
+        matches!(self.backing, Backing::Managed { .. })
+    }
+
+    /// True where the host reads and writes the memory directly (pinned host memory and
+    /// managed memory): synchronous operations on it must be complete when they return.
+    pub(crate) fn host_reachable(&self) -> bool {
+        self.is_host() || self.is_managed()
     }
 }
 
@@ -111,7 +151,8 @@ pub(crate) fn resolve(addr: u64, len: u64, what: &str) -> CuResult<Arc<Region>> 
     Ok(r)
 }
 
-fn insert(mut r: Region) -> Arc<Region> {
+/// Adds `r` to the address map, with a fresh buffer id.
+pub(crate) fn insert(mut r: Region) -> Arc<Region> {
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
     r.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let r = Arc::new(r);
@@ -158,7 +199,8 @@ pub(crate) fn free_context(ctx: usize) {
     REGIONS.write().retain(|_, r| r.ctx != ctx);
 }
 
-fn oom(bytes: u64, e: streamexec::Error) -> CuErr {
+/// `CUDA_ERROR_OUT_OF_MEMORY` for an allocation of `bytes` that failed with `e`.
+pub(crate) fn oom(bytes: u64, e: streamexec::Error) -> CuErr {
     CuErr::new(
         CUresult::CUDA_ERROR_OUT_OF_MEMORY,
         format!("allocating {bytes} bytes: {e}"),
@@ -202,13 +244,13 @@ pub(crate) fn cuMemFree_v2(dptr: CUdeviceptr) -> CuResult<()> {
     current()?;
     let mut map = REGIONS.write();
     match map.get(&dptr) {
-        Some(r) if matches!(r.backing, Backing::Device(_)) => {
+        Some(r) if matches!(r.backing, Backing::Device(_) | Backing::Managed { .. }) => {
             map.remove(&dptr);
             Ok(())
         }
         _ => Err(invalid(format!(
-            "{dptr:#x} is not the start of a live cuMemAlloc allocation (freed twice, an \
-             offset pointer, or host memory)"
+            "{dptr:#x} is not the start of a live cuMemAlloc or cuMemAllocManaged allocation \
+             (freed twice, an offset pointer, or host memory)"
         ))),
     }
 }
@@ -532,7 +574,7 @@ fn pointer_attribute(attr: u32, ptr: u64, at: Option<&Pointee>) -> CuResult<Attr
         },
         // HOST_POINTER: device memory has none.
         4 => match at {
-            Some(Pointee::Region(r)) if !r.is_host() => {
+            Some(Pointee::Region(r)) if !r.host_reachable() => {
                 return Err(invalid(format!(
                     "{ptr:#x} is device memory: it has no host pointer"
                 )));
@@ -549,7 +591,8 @@ fn pointer_attribute(attr: u32, ptr: u64, at: Option<&Pointee>) -> CuResult<Attr
         // SYNC_MEMOPS: copies are always synchronous as it asks.
         6 => Bool(at.is_some()),
         7 | 20 => U64(region.map_or(0, |r| r.id)),
-        8 | 10 | 21 => Bool(false),
+        8 => Bool(region.is_some_and(|r| r.is_managed())),
+        10 | 21 => Bool(false),
         9 => I32(match at {
             Some(Pointee::Region(r)) => r.device as i32,
             Some(Pointee::Registered(..)) => current().map_or(-2, |c| c.device as i32),

@@ -356,6 +356,7 @@ mod init;
 mod launches;
 mod libraries;
 mod lookup;
+mod managed;
 mod memory;
 mod modules;
 mod pointers;
