@@ -60,6 +60,7 @@ impl Driver {
             79 | 80 => 1,      // L1 caches
             81 => 2 * SHARED_PER_BLOCK, // shared memory per SM
             83 | 89 | 101 => 1, // managed memory, concurrent and direct host access to it
+            91 => 1,           // registered memory's device pointer is its host pointer
             86 => 1,           // host-native atomics (mapped memory)
             87 => 2,           // single/double perf ratio
             97 => SHARED_PER_BLOCK, // shared per block, opt-in

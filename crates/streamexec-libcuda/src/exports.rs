@@ -170,6 +170,8 @@ macro_rules! entry_points {
                     fn cuMemHostGetFlags(pFlags: *mut c_uint, p: *mut c_void) @ 2030;
                     fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, Flags: c_uint) @ 6050;
                     fn cuMemHostUnregister(p: *mut c_void) @ 4000;
+                }
+                crate::pointer {
                     fn cuPointerGetAttribute(data: *mut c_void, attribute: u32, ptr: CUdeviceptr)
                         @ 4000;
                     fn cuPointerGetAttributes(

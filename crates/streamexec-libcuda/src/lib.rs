@@ -102,6 +102,7 @@
 //! | `stream/mod.rs` | the stream object and its table: a host-platform stream, the lock-ordered enqueue |
 //! | `context/mod.rs` | contexts (primary and created) and their table, the per-thread current-context stack, sticky errors, stream order within a context, stream handles |
 //! | `event.rs`, `memory.rs` | events; the process-wide address map (unified addressing), allocation, host memory, pointer attributes |
+//! | `pointer.rs` | pointer attributes (`cuPointerGetAttribute(s)`) |
 //! | `managed.rs` | managed memory (`cuMemAllocManaged`, `cuMemAdvise`, `cuMemPrefetchAsync`, `cuStreamAttachMemAsync`, `cuMemRangeGetAttribute(s)`) |
 //! | `module/` | modules, functions, globals, and CUDA 12's libraries and their kernels (`mod.rs`: objects, tables, loading; `library.rs`: the `cuLibrary*`/`cuKernel*` entry points) |
 //! | `link.rs` | `cuLink*`: PTX inputs linked on the text into one PTX image |
@@ -129,6 +130,7 @@ mod link;
 mod managed;
 mod memory;
 mod module;
+mod pointer;
 mod proc_address;
 mod stream;
 

@@ -357,6 +357,7 @@ mod launches;
 mod libraries;
 mod lookup;
 mod managed;
+mod mapped;
 mod memory;
 mod modules;
 mod pointers;
