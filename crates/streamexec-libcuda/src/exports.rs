@@ -181,6 +181,13 @@ macro_rules! entry_points {
                         ptr: CUdeviceptr,
                     ) @ 7000;
                 }
+                crate::copy_2d {
+                    fn cuMemcpy2D_v2(pCopy: *const CUDA_MEMCPY2D) @ 3020, ptds cuMemcpy2D_v2_ptds;
+                    fn cuMemcpy2DUnaligned_v2(pCopy: *const CUDA_MEMCPY2D) @ 3020, ptds cuMemcpy2DUnaligned_v2_ptds;
+                    fn cuMemcpy2DAsync_v2(pCopy: *const CUDA_MEMCPY2D, hStream: CUstream) @ 3020, ptsz cuMemcpy2DAsync_v2_ptsz;
+                    fn cuMemcpy3D_v2(pCopy: *const CUDA_MEMCPY3D) @ 3020, ptds cuMemcpy3D_v2_ptds;
+                    fn cuMemcpy3DAsync_v2(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream) @ 3020, ptsz cuMemcpy3DAsync_v2_ptsz;
+                }
                 crate::managed {
                     fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) @ 6000;
                     fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, advice: u32, device: CUdevice) @ 8000..12020;

@@ -108,6 +108,7 @@
 //! | `link.rs` | `cuLink*`: PTX inputs linked on the text into one PTX image |
 //! | `stream/api.rs`, `context/api.rs` | the `cuStream*` and `cuCtx*`/`cuDevicePrimaryCtx*` entry points (destroying a context frees what it owns in every family) |
 //! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel`, `cuLaunchKernelEx` and its attributes, occupancy |
+//! | `copy_2d.rs` | `cuMemcpy2D*`, `cuMemcpy3D*`: pitched copies checked and issued as graph memcpy nodes are |
 //! | `graph/` | CUDA graphs (the explicit API): tables and order (`mod.rs`), node operations (`nodes.rs`), building (`build.rs`), executable graphs (`instantiate.rs`), `cuGraphLaunch` (`launch.rs`) |
 //! | `exports.rs` | the one declaration list of every entry point, the `extern "C"` shells it makes (per-thread variants and refusals included), and the table `cuGetProcAddress` searches |
 //! | `proc_address.rs` | `cuGetProcAddress(_v2)`: the lookup by base name, CUDA version and stream mode |
@@ -118,6 +119,7 @@
 mod abi;
 mod context;
 mod copy;
+mod copy_2d;
 mod device;
 mod driver;
 mod entry;

@@ -348,6 +348,7 @@ fn add_works(f: CUfunction, s: CUstream, what: &str) {
 
 // After the macros above (macro_rules! scope is textual).
 mod contexts;
+mod copies_2d;
 mod events_peers;
 mod fork;
 mod granule;
