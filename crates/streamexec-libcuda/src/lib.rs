@@ -56,7 +56,9 @@
 //!   `CUDA_ERROR_NOT_SUPPORTED`). Graph, node and executable-graph handles are table handles; a
 //!   bad one is `CUDA_ERROR_INVALID_VALUE`, as the graph API documents.
 //! - **Errors.** Every entry point runs in `entry::call`: panics become `CUDA_ERROR_UNKNOWN`,
-//!   calls from a host function `CUDA_ERROR_NOT_PERMITTED`, and the detail of each failure is
+//!   calls from a host function `CUDA_ERROR_NOT_PERMITTED`, calls in a `fork()` child of a
+//!   process that initialised the driver `CUDA_ERROR_NOT_INITIALIZED` (a `pthread_atfork`
+//!   handler sets a flag, checked first), and the detail of each failure is
 //!   kept per thread ([`streamexec_cuda_last_error_detail`]). A kernel fault (any failure of a
 //!   context's asynchronous work) becomes the context's sticky error, mapped from the engine's
 //!   report (`ILLEGAL_ADDRESS`, `MISALIGNED_ADDRESS`, `LAUNCH_FAILED`), printed and kept for
