@@ -30,6 +30,7 @@ use cudarc::driver::sys::*;
 use std::sync::OnceLock;
 
 use crate::entry::{CuErr, CuResult, call, call_per_thread};
+use crate::managed::MemLocation;
 use crate::proc_address::{Proc, Procs};
 
 /// The declaration list: `$callback! { implemented { <family path> { fn .. @ v; }* }*
@@ -191,12 +192,21 @@ macro_rules! entry_points {
                 crate::managed {
                     fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) @ 6000;
                     fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, advice: u32, device: CUdevice) @ 8000..12020;
+                    fn cuMemAdvise_v2(devPtr: CUdeviceptr, count: usize, advice: u32, location: MemLocation)
+                        @ 12020 in cuda12_later;
                     fn cuMemPrefetchAsync(
                         devPtr: CUdeviceptr,
                         count: usize,
                         dstDevice: CUdevice,
                         hStream: CUstream,
                     ) @ 8000..12020, ptsz cuMemPrefetchAsync_ptsz;
+                    fn cuMemPrefetchAsync_v2(
+                        devPtr: CUdeviceptr,
+                        count: usize,
+                        location: MemLocation,
+                        flags: c_uint,
+                        hStream: CUstream,
+                    ) @ 12020, ptsz cuMemPrefetchAsync_v2_ptsz in cuda12_later;
                     fn cuStreamAttachMemAsync(
                         hStream: CUstream,
                         dptr: CUdeviceptr,

@@ -7,7 +7,7 @@
 //! `CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY`, `CONCURRENT_MANAGED_ACCESS` and
 //! `DIRECT_MANAGED_MEM_ACCESS_FROM_HOST` (the host and kernels may touch it at once).
 
-use std::ffi::{c_uint, c_void};
+use std::ffi::{c_int, c_uint, c_void};
 use std::sync::Arc;
 
 use cudarc::driver::sys::{CUdevice, CUdeviceptr, CUmem_range_attribute, CUresult, CUstream};
@@ -110,6 +110,66 @@ fn location(dev: CUdevice) -> CuResult<i32> {
     Ok(dev)
 }
 
+/// `CUmemLocation` (CUDA 12.2's location-based managed-memory calls) with its type as an
+/// integer, so any value a caller passes can be read.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemLocation {
+    /// `CUmemLocationType`: DEVICE (1), HOST (2), HOST_NUMA (3), HOST_NUMA_CURRENT (4).
+    pub(crate) kind: u32,
+    /// The device ordinal (DEVICE) or NUMA node (HOST_NUMA).
+    pub(crate) id: c_int,
+}
+
+const _: () = {
+    use cudarc::driver::sys::CUmemLocation;
+    assert!(size_of::<MemLocation>() == size_of::<CUmemLocation>());
+    assert!(align_of::<MemLocation>() == align_of::<CUmemLocation>());
+};
+
+impl MemLocation {
+    /// As the device argument of the CUDA 8 calls: a device ordinal or `CU_DEVICE_CPU`.
+    fn device(self) -> CuResult<CUdevice> {
+        match self.kind {
+            1 => Ok(self.id),
+            2..=4 => Ok(DEVICE_CPU),
+            k => Err(invalid(format!(
+                "location type {k}: give CU_MEM_LOCATION_TYPE_DEVICE or _HOST(_NUMA)"
+            ))),
+        }
+    }
+}
+
+/// `cuMemAdvise_v2` (CUDA 12.2): `cuMemAdvise` with a `CUmemLocation`.
+pub(crate) fn cuMemAdvise_v2(
+    devPtr: CUdeviceptr,
+    count: usize,
+    advice: u32,
+    location: MemLocation,
+) -> CuResult<()> {
+    // Advice without a location (READ_MOSTLY, the UNSETs of a preferred location) ignores it.
+    let device = match advice {
+        1 | 2 | 4 => DEVICE_CPU,
+        _ => location.device()?,
+    };
+    cuMemAdvise(devPtr, count, advice, device)
+}
+
+/// `cuMemPrefetchAsync_v2` (CUDA 12.2): `cuMemPrefetchAsync` with a `CUmemLocation`; `flags`
+/// must be 0.
+pub(crate) fn cuMemPrefetchAsync_v2(
+    devPtr: CUdeviceptr,
+    count: usize,
+    location: MemLocation,
+    flags: c_uint,
+    hStream: CUstream,
+) -> CuResult<()> {
+    if flags != 0 {
+        return Err(invalid(format!("flags must be 0, got {flags}")));
+    }
+    cuMemPrefetchAsync(devPtr, count, location.device()?, hStream)
+}
+
 /// `cuMemAdvise`: recorded for `cuMemRangeGetAttribute`; nothing moves on the CPU.
 pub(crate) fn cuMemAdvise(
     devPtr: CUdeviceptr,
@@ -193,6 +253,15 @@ pub(crate) fn cuStreamAttachMemAsync(
     Ok(())
 }
 
+/// The `CUmemLocationType` of a location: DEVICE (1), HOST (2) or INVALID (0).
+fn location_type(loc: i32) -> i32 {
+    match loc {
+        DEVICE_CPU => 2,
+        d if d >= 0 => 1,
+        _ => 0,
+    }
+}
+
 /// Writes range attribute `attribute` of `r` into `dataSize` bytes at `data`.
 ///
 /// # Safety
@@ -234,9 +303,14 @@ unsafe fn range_attribute(
             Ok(())
         }
         4 => one(st.last_prefetch),
+        // CUDA 12.2: the locations as a CUmemLocationType and an id.
+        5 => one(location_type(st.preferred)),
+        6 => one(st.preferred.max(0)),
+        7 => one(location_type(st.last_prefetch)),
+        8 => one(st.last_prefetch.max(0)),
         a => Err(invalid(format!(
-            "{a} is not a CUmem_range_attribute the CPU driver reports (READ_MOSTLY, \
-             PREFERRED_LOCATION, ACCESSED_BY, LAST_PREFETCH_LOCATION)"
+            "{a} is not a CUmem_range_attribute (READ_MOSTLY, PREFERRED_LOCATION, ACCESSED_BY, \
+             LAST_PREFETCH_LOCATION and their _TYPE/_ID forms)"
         ))),
     }
 }

@@ -267,3 +267,101 @@ fn managed_memory_attributes_and_advice() {
     ok!(cuStreamDestroy_v2(s));
     assert_eq!(free_memory(), base);
 }
+
+/// `CUmemLocation`: a `CUmemLocationType` and an id.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Location {
+    kind: u32,
+    id: c_int,
+}
+
+type AdviseV2 = unsafe extern "C" fn(CUdeviceptr, usize, u32, Location) -> CUresult;
+type PrefetchV2 = unsafe extern "C" fn(CUdeviceptr, usize, Location, c_uint, CUstream) -> CUresult;
+
+/// What a CUDA 12.5 client gets from `cuGetProcAddress_v2(name, 12050)`.
+fn entry_12050(name: &CStr) -> *mut c_void {
+    let mut p = null_mut();
+    ok!(cuGetProcAddress_v2(
+        name.as_ptr(),
+        &mut p,
+        12050,
+        0,
+        null_mut()
+    ));
+    assert!(!p.is_null());
+    p
+}
+
+#[test]
+fn location_based_managed_calls_of_cuda_12_2() {
+    let Some(_drv) = setup("location_based_managed_calls_of_cuda_12_2") else {
+        return;
+    };
+    let base = free_memory();
+    let bytes = 1024;
+    let p = managed_alloc(bytes, ATTACH_GLOBAL);
+    let s = stream();
+    // A CUDA 12.5 client asking for cuMemAdvise / cuMemPrefetchAsync gets the _v2 ABI.
+    let advise = entry_12050(c"cuMemAdvise");
+    let prefetch = entry_12050(c"cuMemPrefetchAsync");
+    // SAFETY: the library's cuMemAdvise_v2 / cuMemPrefetchAsync_v2 have these signatures.
+    let (advise, prefetch) = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, AdviseV2>(advise),
+            std::mem::transmute::<*mut c_void, PrefetchV2>(prefetch),
+        )
+    };
+    let (device0, host) = (Location { kind: 1, id: 0 }, Location { kind: 2, id: 0 });
+    use CUmem_range_attribute::*;
+    // SAFETY: valid arguments; bad values are error codes.
+    let codes = unsafe {
+        [
+            advise(p, bytes, 3, device0), // SET_PREFERRED_LOCATION
+            prefetch(p, bytes, host, 0, s),
+            advise(p, bytes, 3, Location { kind: 1, id: 9 }),
+            advise(p, bytes, 3, Location { kind: 7, id: 0 }),
+            prefetch(p, bytes, host, 1, s),
+        ]
+    };
+    assert_eq!(
+        codes,
+        [
+            CUresult::CUDA_SUCCESS,
+            CUresult::CUDA_SUCCESS,
+            CUresult::CUDA_ERROR_INVALID_DEVICE,
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+            CUresult::CUDA_ERROR_INVALID_VALUE,
+        ]
+    );
+    assert_eq!(
+        range_i32s(p, bytes, CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, 1),
+        [0]
+    );
+    assert_eq!(
+        range_i32s(p, bytes, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, 1),
+        [DEVICE_CPU]
+    );
+    // The 12.2 _TYPE/_ID range attributes (5..8): DEVICE 0, then HOST.
+    for (attr, want) in [(5u32, 1), (6, 0), (7, 2), (8, 0)] {
+        let mut v = i32::MIN;
+        // SAFETY: the attribute is passed as its integer value, as a C caller may.
+        let code = unsafe {
+            std::mem::transmute::<
+                *mut c_void,
+                unsafe extern "C" fn(*mut c_void, usize, u32, CUdeviceptr, usize) -> CUresult,
+            >(entry_12050(c"cuMemRangeGetAttribute"))(
+                (&raw mut v).cast(), 4, attr, p, bytes
+            )
+        };
+        assert_eq!(
+            (code, v),
+            (CUresult::CUDA_SUCCESS, want),
+            "range attribute {attr}"
+        );
+    }
+    ok!(cuStreamSynchronize(s));
+    ok!(cuMemFree_v2(p));
+    ok!(cuStreamDestroy_v2(s));
+    assert_eq!(free_memory(), base);
+}
