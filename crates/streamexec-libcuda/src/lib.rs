@@ -112,7 +112,8 @@
 //! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel`, `cuLaunchKernelEx` and its attributes, occupancy |
 //! | `copy_2d.rs` | `cuMemcpy2D*`, `cuMemcpy3D*`: pitched copies checked and issued as graph memcpy nodes are |
 //! | `graph/` | CUDA graphs (the explicit API): tables and order (`mod.rs`), node operations (`nodes.rs`), building (`build.rs`), executable graphs (`instantiate.rs`), `cuGraphLaunch` (`launch.rs`) |
-//! | `exports.rs` | the one declaration list of every entry point, the `extern "C"` shells it makes (per-thread variants and refusals included), and the table `cuGetProcAddress` searches |
+//! | `exports.rs` | the one declaration list of every entry point |
+//! | `shells.rs` | the `extern "C"` shells the list makes (per-thread variants and refusals included), and the table `cuGetProcAddress` searches |
 //! | `proc_address.rs` | `cuGetProcAddress(_v2)`: the lookup by base name, CUDA version and stream mode |
 //! | `abi.rs` | the compile-time check of that list against cudarc's `driver::sys` |
 
@@ -136,6 +137,7 @@ mod memory;
 mod module;
 mod pointer;
 mod proc_address;
+mod shells;
 mod stream;
 
 pub use entry::{streamexec_cuda_last_error_detail, streamexec_cuda_last_fault};
