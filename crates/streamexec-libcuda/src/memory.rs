@@ -250,14 +250,37 @@ pub(crate) unsafe fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> C
     unsafe { put(dptr, base, "dptr") }
 }
 
-/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` returned. Work already enqueued that uses
-/// the memory still finishes safely (the host platform pins it).
+/// Keeps `r`'s memory until every stream of its context has run what was enqueued before this
+/// call. Copies pin what they touch, but a kernel takes its pointers as raw bytes, so nothing
+/// else keeps memory alive for a kernel still queued when the program frees it (numba-cuda
+/// frees temporaries right after launching on them: CUDA's free waits for that kernel). The
+/// region is already out of the address map, so every later call sees it freed; the memory goes
+/// when the last stream's marker has run (or was skipped by a failed stream).
+fn release_after_queued_work(r: Arc<Region>) {
+    let Ok(ctx) = crate::context::lookup(r.ctx) else {
+        return;
+    };
+    for s in ctx.all_streams() {
+        let keep = r.clone();
+        // A stream that cannot take the marker has no work left to wait for.
+        let _ = s.enqueue_after(&[], move |se| {
+            se.then_host_callback(move || drop(keep));
+        });
+    }
+}
+
+/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` (or `cuMemAllocManaged`) returned. Work
+/// already enqueued that uses the memory still finishes safely: copies pin it, and the memory
+/// itself goes only once every stream of its context has run what was enqueued before.
 pub(crate) fn cuMemFree_v2(dptr: CUdeviceptr) -> CuResult<()> {
     current()?;
     let mut map = REGIONS.write();
     match map.get(&dptr) {
         Some(r) if matches!(r.backing, Backing::Device(_) | Backing::Managed { .. }) => {
+            let r = r.clone();
             map.remove(&dptr);
+            drop(map);
+            release_after_queued_work(r);
             Ok(())
         }
         _ => Err(invalid(format!(
@@ -384,7 +407,10 @@ pub(crate) fn cuMemFreeHost(p: *mut c_void) -> CuResult<()> {
     let mut map = REGIONS.write();
     match map.get(&(p as u64)) {
         Some(r) if matches!(r.backing, Backing::Host { .. }) => {
+            let r = r.clone();
             map.remove(&(p as u64));
+            drop(map);
+            release_after_queued_work(r);
             Ok(())
         }
         _ => Err(invalid(format!(

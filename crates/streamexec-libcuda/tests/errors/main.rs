@@ -351,6 +351,7 @@ mod contexts;
 mod copies_2d;
 mod events_peers;
 mod fork;
+mod free_queued;
 mod granule;
 mod handles;
 mod init;
