@@ -49,3 +49,14 @@ extern "C" __global__ void spin(volatile unsigned* flag, unsigned* out) {
     while (flag[0] == 0 && i < (1ull << 31)) i++;
     out[0] = flag[0];
 }
+
+// A grid-wide wait, for cooperative launches (every block resident at once): each block
+// arrives once at `*arrived`, then every thread waits until all blocks have and writes the
+// count it saw at its global index. Without co-residency the blocks that wait would never
+// let the others start.
+extern "C" __global__ void grid_arrive(unsigned* arrived, unsigned* out) {
+    if (threadIdx.x == 0) atomicAdd(arrived, 1u);
+    volatile unsigned* a = arrived;
+    while (a[0] < gridDim.x) asm volatile("nanosleep.u32 1000;" ::: "memory");
+    out[blockIdx.x * blockDim.x + threadIdx.x] = a[0];
+}

@@ -11,8 +11,9 @@
 # test command runs it); without it, every package above (see docs/libcuda.md for how long).
 # Results and per-module logs: target/real-clients-results/.
 #
-# The clients come from PyPI into a venv (target/real-clients-venv): numba-cuda[cu12],
-# cuda-core, NVIDIA's NVRTC. numba-cuda's default install also pulls NVIDIA's nvJitLink, which
+# The clients come from PyPI into a venv kept outside the checkout, so clean clones share it
+# (~750 MB; $STREAMEXEC_REAL_CLIENTS_VENV, default ~/.cache/streamexec/real-clients-venv):
+# numba-cuda[cu12], cuda-core, NVIDIA's NVRTC. numba-cuda's default install also pulls NVIDIA's nvJitLink, which
 # links to GPU machine code (SASS) a CPU cannot run: the script uninstalls it
 # (`pip uninstall nvidia-nvjitlink-cu12`), and then numba and cuda-core hand PTX to the driver's
 # own linker (cuLinkCreate/AddData/Complete), which the CPU libcuda implements.
@@ -33,14 +34,15 @@ while [[ $# -gt 0 ]]; do
 done
 [[ ${#packages[@]} -eq 0 ]] && packages=(cudadrv cudapy nrt doc_examples)
 
-venv="target/real-clients-venv"
+venv="${STREAMEXEC_REAL_CLIENTS_VENV:-$HOME/.cache/streamexec/real-clients-venv}"
 # Pinned: the versions the closing notes measured. NUMBA_CUDA_PIP overrides (e.g. a newer one).
 pins="${NUMBA_CUDA_PIP:-numba-cuda[cu12]==0.30.4 cuda-core==1.2.2 cuda-bindings==12.9.10 nvidia-cuda-nvrtc-cu12==12.9.86}"
-if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c "import numba.cuda, cuda.core" 2>/dev/null; then
+if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c "import numba.cuda, cuda.core, cffi, pytest" 2>/dev/null; then
     echo "real-clients: creating $venv from PyPI ($pins)" >&2
+    mkdir -p "$(dirname "$venv")"
     python3 -m venv "$venv"
     # shellcheck disable=SC2086
-    "$venv/bin/python" -m pip install --quiet $pins pytest filecheck psutil
+    "$venv/bin/python" -m pip install --quiet $pins pytest filecheck psutil cffi
 fi
 "$venv/bin/python" -m pip uninstall --quiet --yes nvidia-nvjitlink-cu12 2>/dev/null || true
 
@@ -51,7 +53,8 @@ lib="target/real-clients-lib"
 mkdir -p "$lib"
 cp -f "$built/libcuda.so" "$lib/libcuda.so"
 ln -sf libcuda.so "$lib/libcuda.so.1"
-export LD_LIBRARY_PATH="$PWD/$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Only this folder: the test script's LD_LIBRARY_PATH also holds the CPU NVRTC.
+export LD_LIBRARY_PATH="$PWD/$lib"
 export STREAMEXEC_CUDA_LOG=1
 # numba's warnings about low occupancy are about a GPU's SMs; the suite checks its own warnings.
 export PYTHONDONTWRITEBYTECODE=1

@@ -46,6 +46,11 @@ bash scripts/test-mpi.sh
 # Then any debug build of the libraries goes (it would shadow the release ones).
 cargo test -p streamexec-libcuda -p streamexec-libnvrtc
 bash scripts/build-libcuda.sh >/dev/null
+# Real CUDA software on the CPU libcuda: a cuda-core program with NVIDIA's NVRTC, and the quick
+# subset of numba-cuda's own test suite (scripts/real-clients/quick.txt; the whole suite is
+# `bash scripts/real-clients.sh`, on demand). The clients come from PyPI into a venv outside the
+# checkout, made on the first run.
+bash scripts/real-clients.sh --quick
 # The HIP backend (opt-in feature): builds, links libamdhip64, and fails cleanly without a GPU.
 cargo test -p streamexec --features hip --test hip_platform --test examples
 

@@ -135,3 +135,5 @@ libnvrtc = loaded("libnvrtc")
 print(f"loaded: {', '.join(libcuda)}; {', '.join(libnvrtc)}")
 if not libnvrtc or any("nvidia/cuda_nvrtc" not in p for p in libnvrtc):
     sys.exit("the CPU NVRTC was loaded, not NVIDIA's")
+if not libcuda or any("real-clients-lib" not in p for p in libcuda):
+    sys.exit("a libcuda other than the CPU one was loaded")

@@ -96,6 +96,10 @@ class Recorder(unittest.TestResult):
             self.error = "".join(traceback.format_exception(*err))[-6000:]
 
     def addError(self, test, err):
+        if issubclass(err[0], unittest.SkipTest) or err[0].__name__ == "Skipped":
+            # A skip raised outside the test method (setUpClass, pytest.skip in a fixture).
+            self.addSkip(test, str(err[1]))
+            return
         if self.current is None:  # setUpClass / tearDownClass / module fixtures
             self._write({"id": test.id(), "outcome": "error", "secs": 0,
                          "error": "".join(traceback.format_exception(*err))[-6000:], "log": []})
@@ -182,14 +186,14 @@ def read_records(path):
     return done, started
 
 
-def run_module(module, out, timeout, only):
+def run_module(module, out, timeout, only, exclude=()):
     """Runs `module` in children until every test has a record; returns the records."""
     results = os.path.join(out, module + ".jsonl")
     if os.path.exists(results):
         os.remove(results)
     for _ in range(200):
         done, started = read_records(results)
-        skip = set(done)
+        skip = set(done) | set(exclude)
         cmd = [sys.executable, __file__, "--child", module, "--results", results,
                "--timeout", str(timeout)]
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
@@ -308,9 +312,12 @@ def main():
         child(a.child, a.results, a.timeout, skip, only)
         return
     os.makedirs(a.out, exist_ok=True)
-    only = set()
+    only, exclude = set(), set()
     if a.only:
-        only = {ln.strip() for ln in open(a.only) if ln.strip() and not ln.startswith("#")}
+        lines = [ln.strip() for ln in open(a.only) if ln.strip() and not ln.startswith("#")]
+        # `-ID`: a test of a listed module that is not run (the file says why).
+        exclude = {ln[1:].strip() for ln in lines if ln.startswith("-")}
+        only = {ln for ln in lines if not ln.startswith("-")}
     modules = [m for p in a.packages for m in modules_of(p)]
     if only:
         modules = [m for m in modules if m in only or any(i.startswith(m + ".") for i in only)]
@@ -325,7 +332,8 @@ def main():
                 if not queue:
                     return
                 module = queue.pop(0)
-            recs = run_module(module, a.out, a.timeout, os.path.abspath(a.only) if a.only else None)
+            recs = run_module(module, a.out, a.timeout,
+                              os.path.abspath(a.only) if a.only else None, exclude)
             with lock:
                 records[module] = recs
                 c = collections.Counter(r["outcome"] for r in recs.values())

@@ -62,6 +62,7 @@ impl Driver {
             83 | 89 | 101 => 1, // managed memory, concurrent and direct host access to it
             91 => 1,           // registered memory's device pointer is its host pointer
             86 => 1,           // host-native atomics (mapped memory)
+            95 => 1,           // cooperative launch (each block on a thread of its own)
             87 => 2,           // single/double perf ratio
             97 => SHARED_PER_BLOCK, // shared per block, opt-in
             99 => 1,           // host register (for copies)

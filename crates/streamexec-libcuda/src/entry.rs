@@ -367,6 +367,11 @@ const CODES: &[(R, &CStr, &CStr)] = &[
         c"unspecified launch failure",
     ),
     (
+        R::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+        c"CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE",
+        c"too many blocks in cooperative launch",
+    ),
+    (
         R::CUDA_ERROR_NOT_PERMITTED,
         c"CUDA_ERROR_NOT_PERMITTED",
         c"operation not permitted",

@@ -448,6 +448,18 @@ macro_rules! entry_points {
                         kernelParams: *mut *mut c_void,
                         extra: *mut *mut c_void,
                     ) @ 4000, ptsz cuLaunchKernel_ptsz;
+                    fn cuLaunchCooperativeKernel(
+                        f: CUfunction,
+                        gridDimX: c_uint,
+                        gridDimY: c_uint,
+                        gridDimZ: c_uint,
+                        blockDimX: c_uint,
+                        blockDimY: c_uint,
+                        blockDimZ: c_uint,
+                        sharedMemBytes: c_uint,
+                        hStream: CUstream,
+                        kernelParams: *mut *mut c_void,
+                    ) @ 9000, ptsz cuLaunchCooperativeKernel_ptsz;
                     fn cuLaunchKernelEx(
                         config: *const CUlaunchConfig,
                         f: CUfunction,
@@ -683,19 +695,6 @@ macro_rules! entry_points {
                     bufferDesc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
                 ) @ 10000 => "external memory interop";
                 fn cuDestroyExternalMemory(extMem: CUexternalMemory) @ 10000 => "external memory interop";
-                fn cuLaunchCooperativeKernel(
-                    f: CUfunction,
-                    gridDimX: c_uint,
-                    gridDimY: c_uint,
-                    gridDimZ: c_uint,
-                    blockDimX: c_uint,
-                    blockDimY: c_uint,
-                    blockDimZ: c_uint,
-                    sharedMemBytes: c_uint,
-                    hStream: CUstream,
-                    kernelParams: *mut *mut c_void,
-                ) @ 9000, ptsz cuLaunchCooperativeKernel_ptsz => "cooperative launches (grid-wide sync; CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH \
-                      is 0)";
                 fn cuOccupancyMaxActiveClusters(
                     numClusters: *mut c_int,
                     func: CUfunction,

@@ -167,6 +167,8 @@ pub(crate) struct KernelLaunch {
     /// `cuGraphKernelNodeGetParams`; the buffers never move).
     param_ptrs: Box<[usize]>,
     args: ArgList,
+    /// A cooperative launch (every block resident at once).
+    cooperative: bool,
 }
 
 impl KernelLaunch {
@@ -204,19 +206,49 @@ impl KernelLaunch {
             params,
             param_ptrs,
             args,
+            cooperative: false,
         })
+    }
+
+    /// Makes this a cooperative launch, as `cuLaunchCooperativeKernel` does: its grid must fit
+    /// on the device at once (the occupancy of its block size and shared memory times the
+    /// multiprocessors), else `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`.
+    pub(crate) fn cooperative(mut self, multiprocessors: u32) -> CuResult<Self> {
+        let threads = self.block.iter().map(|&v| v as u64).product::<u64>();
+        let per_sm = blocks_per_sm(threads as c_int, self.shared as usize)? as u64;
+        let most = per_sm * multiprocessors.max(1) as u64;
+        let blocks = self.grid.iter().map(|&v| v as u64).product::<u64>();
+        if blocks > most {
+            return Err(CuErr::new(
+                CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+                format!(
+                    "a cooperative launch of `{}` with {blocks} blocks: at most {most} blocks \
+                     of {threads} threads ({per_sm} per multiprocessor, {multiprocessors} \
+                     multiprocessors) are resident at once",
+                    self.func.entry.name
+                ),
+            ));
+        }
+        self.cooperative = true;
+        Ok(self)
     }
 
     /// Enqueues the launch on `se` (the arguments are packed now: later changes of this
     /// launch's owner do not reach it).
     pub(crate) fn issue(&self, se: &mut streamexec::Stream) {
         let (g, b) = (self.grid, self.block);
-        se.then_launch_untyped(
+        let (threads, blocks) = (
             ThreadDim::new(b[0], b[1], b[2]),
             BlockDim::new(g[0], g[1], g[2]),
-            &self.func.kernel,
-            &self.args,
         );
+        if self.cooperative {
+            if let Some(barrier) = self.func.kernel.module_global(crate::link::GRID_BARRIER) {
+                se.then_memset(barrier, 0);
+            }
+            se.then_launch_cooperative_untyped(threads, blocks, &self.func.kernel, &self.args);
+        } else {
+            se.then_launch_untyped(threads, blocks, &self.func.kernel, &self.args);
+        }
     }
 
     /// Names the kernel in a `CUDA_ERROR_INVALID_VALUE` the stream reported for the launch.
@@ -260,19 +292,77 @@ pub(crate) unsafe fn cuLaunchKernel(
     kernelParams: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CuResult<()> {
-    let (ctx, func) = function(f)?;
-    let s = resolve_in(&ctx, hStream)?;
     // SAFETY: the caller's contract.
-    let launch = unsafe {
-        KernelLaunch::new(
-            func,
+    unsafe {
+        launch(
+            f,
             [gridDimX, gridDimY, gridDimZ],
             [blockDimX, blockDimY, blockDimZ],
             sharedMemBytes,
+            hStream,
             kernelParams,
             extra,
-        )?
-    };
+            false,
+        )
+    }
+}
+
+/// `cuLaunchCooperativeKernel`: every block resident at once (each on a thread of its own),
+/// so blocks may wait for each other; the grid must fit (see [`KernelLaunch::cooperative`]).
+///
+/// # Safety
+/// As [`cuLaunchKernel`].
+#[allow(clippy::too_many_arguments)] // the C signature
+pub(crate) unsafe fn cuLaunchCooperativeKernel(
+    f: CUfunction,
+    gridDimX: c_uint,
+    gridDimY: c_uint,
+    gridDimZ: c_uint,
+    blockDimX: c_uint,
+    blockDimY: c_uint,
+    blockDimZ: c_uint,
+    sharedMemBytes: c_uint,
+    hStream: CUstream,
+    kernelParams: *mut *mut c_void,
+) -> CuResult<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        launch(
+            f,
+            [gridDimX, gridDimY, gridDimZ],
+            [blockDimX, blockDimY, blockDimZ],
+            sharedMemBytes,
+            hStream,
+            kernelParams,
+            std::ptr::null_mut(),
+            true,
+        )
+    }
+}
+
+/// A launch of `f` on `hStream`, cooperative or not.
+///
+/// # Safety
+/// As [`cuLaunchKernel`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch(
+    f: CUfunction,
+    grid: [c_uint; 3],
+    block: [c_uint; 3],
+    shared: c_uint,
+    hStream: CUstream,
+    kernelParams: *mut *mut c_void,
+    extra: *mut *mut c_void,
+    cooperative: bool,
+) -> CuResult<()> {
+    let (ctx, func) = function(f)?;
+    let s = resolve_in(&ctx, hStream)?;
+    // SAFETY: the caller's contract.
+    let mut launch = unsafe { KernelLaunch::new(func, grid, block, shared, kernelParams, extra)? };
+    if cooperative {
+        let sms = crate::driver::driver()?.exec.description().compute_units;
+        launch = launch.cooperative(sms)?;
+    }
     s.enqueue(&ctx, |se| launch.issue(se))
         .map_err(|e| launch.explain(e))
 }
@@ -284,6 +374,8 @@ enum LaunchAttr {
     Accepted,
     /// `CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT`: the event and its record flags.
     CompletionEvent(CUevent, c_uint),
+    /// `CU_LAUNCH_ATTRIBUTE_COOPERATIVE` set: a cooperative launch.
+    Cooperative,
 }
 
 /// Checks launch attribute `id` with value `v` (the 64 bytes of `CUlaunchAttributeValue`).
@@ -297,10 +389,7 @@ fn launch_attr(id: u32, v: &[u8; 64]) -> CuResult<LaunchAttr> {
         // preference), PREFERRED_SHARED_MEMORY_CARVEOUT.
         0 | 1 | 3 | 5 | 6 | 8 | 9 | 10 | 11 | 14 => Ok(LaunchAttr::Accepted),
         2 if u32_at(0) == 0 => Ok(LaunchAttr::Accepted),
-        2 => Err(not_supported(
-            "CU_LAUNCH_ATTRIBUTE_COOPERATIVE: cooperative launches (grid-wide sync; \
-             CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH is 0)",
-        )),
+        2 => Ok(LaunchAttr::Cooperative),
         4 => {
             let dim = [u32_at(0), u32_at(4), u32_at(8)];
             if dim.iter().all(|&d| d <= 1) {
@@ -329,8 +418,8 @@ fn launch_attr(id: u32, v: &[u8; 64]) -> CuResult<LaunchAttr> {
 /// `cuLaunchKernelEx`: `cuLaunchKernel` with its geometry, shared memory and stream in
 /// `config`, and launch attributes: hints are accepted, a launch-completion event is recorded
 /// after the kernel (when its last block has run, so after its last block launched, as
-/// CUDA promises), and cooperative launches, clusters of more than one block and programmatic
-/// events are `CUDA_ERROR_NOT_SUPPORTED`.
+/// CUDA promises), `CU_LAUNCH_ATTRIBUTE_COOPERATIVE` makes a cooperative launch, and clusters
+/// of more than one block and programmatic events are `CUDA_ERROR_NOT_SUPPORTED`.
 ///
 /// # Safety
 /// `config` is valid for a read, its `attrs` for `numAttrs` entries; the parameters as for
@@ -345,6 +434,7 @@ pub(crate) unsafe fn cuLaunchKernelEx(
     // SAFETY: non-null, valid for a read (the caller's contract); no enum fields.
     let c = unsafe { config.read() };
     let mut events = Vec::new();
+    let mut cooperative = false;
     if c.numAttrs > 0 {
         crate::entry::non_null(c.attrs, "config->attrs")?;
     }
@@ -360,25 +450,26 @@ pub(crate) unsafe fn cuLaunchKernelEx(
                     .read_unaligned(),
             )
         };
-        if let LaunchAttr::CompletionEvent(e, flags) = launch_attr(id, &value)? {
-            crate::event::lookup(e)?;
-            events.push((e, flags));
+        match launch_attr(id, &value)? {
+            LaunchAttr::CompletionEvent(e, flags) => {
+                crate::event::lookup(e)?;
+                events.push((e, flags));
+            }
+            LaunchAttr::Cooperative => cooperative = true,
+            LaunchAttr::Accepted => {}
         }
     }
     // SAFETY: the caller's contract.
     unsafe {
-        cuLaunchKernel(
+        launch(
             f,
-            c.gridDimX,
-            c.gridDimY,
-            c.gridDimZ,
-            c.blockDimX,
-            c.blockDimY,
-            c.blockDimZ,
+            [c.gridDimX, c.gridDimY, c.gridDimZ],
+            [c.blockDimX, c.blockDimY, c.blockDimZ],
             c.sharedMemBytes,
             c.hStream,
             kernelParams,
             extra,
+            cooperative,
         )?;
     }
     for (e, flags) in events {

@@ -180,9 +180,27 @@ fn add(l: &Link, kind: u32, bytes: &[u8], name: String) -> CuResult<()> {
     r
 }
 
+/// The CPU device runtime (`devrt.ptx`): what is linked for NVIDIA's libcudadevrt.
+const DEVRT_PTX: &str = include_str!("devrt.ptx");
+
+/// The device runtime's grid barrier (`devrt.ptx`), which a cooperative launch of a module
+/// that has it zeroes first (stream-ordered): a launch that failed while blocks waited leaves
+/// it mid-count, and a module's globals outlive its launches.
+pub(crate) const GRID_BARRIER: &str = "__streamexec_cg_grid_barrier";
+
+/// Whether `bytes` are NVIDIA's device runtime library, whatever the file is called: an `ar`
+/// archive whose member is `cuda_device_runtime.o` (its code is compressed GPU machine code).
+fn is_cudadevrt(bytes: &[u8]) -> bool {
+    const MEMBER: &[u8] = b"cuda_device_runtime.o";
+    bytes.starts_with(b"!<arch>\n") && bytes.windows(MEMBER.len()).any(|w| w == MEMBER)
+}
+
 /// The PTX text of an input, or why it is not one this driver links.
 fn input_text(kind: u32, bytes: &[u8], name: &str) -> CuResult<String> {
     let bytes = bytes.strip_suffix(&[0]).unwrap_or(bytes);
+    if is_cudadevrt(bytes) {
+        return Ok(DEVRT_PTX.to_string());
+    }
     let binary = bytes.starts_with(b"\x7fELF")
         || bytes.starts_with(&0xBA55_ED50u32.to_le_bytes())
         || bytes.starts_with(&0x4662_43B1u32.to_le_bytes())

@@ -269,11 +269,15 @@ fn release_after_queued_work(r: Arc<Region>) {
     }
 }
 
-/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` (or `cuMemAllocManaged`) returned. Work
-/// already enqueued that uses the memory still finishes safely: copies pin it, and the memory
-/// itself goes only once every stream of its context has run what was enqueued before.
+/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` (or `cuMemAllocManaged`) returned. It
+/// waits for the current context's work first, as CUDA's does: a kernel reaches memory through
+/// addresses inside its parameters (numba passes arrays as structs of integers), which no
+/// launch can pin ahead. Where the memory is another context's, its streams keep it until they
+/// have run what was enqueued before ([`release_after_queued_work`]).
 pub(crate) fn cuMemFree_v2(dptr: CUdeviceptr) -> CuResult<()> {
-    current()?;
+    // As CUDA's, a free waits for the context's work: a launch still queued may use the memory
+    // (numba frees the arrays of a launch it did not wait for).
+    current()?.synchronize()?;
     let mut map = REGIONS.write();
     match map.get(&dptr) {
         Some(r) if matches!(r.backing, Backing::Device(_) | Backing::Managed { .. }) => {

@@ -39,6 +39,9 @@ pub(crate) fn run_grid(
         })
     };
     let total = l.grid.count();
+    if l.cooperative && total > 1 {
+        return run_cooperative(l, &one);
+    }
     if total == 1 {
         // One block runs here, on the stream's worker: handing it to the pool and waiting
         // costs more than a small block.
@@ -62,6 +65,45 @@ pub(crate) fn run_grid(
     });
     match first.into_inner() {
         Some((_, msg)) => Err(msg),
+        None => Ok(()),
+    }
+}
+
+/// A cooperative grid: every block on a scoped thread of its own, so that blocks waiting for
+/// each other all make progress. The first block to fail abandons the grid (the waiting
+/// blocks' `nanosleep` then fails them too) and its failure is the launch's.
+fn run_cooperative(
+    l: &Launch,
+    one: &(dyn Fn(u64) -> Result<(), String> + Sync),
+) -> Result<(), String> {
+    use std::sync::atomic::Ordering;
+    let first: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for b in 0..l.grid.count() {
+            let first = &first;
+            let run = move || {
+                if let Err(msg) = one(b) {
+                    if !l.abandoned.swap(true, Ordering::SeqCst) {
+                        *first.lock() = Some(msg);
+                    }
+                }
+            };
+            let started = std::thread::Builder::new()
+                .name(format!("ptx-coop-{b}"))
+                .spawn_scoped(s, run);
+            if let Err(e) = started {
+                if !l.abandoned.swap(true, Ordering::SeqCst) {
+                    *first.lock() = Some(format!(
+                        "the cooperative launch could not start a thread for block {}: {e}",
+                        l.grid.unlinear(b)
+                    ));
+                }
+                break;
+            }
+        }
+    });
+    match first.into_inner() {
+        Some(msg) => Err(msg),
         None => Ok(()),
     }
 }

@@ -36,6 +36,10 @@ pub(crate) struct Launch {
     pub(crate) id: u64,
     /// `%nsmid`'s range: the pool's worker count.
     pub(crate) nsm: u32,
+    /// Every block at once, each on its own thread ([`crate::LaunchConfig::cooperative`]).
+    pub(crate) cooperative: bool,
+    /// Set when a block of a cooperative launch failed: the others stop waiting for it.
+    pub(crate) abandoned: std::sync::atomic::AtomicBool,
 }
 
 /// The next launch's `Launch::id`.

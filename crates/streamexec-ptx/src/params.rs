@@ -194,10 +194,22 @@ pub(super) fn tokenize(src: &str) -> std::result::Result<Vec<Token<'_>>, (usize,
                     i += 1;
                 }
             }
-            out.push(Token {
-                text: &src[start..i],
-                line,
-            });
+            let text = &src[start..i];
+            if text.starts_with('.') && text[1..].starts_with(|c: char| c.is_ascii_alphabetic()) {
+                // Directives written together (`.reg.b16 %h;`, as NVRTC's inline PTX has
+                // them) are separate tokens.
+                let mut at = start;
+                for part in text[1..].split('.') {
+                    let len = part.len() + 1;
+                    out.push(Token {
+                        text: &src[at..at + len],
+                        line,
+                    });
+                    at += len;
+                }
+            } else {
+                out.push(Token { text, line });
+            }
         } else {
             // One character (UTF-8 aware, so a stray multi-byte character is reported whole).
             let len = src[i..].chars().next().map_or(1, char::len_utf8);

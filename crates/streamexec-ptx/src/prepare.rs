@@ -41,6 +41,11 @@ pub struct LaunchConfig {
     pub race_check: bool,
     /// Static plus dynamic shared memory a block may use, in bytes.
     pub shared_memory_limit: u64,
+    /// A cooperative launch (`cuLaunchCooperativeKernel`): every block runs at once, each on
+    /// a thread of its own, so blocks may wait for each other (a grid-wide barrier spinning
+    /// on global memory with `nanosleep`); when a block fails, the others' `nanosleep` ends
+    /// their wait with a fault instead of a hang. Runs on the interpreter.
+    pub cooperative: bool,
 }
 
 impl Default for LaunchConfig {
@@ -51,6 +56,7 @@ impl Default for LaunchConfig {
             engine: PtxEngine::Auto,
             race_check: false,
             shared_memory_limit: 48 * 1024,
+            cooperative: false,
         }
     }
 }
@@ -159,6 +165,8 @@ impl Kernel {
                 start: Instant::now(),
                 id: next_launch_id(),
                 nsm: 1,
+                cooperative: config.cooperative,
+                abandoned: std::sync::atomic::AtomicBool::new(false),
             },
             _module: self.module.clone(),
             #[cfg(feature = "jit")]
@@ -221,8 +229,10 @@ impl Kernel {
         config: &LaunchConfig,
     ) -> Result<Option<std::sync::Arc<crate::jit::JitKernel>>> {
         let engine = config.engine;
-        if engine == PtxEngine::Interpreter || config.race_check || cfg!(miri) {
-            // The race checker lives in the interpreter; Miri cannot run generated code.
+        if engine == PtxEngine::Interpreter || config.race_check || config.cooperative || cfg!(miri)
+        {
+            // The race checker and the cooperative grid's abandon check live in the
+            // interpreter; Miri cannot run generated code.
             return Ok(None);
         }
         let outcome = self

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Device, DevicePtr, Error, SharedMemory, Spec, TypedKernel};
-use common::{HEADER, fault_text, host, launch, ptx_kernel};
+use common::{HEADER, download, fault_text, host, launch, poisoned, ptx_kernel, run};
 
 use common::{POISON_U32, random_u32s, rng};
 
@@ -508,10 +508,12 @@ fn faults_name_instruction_thread_and_address() {
     assert_eq!(exec.copy_to_vec(&buf).unwrap()[1], 37);
 }
 
-/// A barrier that some threads skip (they exit) ends the launch with "barrier divergence"
-/// instead of hanging.
+/// Threads that exit count as arrived at a whole-block barrier, as on the hardware (`if (i >=
+/// n) return; ... __syncthreads();`, which NVIDIA's own examples use): the others go on. With
+/// the race checker (the checker mode) it is reported as barrier divergence naming the exited
+/// thread; threads waiting at two different barriers are divergence in every mode.
 #[test]
-fn barrier_divergence_is_a_fault_not_a_hang() {
+fn exited_threads_release_a_barrier_and_divergence_is_a_fault_not_a_hang() {
     let exec = host();
     let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
         &exec,
@@ -519,20 +521,64 @@ fn barrier_divergence_is_a_fault_not_a_hang() {
 .visible .entry k(.param .u64 p)
 {
     .reg .b32 %r<3>;
+    .reg .b64 %rd<4>;
     .reg .pred %p<2>;
+    ld.param.u64 %rd1, [p];
     mov.u32 %r1, %tid.x;
     setp.gt.u32 %p1, %r1, 40;
     @%p1 bra OUT;
     bar.sync 0;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
 OUT:
     ret;
 }"#,
         "k",
     );
-    let buf = exec.copy_to_device(&[0u32; 1]).unwrap();
-    let e = fault_text(launch(&exec, 64, 3, &k, (buf.ptr(),)));
+    let out = poisoned(&exec, 64, POISON_U32);
+    run(&exec, 64, 1, &k, (out.ptr(),));
+    let want: Vec<u32> = (0..64)
+        .map(|t| if t <= 40 { t } else { POISON_U32 })
+        .collect();
+    assert_eq!(download(&exec, &out), want);
+    {
+        let _only = common::RACE_CHECK
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        exec.set_race_check(true).unwrap();
+        let mut s = exec.create_stream().unwrap();
+        let r = s
+            .then_launch(64u32, 3u32, &k, (out.ptr(),))
+            .block_host_until_done();
+        exec.set_race_check(false).unwrap();
+        let e = fault_text(r);
+        assert!(
+            e.contains("barrier divergence") && e.contains("bar.sync 0;") && e.contains("exited"),
+            "{e}"
+        );
+    }
+    let two: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<3>;
+    .reg .pred %p<2>;
+    mov.u32 %r1, %tid.x;
+    setp.gt.u32 %p1, %r1, 31;
+    @%p1 bra OTHER;
+    bar.sync 0;
+    ret;
+OTHER:
+    bar.sync 1;
+    ret;
+}"#,
+        "k",
+    );
+    let e = fault_text(launch(&exec, 64, 3, &two, (out.ptr(),)));
     assert!(
-        e.contains("barrier divergence") && e.contains("bar.sync 0;") && e.contains("exited"),
+        e.contains("barrier divergence") && e.contains("wait at a different barrier"),
         "{e}"
     );
 }
@@ -1076,4 +1122,117 @@ fn nanosleep_operand_forms_are_checked_at_load() {
     let spec = Spec::new(0).add_cuda_ptx_in_memory(&text, "k");
     exec.get_untyped_kernel(&spec)
         .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// `isspacep` on generic addresses of each space: a shared variable, a local array, a kernel
+/// parameter and a device buffer, each tested against every space. Output: one u32 per
+/// (address, space) pair, 1 where the address lies in the space.
+#[test]
+fn isspacep_tells_the_window_of_a_generic_address() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(
+        &exec,
+        r#"
+.visible .entry k(.param .u64 pout)
+{
+    .shared .align 4 .b32 sh[4];
+    .local .align 4 .b8 loc[16];
+    .reg .pred %p<5>;
+    .reg .b32 %r<5>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [pout];
+    mov.u32 %r1, %tid.x;
+    mov.u64 %rd2, sh;
+    cvta.shared.u64 %rd3, %rd2;
+    mov.u64 %rd4, loc;
+    cvta.local.u64 %rd5, %rd4;
+    mov.u64 %rd6, pout;
+    cvta.param.u64 %rd7, %rd6;
+    cvta.to.global.u64 %rd8, %rd1;
+    cvta.global.u64 %rd8, %rd8;
+    // %rd9 = the address of row tid: shared, local, param, global.
+    setp.eq.u32 %p1, %r1, 0;
+    selp.b64 %rd9, %rd3, %rd5, %p1;
+    setp.eq.u32 %p1, %r1, 2;
+    selp.b64 %rd9, %rd7, %rd9, %p1;
+    setp.eq.u32 %p1, %r1, 3;
+    selp.b64 %rd9, %rd8, %rd9, %p1;
+    isspacep.shared %p1, %rd9;
+    isspacep.local %p2, %rd9;
+    isspacep.param %p3, %rd9;
+    isspacep.global %p4, %rd9;
+    mul.wide.u32 %rd10, %r1, 16;
+    add.u64 %rd11, %rd1, %rd10;
+    selp.u32 %r2, 1, 0, %p1;
+    st.global.u32 [%rd11], %r2;
+    selp.u32 %r2, 1, 0, %p2;
+    st.global.u32 [%rd11+4], %r2;
+    selp.u32 %r2, 1, 0, %p3;
+    st.global.u32 [%rd11+8], %r2;
+    selp.u32 %r2, 1, 0, %p4;
+    st.global.u32 [%rd11+12], %r2;
+    ret;
+}"#,
+        "k",
+    );
+    let out = poisoned(&exec, 16, POISON_U32);
+    run(&exec, 4, 1, &k, (out.ptr(),));
+    #[rustfmt::skip]
+    let want = vec![
+        1, 0, 0, 0, // shared
+        0, 1, 0, 0, // local
+        0, 0, 1, 0, // param
+        0, 0, 0, 1, // global
+    ];
+    assert_eq!(download(&exec, &out), want);
+}
+
+/// A call that takes a return value from a `void` function (numba's `declare_device` of a C
+/// function declares it this way): the call runs, the function's stores land; a call with the
+/// wrong number of arguments is still refused at load.
+#[test]
+fn a_void_function_called_with_a_return_slot_runs() {
+    let exec = host();
+    let body = |args: &str| {
+        format!(
+            r#"
+.visible .func consume(.param .b64 p)
+{{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<2>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, 42;
+    st.u32 [%rd1], %r1;
+    ret;
+}}
+.visible .entry k(.param .u64 pout)
+{{
+    .reg .b64 %rd<4>;
+    .reg .b32 %r<3>;
+    ld.param.u64 %rd1, [pout];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    {{
+    .param .b64 param0;
+    .param .b32 retval0;
+    st.param.b64 [param0], %rd3;
+    call.uni (retval0), consume, ({args});
+    ld.param.b32 %r2, [retval0];
+    }}
+    ret;
+}}"#
+        )
+    };
+    let k: TypedKernel<(DevicePtr<u32>,)> = ptx_kernel(&exec, &body("param0"), "k");
+    let out = poisoned(&exec, 8, POISON_U32);
+    run(&exec, 8, 1, &k, (out.ptr(),));
+    assert_eq!(download(&exec, &out), vec![42; 8]);
+    let spec =
+        Spec::new(1).add_cuda_ptx_in_memory(&format!("{HEADER}{}", body("param0, param0")), "k");
+    let e = exec
+        .get_kernel::<(DevicePtr<u32>,)>(&spec)
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("takes 1 argument(s)"), "{e}");
 }

@@ -166,8 +166,11 @@ MISALIGNED:
     ret;
 BARRIER:
     setp.lt.u32 %p1, %r2, 40;
-    @%p1 ret;
+    @%p1 bra OTHER;
     bar.sync 0;
+    ret;
+OTHER:
+    bar.sync 1;
     ret;
 }
 "#;

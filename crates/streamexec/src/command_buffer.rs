@@ -206,6 +206,7 @@ impl CommandBuffer {
             blocks,
             kernel,
             args,
+            false,
             |i, a, addr, bytes| {
                 let pin =
                     self.exec

@@ -183,7 +183,43 @@ impl Stream {
         kernel: &TypedKernel<Args>,
         args: Args,
     ) -> &mut Self {
-        self.enqueue(|s| s.launch_packed(threads, blocks, &kernel.kernel, args.pack()))
+        self.enqueue(|s| s.launch_packed(threads, blocks, &kernel.kernel, args.pack(), false))
+    }
+
+    /// Launches `kernel` as a cooperative grid, CUDA's `cudaLaunchCooperativeKernel`: every
+    /// block is resident at once, so the blocks may wait for each other (a grid-wide barrier,
+    /// `this_grid().sync()`). At most [`max_cooperative_blocks`] blocks; a platform without
+    /// cooperative launches (0 there) fails the stream with [`Error::Unsupported`].
+    ///
+    /// [`max_cooperative_blocks`]: crate::DeviceDescription::max_cooperative_blocks
+    pub fn then_launch_cooperative<Args: KernelArgs>(
+        &mut self,
+        threads: impl Into<ThreadDim>,
+        blocks: impl Into<BlockDim>,
+        kernel: &TypedKernel<Args>,
+        args: Args,
+    ) -> &mut Self {
+        let (threads, blocks) = (threads.into(), blocks.into());
+        let launch = |s: &mut Self| {
+            s.enqueue(|s| s.launch_packed(threads, blocks, &kernel.kernel, args.pack(), true));
+        };
+        if kernel.kernel.rpc {
+            return self.with_rpc(kernel.name(), launch);
+        }
+        launch(self);
+        self
+    }
+
+    /// [`then_launch_cooperative`](Self::then_launch_cooperative) with a run-time argument
+    /// list, checked as [`then_launch_untyped`](Self::then_launch_untyped) checks it.
+    pub fn then_launch_cooperative_untyped(
+        &mut self,
+        threads: impl Into<ThreadDim>,
+        blocks: impl Into<BlockDim>,
+        kernel: &Kernel,
+        args: &ArgList,
+    ) -> &mut Self {
+        self.launch_untyped(threads.into(), blocks.into(), kernel, args, true)
     }
 
     /// Launches a kernel with a run-time argument list; the list is checked against the
@@ -195,11 +231,27 @@ impl Stream {
         kernel: &Kernel,
         args: &ArgList,
     ) -> &mut Self {
-        let (threads, blocks) = (threads.into(), blocks.into());
+        self.launch_untyped(threads.into(), blocks.into(), kernel, args, false)
+    }
+
+    fn launch_untyped(
+        &mut self,
+        threads: ThreadDim,
+        blocks: BlockDim,
+        kernel: &Kernel,
+        args: &ArgList,
+        cooperative: bool,
+    ) -> &mut Self {
         let launch = |s: &mut Self| {
             s.enqueue(|s| {
                 kernel.inner.verify_signature(&args.kinds())?;
-                s.launch_packed(threads, blocks, kernel, args.as_slice().to_vec())
+                s.launch_packed(
+                    threads,
+                    blocks,
+                    kernel,
+                    args.as_slice().to_vec(),
+                    cooperative,
+                )
             });
         };
         if kernel.rpc {
@@ -215,6 +267,7 @@ impl Stream {
         blocks: BlockDim,
         kernel: &Kernel,
         args: Vec<PackedArg>,
+        cooperative: bool,
     ) -> Result<()> {
         let dims = check_launch(
             &self.exec,
@@ -222,6 +275,7 @@ impl Stream {
             blocks,
             kernel,
             &args,
+            cooperative,
             |i, a, addr, bytes| {
                 // Every pointer a user can pass was packed from a `DevicePtr`.
                 self.exec
@@ -478,6 +532,7 @@ pub(crate) fn check_launch(
     blocks: BlockDim,
     kernel: &Kernel,
     args: &[PackedArg],
+    cooperative: bool,
     mut pointer: impl FnMut(usize, &PackedArg, crate::types::DeviceAddress, u64) -> Result<()>,
 ) -> Result<LaunchDims> {
     let desc = exec.description();
@@ -542,10 +597,29 @@ pub(crate) fn check_launch(
             desc.shared_memory_per_block
         )));
     }
+    if cooperative {
+        let most = desc.max_cooperative_blocks;
+        if most == 0 {
+            return Err(Error::unsupported(
+                exec.platform_name(),
+                format!("then_launch_cooperative of `{}`", kernel.name()),
+                "this platform has no cooperative launches (a grid whose blocks are all \
+                 resident at once); launch it on host or cuda",
+            ));
+        }
+        if b.count() > most as u64 {
+            return Err(fail(format!(
+                "a cooperative launch of {} blocks exceeds the device's {most} blocks that can \
+                 be resident at once",
+                b.count()
+            )));
+        }
+    }
     Ok(LaunchDims {
         threads,
         blocks,
         dynamic_shared_bytes,
+        cooperative,
     })
 }
 

@@ -42,15 +42,16 @@ fn memory_freed_under_a_queued_kernel_stays_until_it_ran() {
         ok!(cuLaunchHostFunc(s, Some(hold_stream), null_mut()));
         launch_add(f, s, dout, din, k, n as u32);
         launch_add(f, s, dout2, host as CUdeviceptr, k, n as u32);
-        // Freed while both kernels wait behind the host function.
-        ok!(cuMemFree_v2(din));
+        // Freed while both kernels wait behind the host function, which another thread
+        // releases a little later (a free may wait for the context's work, as CUDA's does).
+        let releaser = std::thread::spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            RELEASE.store(true, Ordering::Release);
+        });
         ok!(cuMemFreeHost(host));
-        assert_eq!(
-            free_memory(),
-            base - 2 * n * 4,
-            "freed at once for the count"
-        );
-        RELEASE.store(true, Ordering::Release);
+        ok!(cuMemFree_v2(din));
+        assert_eq!(free_memory(), base - 2 * n * 4, "freed for the count");
+        releaser.join().expect("the releasing thread");
         ok!(cuStreamSynchronize(s));
         let want: Vec<u32> = input.iter().map(|x| x.wrapping_add(k)).collect();
         assert_eq!(

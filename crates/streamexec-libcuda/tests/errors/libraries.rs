@@ -326,11 +326,8 @@ fn launch_kernel_ex_and_its_attributes() {
     ok!(cuStreamSynchronize(s));
     assert_eq!(download(dout, n as usize)[3], input[3] + 9);
     // What has no meaning on the CPU is refused, before anything is launched.
-    let refused: [(CUlaunchAttribute, CUresult); 5] = [
-        (
-            attribute(2, &1i32.to_ne_bytes()),
-            CUresult::CUDA_ERROR_NOT_SUPPORTED,
-        ),
+    // (A cooperative launch, attribute 2, is tests/errors/cooperative.rs's.)
+    let refused: [(CUlaunchAttribute, CUresult); 4] = [
         (
             attribute(4, &[2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]),
             CUresult::CUDA_ERROR_NOT_SUPPORTED,

@@ -57,6 +57,7 @@ const CODES_SEEN: &[CUresult] = &[
     CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
     CUresult::CUDA_ERROR_NOT_PERMITTED,
     CUresult::CUDA_ERROR_NOT_SUPPORTED,
+    CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
 ];
 
 /// [`support::check`], for a code listed in [`CODES_SEEN`].
@@ -348,10 +349,12 @@ fn add_works(f: CUfunction, s: CUstream, what: &str) {
 
 // After the macros above (macro_rules! scope is textual).
 mod contexts;
+mod cooperative;
 mod copies_2d;
 mod events_peers;
 mod fork;
 mod free_queued;
+mod frees;
 mod granule;
 mod handles;
 mod init;

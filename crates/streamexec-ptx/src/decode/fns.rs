@@ -438,3 +438,17 @@ pub(super) fn isad<I: Int>(a: u64, b: u64, c: u64) -> u64 {
 }
 
 pub(super) use {flt_fn, int_fn, kf, rf, rfs};
+
+/// `isspacep` of a window: whether the generic address `a` lies in the window at `W`.
+pub(super) fn in_window<const W: u64>(a: u64, _: u64) -> u64 {
+    (a.wrapping_sub(W) < crate::ir::WINDOW_BYTES) as u64
+}
+
+/// `isspacep.global` / `.const`: whether the generic address `a` lies in no window.
+pub(super) fn in_device_memory(a: u64, b: u64) -> u64 {
+    use crate::ir::{LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW};
+    (in_window::<SHARED_WINDOW>(a, b)
+        | in_window::<LOCAL_WINDOW>(a, b)
+        | in_window::<PARAM_WINDOW>(a, b)
+        == 0) as u64
+}

@@ -7,7 +7,10 @@ use super::fns::*;
 use crate::alu::*;
 use crate::ast::{self, Operand};
 use crate::error::PtxResult as Result;
-use crate::ir::{Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, Src, Ty, VoteMode};
+use crate::ir::{
+    Fn1, Fn2, Fn3, Inst, LOCAL_WINDOW, Op, PARAM_WINDOW, SHARED_WINDOW, ShflMode, Space, Src, Ty,
+    VoteMode,
+};
 
 impl ProgramBuilder<'_> {
     /// Decodes one instruction (possibly into several ops).
@@ -286,6 +289,30 @@ impl ProgramBuilder<'_> {
                     space,
                     d: self.reg(i, &ops[0])?,
                     a: self.src(i, &ops[1], ty)?,
+                }
+            }
+            "isspacep" => {
+                // Generic addresses of the shared, local and param windows fall in their
+                // window; every other address is device memory, where `.const` data lives too.
+                let space = self.space(i, &mut m)?;
+                m.drop_ignorable();
+                self.done(i, m)?;
+                want(2)?;
+                let f: Fn2 = match space {
+                    Space::Shared => in_window::<SHARED_WINDOW>,
+                    Space::Local => in_window::<LOCAL_WINDOW>,
+                    Space::Param => in_window::<PARAM_WINDOW>,
+                    Space::Global => in_device_memory,
+                    Space::Generic => return Err(unsupported("isspacep without a state space")),
+                };
+                Op::Setp {
+                    f,
+                    p: self.reg(i, &ops[0])?,
+                    q: None,
+                    a: self.src(i, &ops[1], Ty::U64)?,
+                    b: Src::Imm(0),
+                    comb: None,
+                    hi: None,
                 }
             }
             "ld" | "ldu" | "st" => return self.ld_st(i, m).map(|o| vec![o]),

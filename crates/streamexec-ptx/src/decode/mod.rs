@@ -523,7 +523,11 @@ impl<'m> ProgramBuilder<'m> {
         }
         self.edges.push((self.current.clone(), callee.to_string()));
         let info = &self.funcs[callee];
-        if args.len() != info.params.len() || rets.len() != info.rets.len() {
+        // A call that takes a return value from a function that returns none (numba declares
+        // a C `void` function this way) leaves the value undefined, as the driver's linker
+        // allows; any other mismatch is refused.
+        let void_callee = info.rets.is_empty() && rets.len() == 1;
+        if args.len() != info.params.len() || (rets.len() != info.rets.len() && !void_callee) {
             return Err(self.err(
                 i.line,
                 format!(

@@ -86,6 +86,11 @@ fn run_warps(
         for w in warps.iter_mut() {
             released |= w.release(&env, &sh.bars);
         }
+        if !released && l.race.is_none() && complete_with_exited(&mut sh.bars, warps, nthreads) {
+            for w in warps.iter_mut() {
+                released |= w.release(&env, &sh.bars);
+            }
+        }
         if !released {
             return Err(deadlock(l, block_idx, warps, nthreads));
         }
@@ -101,6 +106,27 @@ fn run_warps(
         return Err(race_detail(l, block_idx, &r));
     }
     Ok(())
+}
+
+/// With every thread waiting at a barrier or exited: completes each whole-block barrier whose
+/// waiters and the exited threads make up the block, as the hardware does (exited threads
+/// count as arrived: `if (i >= n) return; ... __syncthreads();`). True if one completed. The
+/// race checker (a checker mode) reports such a barrier as divergence instead.
+fn complete_with_exited(bars: &mut super::warp::Barriers, warps: &[Warp], nthreads: u32) -> bool {
+    let gone: u32 = warps.iter().map(|w| (w.exited & w.live).count_ones()).sum();
+    if gone == 0 {
+        return false;
+    }
+    let mut any = false;
+    for b in 0..bars.arrived.len() {
+        if bars.arrived[b] > 0 && bars.expected[b] == 0 && bars.arrived[b] + gone >= nthreads {
+            bars.generation[b] = bars.generation[b].wrapping_add(1);
+            bars.result[b] = std::mem::take(&mut bars.red[b]);
+            bars.arrived[b] = 0;
+            any = true;
+        }
+    }
+    any
 }
 
 fn deadlock(l: &Launch, block: Dim3, warps: &[Warp], nthreads: u32) -> String {

@@ -656,6 +656,13 @@ impl Warp {
                     // The lanes run in lock-step: the warp waits once, as long as the longest
                     // request of its executing lanes.
                     if let Some(ns) = lanes(mask).map(|l| self.val(env, *t, l) as u32).max() {
+                        if env.l.abandoned.load(std::sync::atomic::Ordering::Relaxed) {
+                            return Err(self.fault(
+                                lanes(mask).next().unwrap_or(0),
+                                "stopped waiting: another block of the cooperative grid failed"
+                                    .into(),
+                            ));
+                        }
                         nanosleep(ns as u64);
                     }
                 }

@@ -26,7 +26,8 @@
 //! - **The block driver** (`run.rs`) calls the function for the whole block, then releases barriers
 //!   whose threads (or `bar.sync id, count`, counting the threads that went on from `bar.arrive`,
 //!   a runtime call) have all arrived, with `bar.red`'s reduction, and calls again, until every
-//!   thread has exited. A barrier no thread set can release is the interpreter's "barrier divergence"
+//!   thread has exited. Exited threads count as arrived at a whole-block barrier (as on the
+//!   hardware); a barrier no thread set can release is the interpreter's "barrier divergence"
 //!   error. Kernels with warp collectives run one warp at a time: after each call the lanes of the
 //!   warp waiting at the same collective (the lowest instruction first) are resolved together (the
 //!   shuffle source, the ballot, the active mask: COX's warp-level treatment, with the warp as the

@@ -578,6 +578,18 @@ fn barriers(
             ctx.arrivals[id] = 0;
         }
     }
+    if !released.iter().any(|r| *r) && exited.is_some() {
+        // As on the hardware, threads that exited count as arrived at a whole-block barrier
+        // (`if (i >= n) return; ... __syncthreads();`): with every other thread stopped, such a
+        // barrier completes. The interpreter's race checker reports it instead.
+        let gone = state.iter().filter(|s| **s == EXITED).count() as u32;
+        for id in 0..16 {
+            released[id] = arrived[id] > 0 && expected[id] == 0 && arrived[id] + gone >= n as u32;
+            if released[id] {
+                ctx.arrivals[id] = 0;
+            }
+        }
+    }
     if !released.iter().any(|r| *r) {
         return Err(fault::divergence(
             l, block, waiting, waiter, exited, n as u32,

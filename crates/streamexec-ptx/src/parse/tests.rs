@@ -300,3 +300,19 @@ fn truncated_modules_never_panic() {
         cut += 97;
     }
 }
+
+/// Directives written together (`.reg.b16`, as NVRTC's inline PTX in cuda_fp16.hpp has them)
+/// parse as the spaced form does, and the lines stay right.
+#[test]
+fn joined_directives_parse_as_spaced_ones() {
+    let body = |decl: &str| {
+        let text = format!(
+            ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k()\n{{\n\
+             {{ {decl} %h;\n mov.b16 %h, 1;\n }}\n ret;\n}}\n"
+        );
+        let m = parse_module(&text).unwrap_or_else(|e| panic!("{decl}: {e}"));
+        format!("{:?}", m.functions)
+    };
+    assert_eq!(body(".reg.b16"), body(".reg .b16"));
+    assert_eq!(body(".reg.f32"), body(".reg .f32"));
+}

@@ -41,6 +41,11 @@ pub struct DeviceDescription {
     pub host_mapped_memory: bool,
     /// Largest single allocation in bytes.
     pub max_allocation: u64,
+    /// Most blocks a cooperative launch ([`Stream::then_launch_cooperative`]) may have; 0 where
+    /// the platform has no cooperative launches.
+    ///
+    /// [`Stream::then_launch_cooperative`]: crate::Stream::then_launch_cooperative
+    pub max_cooperative_blocks: u32,
 }
 
 impl std::fmt::Display for DeviceDescription {

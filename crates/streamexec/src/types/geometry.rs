@@ -58,4 +58,7 @@ pub struct LaunchDims {
     pub blocks: BlockDim,
     /// Sum of every `SharedMemory` argument, in bytes per block.
     pub dynamic_shared_bytes: u64,
+    /// Every block resident at once, so blocks may wait for each other (a grid-wide barrier):
+    /// CUDA's cooperative launch.
+    pub cooperative: bool,
 }

@@ -189,3 +189,10 @@ pub type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
 pub type Reduce = TypedKernel<(DevicePtr<u32>, DevicePtr<u32>, u32)>;
 /// [`block_reduce_dyn`] as a typed kernel.
 pub type ReduceDyn = TypedKernel<(DevicePtr<u32>, DevicePtr<u32>, u32, SharedMemory<u32>)>;
+
+/// `grid_arrive(arrived, out)`: every block arrives at `*arrived` (zeroed first), every thread
+/// waits for all blocks and writes the count it saw at its global index. PTX only: it needs a
+/// cooperative launch (no OpenCL or native host form).
+pub fn grid_arrive() -> MultiKernelLoaderSpec {
+    MultiKernelLoaderSpec::new(2).add_cuda_ptx_in_memory(PTX, "grid_arrive")
+}

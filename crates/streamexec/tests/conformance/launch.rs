@@ -168,3 +168,47 @@ fn f32_outputs_are_written_not_left_poisoned() {
         assert_eq!(got[999], 0.0);
     });
 }
+
+/// A cooperative launch: blocks that wait for every other block of the grid finish (they are
+/// all resident at once) on platforms with cooperative launches, and more blocks than can be
+/// resident, or a platform without them, are clear errors on the stream.
+#[test]
+fn cooperative_launches_let_blocks_wait_for_each_other() {
+    on_each_platform(|exec| {
+        let most = exec.description().max_cooperative_blocks;
+        let spec = kernels::grid_arrive();
+        let k: TypedKernel<(DevicePtr<u32>, DevicePtr<u32>)> = match exec.get_kernel(&spec) {
+            Ok(k) => k,
+            Err(e) => {
+                // A platform that loads no PTX has no cooperative launch either.
+                assert_eq!(most, 0, "{} loads no PTX: {e}", exec.platform_name());
+                return;
+            }
+        };
+        let (blocks, threads) = (most.min(9), 32u32);
+        let n = (blocks.max(1) * threads) as usize;
+        let arrived = exec.copy_to_device(&[0u32]).unwrap();
+        let out = exec.copy_to_device(&vec![POISON_U32; n]).unwrap();
+        let mut s = exec.create_stream().unwrap();
+        if most == 0 {
+            s.then_launch_cooperative(threads, 2, &k, (arrived.ptr(), out.ptr()));
+            let e = s.block_host_until_done().unwrap_err();
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            return;
+        }
+        s.then_launch_cooperative(threads, blocks, &k, (arrived.ptr(), out.ptr()));
+        s.block_host_until_done().unwrap();
+        assert_eq!(exec.copy_to_vec(&out).unwrap(), vec![blocks; n]);
+        assert_eq!(exec.copy_to_vec(&arrived).unwrap(), vec![blocks]);
+        let mut s = exec.create_stream().unwrap();
+        s.then_launch_cooperative(
+            threads,
+            BlockDim::new(most + 1, 1, 1),
+            &k,
+            (arrived.ptr(), out.ptr()),
+        );
+        let e = s.block_host_until_done().unwrap_err();
+        assert!(matches!(e, Error::LaunchConfig { .. }), "{e}");
+        assert!(e.to_string().contains("resident"), "{e}");
+    });
+}

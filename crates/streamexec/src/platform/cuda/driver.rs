@@ -135,6 +135,13 @@ pub(crate) fn describe(dev: sys::CUdevice, ordinal: usize) -> Result<DeviceDescr
             && at(A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) != 0,
         host_mapped_memory: at(A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) != 0,
         max_allocation: total,
+        // An upper bound: the driver checks the kernel's occupancy at launch.
+        max_cooperative_blocks: if at(A::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH) != 0 {
+            at(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+                .saturating_mul(at(A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR))
+        } else {
+            0
+        },
     })
 }
 
@@ -729,6 +736,34 @@ unsafe impl Driver for CudaDriver {
                 stream(s),
                 params.as_mut_ptr(),
                 std::ptr::null_mut(),
+            )
+        })
+    }
+
+    unsafe fn launch_cooperative(
+        &self,
+        f: RawFunction,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        s: RawStream,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        let func = f.0 as sys::CUfunction;
+        self.allow_shared(f, shared_bytes)?;
+        // SAFETY: the caller's contract: one valid pointer per parameter.
+        self.call("cuLaunchCooperativeKernel", || unsafe {
+            sys::cuLaunchCooperativeKernel(
+                func,
+                grid[0],
+                grid[1],
+                grid[2],
+                block[0],
+                block[1],
+                block[2],
+                shared_bytes,
+                stream(s),
+                params.as_mut_ptr(),
             )
         })
     }

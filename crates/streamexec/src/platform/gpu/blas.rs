@@ -167,6 +167,7 @@ impl Canned<'_> {
             threads,
             blocks,
             dynamic_shared_bytes: 0,
+            cooperative: false,
         };
         // SAFETY: the pointers are validated operands and the parameter list is the kernel's
         // (this function's contract; tests/canned_ptx_blas.rs and canned_blas_tests.rs run

@@ -354,4 +354,26 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
         s: RawStream,
         params: &mut [*mut c_void],
     ) -> Result<()>;
+
+    /// [`launch`](Self::launch) as a cooperative grid (every block resident at once). Only
+    /// drivers whose devices report `max_cooperative_blocks` are asked.
+    ///
+    /// # Safety
+    /// As [`launch`](Self::launch).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn launch_cooperative(
+        &self,
+        _f: RawFunction,
+        _grid: [u32; 3],
+        _block: [u32; 3],
+        _shared_bytes: u32,
+        _s: RawStream,
+        _params: &mut [*mut c_void],
+    ) -> Result<()> {
+        Err(crate::Error::unsupported(
+            Self::PLATFORM,
+            "a cooperative launch",
+            "this driver has no cooperative launches",
+        ))
+    }
 }

@@ -314,6 +314,7 @@ unsafe impl Driver for MockDriver {
             unified_memory: false,
             host_mapped_memory: self.mapped,
             max_allocation: 1 << 30,
+            max_cooperative_blocks: 0,
         })
     }
 

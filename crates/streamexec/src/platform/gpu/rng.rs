@@ -87,6 +87,7 @@ impl<D: Driver> RngSupport for GpuExecutor<D> {
             threads: ThreadDim::new(THREADS as u32, 1, 1),
             blocks: BlockDim::new(blocks as u32, 1, 1),
             dynamic_shared_bytes: 0,
+            cooperative: false,
         };
         // SAFETY: the canned kernel's parameter list matches `args` (tested against its PTX);
         // the destination is the validated operand of `fill` (this method's contract); the

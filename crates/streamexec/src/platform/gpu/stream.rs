@@ -224,18 +224,18 @@ impl<D: Driver> StreamInterface for GpuStream<D> {
         let mut params = PackedParams::new(args);
         let (grid, block) = grid_block(dims);
         let sh = self.shared.clone();
+        let cooperative = dims.cooperative;
         self.shared.submit(move || {
+            let (f, raw, p) = (k.function(), sh.raw, &mut params.pointers());
             // SAFETY: one pointer per kernel parameter (the signature was checked at load and
             // launch), each to a value of that parameter's size; memory is fenced on free.
             unsafe {
-                sh.drv.launch(
-                    k.function(),
-                    grid,
-                    block,
-                    shared_bytes,
-                    sh.raw,
-                    &mut params.pointers(),
-                )
+                if cooperative {
+                    sh.drv
+                        .launch_cooperative(f, grid, block, shared_bytes, raw, p)
+                } else {
+                    sh.drv.launch(f, grid, block, shared_bytes, raw, p)
+                }
             }
             .map_err(|e| launch_failed::<D>(k.name(), e))
         })

@@ -127,6 +127,8 @@ pub(crate) fn describe(ordinal: usize) -> Result<DeviceDescription> {
         unified_memory: p.canMapHostMemory != 0,
         host_mapped_memory: p.canMapHostMemory != 0,
         max_allocation: p.totalGlobalMem as u64,
+        // Cooperative launches are not wired to hipLaunchCooperativeKernel.
+        max_cooperative_blocks: 0,
     })
 }
 

@@ -100,6 +100,9 @@ pub(crate) fn open() -> std::result::Result<Arc<dyn PlatformInterface>, String> 
     Ok(Arc::new(HostPlatform))
 }
 
+/// Most blocks of a cooperative launch: each runs on an OS thread of its own.
+const MAX_COOPERATIVE_BLOCKS: u32 = 1024;
+
 fn describe(ordinal: usize) -> DeviceDescription {
     let info = sysinfo::read();
     DeviceDescription {
@@ -122,6 +125,8 @@ fn describe(ordinal: usize) -> DeviceDescription {
         unified_memory: true,
         host_mapped_memory: true,
         max_allocation: info.total_memory,
+        // A cooperative PTX launch runs each block on a thread of its own.
+        max_cooperative_blocks: MAX_COOPERATIVE_BLOCKS,
     }
 }
 

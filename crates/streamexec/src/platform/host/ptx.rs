@@ -119,6 +119,7 @@ pub(crate) fn prepare(
         engine: exec.ptx_engine(),
         race_check: exec.race_check(),
         shared_memory_limit: exec.description.shared_memory_per_block,
+        cooperative: dims.cooperative,
     };
     let prepared = k
         .kernel

@@ -249,6 +249,14 @@ pub(super) fn launch_op(
     if let Some(pk) = kernel.as_any().downcast_ref::<super::ptx::PtxKernel>() {
         return super::ptx::prepare(exec, pk, dims, args);
     }
+    if dims.cooperative {
+        return Err(Error::unsupported(
+            super::PLATFORM,
+            format!("then_launch_cooperative of `{}`", kernel.name()),
+            "cooperative launches on host run PTX kernels (a native kernel has no grid-wide \
+             barrier to wait at); launch it with then_launch",
+        ));
+    }
     Ok(Box::new(native_launch(exec, kernel, dims, args)?))
 }
 

@@ -124,6 +124,7 @@ fn describe(ordinal: usize) -> DeviceDescription {
         // as `Unsupported` (with 0, the handle layer would answer `OutOfMemory` first). A real
         // backend reports its device's largest allocation.
         max_allocation: u64::MAX,
+        max_cooperative_blocks: 0,
     }
 }
 

@@ -88,6 +88,7 @@ impl OpenClExecutor {
             threads,
             blocks,
             dynamic_shared_bytes: 0,
+            cooperative: false,
         };
         // SAFETY: the kernel is ours, built on this executor with this parameter list; the
         // pointers are validated operands (this function's contract).

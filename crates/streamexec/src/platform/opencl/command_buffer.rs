@@ -535,6 +535,7 @@ mod tests {
                 threads: ThreadDim::from(64),
                 blocks: BlockDim::from(n.div_ceil(64) as u32),
                 dynamic_shared_bytes: 0,
+                cooperative: false,
             },
             args: args.as_slice().to_vec(),
         }

@@ -201,6 +201,8 @@ fn describe(id: cl_device_id, ordinal: usize) -> Result<DeviceDescription> {
         max_allocation: d
             .max_mem_alloc_size()
             .map_err(|e| info("clGetDeviceInfo(MAX_MEM_ALLOC_SIZE)", e))?,
+        // OpenCL has no grid-wide barrier.
+        max_cooperative_blocks: 0,
     })
 }
 
