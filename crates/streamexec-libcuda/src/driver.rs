@@ -128,6 +128,10 @@ pub(crate) fn cuInit(Flags: c_uint) -> CuResult<()> {
         })?;
     let memcheck =
         std::env::var("STREAMEXEC_CUDA_MEMCHECK").is_ok_and(|v| !v.is_empty() && v != "0");
+    // Kernels' printf text waits in a buffer until a synchronisation point, as on CUDA.
+    if let Ok(s) = exec.ptx_services() {
+        s.set_printf_output(streamexec::PrintfOutput::Buffered);
+    }
     let _ = DRIVER.set(Driver {
         exec,
         device_count,
@@ -136,6 +140,18 @@ pub(crate) fn cuInit(Flags: c_uint) -> CuResult<()> {
     });
     crate::entry::note_forks();
     Ok(())
+}
+
+/// Writes the kernels' buffered `printf` text to stdout: at every synchronisation point
+/// (context, stream and event synchronisation, synchronous copies, a failed launch's report,
+/// module unload), as CUDA's driver does. One buffer for the library (its devices share one
+/// executor), so any context's synchronisation flushes every context's text, in call order.
+pub(crate) fn flush_printf() {
+    if let Ok(d) = driver()
+        && let Ok(s) = d.exec.ptx_services()
+    {
+        s.flush_printf();
+    }
 }
 
 /// `cuDriverGetVersion` (allowed before `cuInit`).

@@ -172,7 +172,9 @@ pub(crate) fn cuEventQuery(hEvent: CUevent) -> CuResult<()> {
 pub(crate) fn cuEventSynchronize(hEvent: CUevent) -> CuResult<()> {
     let e = lookup(hEvent)?;
     let ctx = context::lookup(e.ctx)?;
-    e.se.synchronize().map_err(|err| ctx.fail(&err))
+    let r = e.se.synchronize().map_err(|err| ctx.fail(&err));
+    crate::driver::flush_printf();
+    r
 }
 
 /// `cuEventElapsedTime`: milliseconds between two completed records; events made with

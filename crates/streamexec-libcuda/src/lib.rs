@@ -61,8 +61,12 @@
 //!   handler sets a flag, checked first), and the detail of each failure is
 //!   kept per thread ([`streamexec_cuda_last_error_detail`]). A kernel fault (any failure of a
 //!   context's asynchronous work) becomes the context's sticky error, mapped from the engine's
-//!   report (`ILLEGAL_ADDRESS`, `MISALIGNED_ADDRESS`, `LAUNCH_FAILED`), printed and kept for
+//!   report (`ILLEGAL_ADDRESS`, `MISALIGNED_ADDRESS`, `LAUNCH_FAILED`; a device `assert` is
+//!   `ASSERT`, with CUDA's message on stderr), printed and kept for
 //!   [`streamexec_cuda_last_fault`].
+//! - **Kernels' printf and malloc** go to the executor's `PtxServices`: `cuInit` makes its
+//!   printf output buffered, and every synchronisation point writes the buffer to stdout
+//!   (`driver::flush_printf`); `CU_LIMIT_MALLOC_HEAP_SIZE` is its heap's limit.
 //! - **Signatures, written once.** `exports.rs` holds the one declaration list of every entry
 //!   point (`entry_points!`, a macro that hands the list to another, as ZLUDA's
 //!   `cuda_function_declarations!` does): each entry's C signature, the CUDA version its ABI
@@ -108,6 +112,7 @@
 //! | `managed.rs` | managed memory (`cuMemAllocManaged`, `cuMemAdvise`, `cuMemPrefetchAsync`, `cuStreamAttachMemAsync`, `cuMemRangeGetAttribute(s)`) |
 //! | `module/` | modules, functions, globals, and CUDA 12's libraries and their kernels (`mod.rs`: objects, tables, loading; `library.rs`: the `cuLibrary*`/`cuKernel*` entry points) |
 //! | `link.rs` | `cuLink*`: PTX inputs linked on the text into one PTX image |
+//! | `maxnreg.rs` | `CU_JIT_MAX_REGISTERS` written into the PTX as `.maxnreg` on every entry |
 //! | `stream/api.rs`, `context/api.rs` | the `cuStream*` and `cuCtx*`/`cuDevicePrimaryCtx*` entry points (destroying a context frees what it owns in every family) |
 //! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel`, `cuLaunchKernelEx` and its attributes, occupancy |
 //! | `copy_2d.rs` | `cuMemcpy2D*`, `cuMemcpy3D*`: pitched copies checked and issued as graph memcpy nodes are |
@@ -133,6 +138,7 @@ mod handles;
 mod launch;
 mod link;
 mod managed;
+mod maxnreg;
 mod memory;
 mod module;
 mod pointer;

@@ -58,6 +58,8 @@ struct Link {
     handle: usize,
     info_log: LogBuffer,
     error_log: LogBuffer,
+    /// `CU_JIT_MAX_REGISTERS` of `cuLinkCreate`, written into the image (`maxnreg.rs`).
+    max_registers: Option<u32>,
     state: Mutex<LinkState>,
 }
 
@@ -142,6 +144,8 @@ pub(crate) unsafe fn cuLinkCreate_v2(
     non_null(stateOut, "stateOut")?;
     // SAFETY: the caller's contract.
     let (info_log, error_log) = unsafe { log_buffers(numOptions, options, optionValues)? };
+    // SAFETY: as above (the arrays were checked non-null where `numOptions` is not 0).
+    let max_registers = unsafe { crate::maxnreg::max_registers(numOptions, options, optionValues) };
     let handle = LINKS.reserve();
     info_log.write("");
     error_log.write("");
@@ -151,6 +155,7 @@ pub(crate) unsafe fn cuLinkCreate_v2(
             handle,
             info_log,
             error_log,
+            max_registers,
             state: Mutex::new(LinkState::default()),
         }),
     );
@@ -310,6 +315,10 @@ pub(crate) unsafe fn cuLinkComplete(
     let mut st = l.state.lock();
     if st.image.is_none() {
         let linked = link_ptx(&st.inputs)
+            .map(|text| match l.max_registers {
+                Some(n) => crate::maxnreg::with_maxnreg(&text, n),
+                None => text,
+            })
             .and_then(|text| match parse_module(&text) {
                 Ok(_) => Ok(text),
                 Err(e) => Err(format!("the linked PTX does not parse: {e}")),

@@ -56,6 +56,16 @@ pub enum Error {
         detail: String,
     },
 
+    /// A thread's device-side `assert` failed (`__assertfail`): the launch stopped. CUDA
+    /// reports it as `CUDA_ERROR_ASSERT`; the text is CUDA's.
+    #[error("kernel `{kernel}`: {failure}")]
+    Assert {
+        /// The kernel.
+        kernel: String,
+        /// The assertion, its place in the source, and the thread.
+        failure: Box<crate::services::AssertFailure>,
+    },
+
     /// `PtxEngine::Jit` was asked for a kernel the JIT does not compile.
     #[error("{detail}")]
     JitUnsupported {

@@ -82,10 +82,10 @@ fn run_cooperative(
         for b in 0..l.grid.count() {
             let first = &first;
             let run = move || {
-                if let Err(msg) = one(b) {
-                    if !l.abandoned.swap(true, Ordering::SeqCst) {
-                        *first.lock() = Some(msg);
-                    }
+                if let Err(msg) = one(b)
+                    && !l.abandoned.swap(true, Ordering::SeqCst)
+                {
+                    *first.lock() = Some(msg);
                 }
             };
             let started = std::thread::Builder::new()

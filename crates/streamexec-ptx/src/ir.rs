@@ -124,6 +124,10 @@ pub enum Sreg {
     TotalSmem,
     /// `%gridid`.
     Gridid,
+    /// The address of a `.local` variable (the value, in its space or generic): each recursive
+    /// activation of a function has its own local memory, `Program::local_bytes` further on
+    /// per call depth, so the value adds the lane's frame base.
+    LocalAddr(u64),
     /// A value fixed for every launch: the cluster registers of a launch without clusters
     /// (`%cluster_ctaid` 0, `%cluster_nctaid` 1, `%cluster_ctarank` 0, `%cluster_nctarank` 1,
     /// `%is_explicit_cluster` 0).
@@ -141,6 +145,7 @@ impl Sreg {
                 | Sreg::Clock
                 | Sreg::Clock64
                 | Sreg::Globaltimer
+                | Sreg::LocalAddr(_)
         )
     }
 }
@@ -583,6 +588,21 @@ pub enum Op {
     Activemask { d: u32 },
     /// `trap`: ends the launch with a fault.
     Trap,
+    /// A call of a function the launcher serves (`vprintf`, `malloc`, `free`,
+    /// `__assertfail`; `services.rs`).
+    Service(Box<ServiceCall>),
+}
+
+/// A call of a served function: where its arguments and return value are in the caller's
+/// call-parameter space.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceCall {
+    /// Which function.
+    pub service: Service,
+    /// Each argument's (offset, bytes) in the thread's call-parameter space.
+    pub args: Vec<(u32, u32)>,
+    /// The return value's (offset, bytes), if it has one.
+    pub ret: Option<(u32, u32)>,
 }
 
 /// An operation with its guard.
@@ -638,11 +658,21 @@ pub struct Program {
     pub thread_param_bytes: u32,
     /// Bytes of per-thread local memory.
     pub local_bytes: u32,
+    /// Activations whose local memory a thread holds at once: 1, or (for a program with
+    /// recursion) the depth of recursive calls its frame stack allows.
+    pub local_frames: u32,
     /// `.maxntid` / `.reqntid` / `.minnctapersm`, checked at launch.
     pub bounds: LaunchBounds,
     /// Bytes of static shared memory; dynamic (`.extern .shared`) shared memory starts at
     /// [`DYNAMIC_SHARED_BASE`](super::DYNAMIC_SHARED_BASE).
     pub static_shared_bytes: u32,
+}
+
+impl Program {
+    /// Local memory bytes per thread: every activation's frame.
+    pub fn thread_local_bytes(&self) -> usize {
+        self.local_bytes as usize * self.local_frames.max(1) as usize
+    }
 }
 
 /// Module-scope `.global` / `.const` data: an image to copy into device memory at load, with
@@ -669,4 +699,31 @@ pub struct ModuleData {
 pub struct DecodedModule {
     /// Kernels by name.
     pub programs: HashMap<String, std::sync::Arc<Program>>,
+}
+
+/// A function the launcher serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    /// `vprintf(.param .b64 fmt, .param .b64 args) -> .b32`.
+    Vprintf,
+    /// `malloc(.param .b64 size) -> .b64`.
+    Malloc,
+    /// `free(.param .b64 ptr)`.
+    Free,
+    /// `__assertfail(.param .b64 message, .param .b64 file, .param .b32 line,
+    /// .param .b64 function, .param .b64 charSize)`.
+    AssertFail,
+}
+
+impl Service {
+    /// The service a function of this name is, with its parameter sizes and return size.
+    pub(crate) fn named(name: &str) -> Option<(Service, &'static [u32], Option<u32>)> {
+        Some(match name {
+            "vprintf" => (Service::Vprintf, &[8, 8], Some(4)),
+            "malloc" => (Service::Malloc, &[8], Some(8)),
+            "free" => (Service::Free, &[8], None),
+            "__assertfail" => (Service::AssertFail, &[8, 8, 4, 8, 8], None),
+            _ => return None,
+        })
+    }
 }

@@ -36,6 +36,10 @@ pub(crate) struct Launch {
     pub(crate) id: u64,
     /// `%nsmid`'s range: the pool's worker count.
     pub(crate) nsm: u32,
+    /// What serves `vprintf`, `malloc` and `free` (`services.rs`).
+    pub(crate) services: Option<Arc<dyn crate::services::DeviceServices>>,
+    /// The first failed device-side assertion.
+    pub(crate) assertion: Mutex<Option<crate::services::AssertFailure>>,
     /// Every block at once, each on its own thread ([`crate::LaunchConfig::cooperative`]).
     pub(crate) cooperative: bool,
     /// Set when a block of a cooperative launch failed: the others stop waiting for it.

@@ -32,6 +32,11 @@
 //!   also saves that function's frame (its registers, local memory and parameter slots) and its
 //!   return restores it (`decode/frames.rs`); the interpreter runs such programs, the JIT leaves
 //!   them to it.
+//! - **Served functions** (`services.rs`, `service_call.rs`, `decode/service.rs`): a call of
+//!   `vprintf`, `malloc`, `free` or `__assertfail` declared without a body decodes to one
+//!   `Op::Service` reading the caller's `.param` arguments in place; both engines run it through
+//!   `service_call::run` and the launcher's [`DeviceServices`].
+//! - **Kernel attributes** (`attributes.rs`): [`kernel_attributes`] from the syntax tree.
 //! - **Half precision** (`alu/half.rs`): `.f16`/`.bf16` live in the low 16 bits of a register slot,
 //!   pairs in the low 32; results are rounded once from the exact value (rounded to odd in `f64`
 //!   first). `cvt` with a half side is one lane function whose options travel in an immediate
@@ -63,6 +68,7 @@
 
 pub(crate) mod alu;
 pub mod ast;
+mod attributes;
 mod data;
 mod decode;
 pub mod device_bytes;
@@ -81,7 +87,10 @@ mod module;
 mod params;
 mod parse;
 mod prepare;
+mod service_call;
+pub mod services;
 
+pub use attributes::{KernelAttributes, kernel_attributes};
 pub(crate) use data::module_data;
 pub(crate) use decode::{DYNAMIC_SHARED_BASE, decode_module};
 pub use dim::Dim3;
@@ -93,6 +102,7 @@ pub use module::{Kernel, Module};
 pub use params::{PtxEntry, PtxParam, PtxScalar, parse_entries};
 pub use parse::parse_module;
 pub use prepare::{Arg, LaunchConfig, PreparedLaunch};
+pub use services::{AssertFailure, DeviceHeap, DeviceServices, DeviceView, ThreadPlace};
 
 /// Lays out `module`'s `.global`/`.const` data at device address `data_base` and decodes every
 /// `.entry` for the engines, as [`Module::load`] does; returns the names of the decoded

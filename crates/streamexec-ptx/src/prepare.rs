@@ -165,6 +165,8 @@ impl Kernel {
                 start: Instant::now(),
                 id: next_launch_id(),
                 nsm: 1,
+                services: None,
+                assertion: Mutex::new(None),
                 cooperative: config.cooperative,
                 abandoned: std::sync::atomic::AtomicBool::new(false),
             },
@@ -278,6 +280,13 @@ impl Kernel {
 }
 
 impl PreparedLaunch {
+    /// Serves the kernel's `vprintf`, `malloc` and `free` calls with `services` (without,
+    /// `vprintf` returns -1 and `malloc` NULL; see [`crate::services`]).
+    pub fn with_services(mut self, services: std::sync::Arc<dyn crate::DeviceServices>) -> Self {
+        self.launch.services = Some(services);
+        self
+    }
+
     /// Runs every block on `pool` (a one-block grid on the calling thread); the failure of the
     /// lowest-numbered failing block, as [`Error::Fault`].
     pub fn run(self, pool: &rayon::ThreadPool) -> Result<()> {
@@ -288,9 +297,17 @@ impl PreparedLaunch {
         let compiled = self.jit.as_deref();
         #[cfg(not(feature = "jit"))]
         let compiled = None;
-        crate::grid::run_grid(pool, &launch, compiled).map_err(|detail| Error::Fault {
-            kernel: launch.kernel.clone(),
-            detail,
+        crate::grid::run_grid(pool, &launch, compiled).map_err(|detail| {
+            match launch.assertion.lock().take() {
+                Some(failure) => Error::Assert {
+                    kernel: launch.kernel.clone(),
+                    failure: Box::new(failure),
+                },
+                None => Error::Fault {
+                    kernel: launch.kernel.clone(),
+                    detail,
+                },
+            }
         })
     }
 }

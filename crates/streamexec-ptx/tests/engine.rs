@@ -6,7 +6,7 @@
 mod common;
 
 use common::{Device, DevicePtr, Error, SharedMemory, Spec, TypedKernel};
-use common::{HEADER, download, fault_text, host, launch, poisoned, ptx_kernel, run};
+use common::{HEADER, download, fault_text, host, launch, poisoned, ptx_kernel, run, upload};
 
 use common::{POISON_U32, random_u32s, rng};
 
@@ -1235,4 +1235,97 @@ fn a_void_function_called_with_a_return_slot_runs() {
         .err()
         .expect("refused");
     assert!(e.to_string().contains("takes 1 argument(s)"), "{e}");
+}
+
+/// Recursion where a caller passes the address of its own local variable to the callee,
+/// which writes its result there (numba returns every value this way): each activation has
+/// local memory of its own, so `fib` through return slots in the callers' frames is right,
+/// with the lanes of a warp at different depths. Addresses are taken both as `.local`
+/// (`[depot+8]`) and generic (`cvta.local`).
+#[test]
+fn recursion_through_pointers_into_the_callers_frame() {
+    let exec = host();
+    let k: TypedKernel<(DevicePtr<u64>, DevicePtr<u64>)> = ptx_kernel(
+        &exec,
+        r#"
+.func fib(.param .b64 pret, .param .b64 pn)
+{
+    .local .align 8 .b8 depot[16];
+    .reg .pred %p<2>;
+    .reg .b64 %rd<24>;
+    mov.u64 %rd20, depot;
+    cvta.local.u64 %rd21, %rd20;
+    ld.param.u64 %rd3, [pret];
+    ld.param.u64 %rd4, [pn];
+    add.u64 %rd5, %rd21, 0;
+    add.u64 %rd7, %rd21, 8;
+    mov.u64 %rd6, 0;
+    st.local.u64 [depot], %rd6;
+    st.local.u64 [depot+8], %rd6;
+    setp.lt.s64 %p1, %rd4, 2;
+    @%p1 bra BASE;
+    add.s64 %rd8, %rd4, -1;
+    {
+    .param .b64 a0;
+    .param .b64 a1;
+    st.param.b64 [a0], %rd5;
+    st.param.b64 [a1], %rd8;
+    call.uni fib, (a0, a1);
+    }
+    add.s64 %rd12, %rd4, -2;
+    {
+    .param .b64 b0;
+    .param .b64 b1;
+    st.param.b64 [b0], %rd7;
+    st.param.b64 [b1], %rd12;
+    call.uni fib, (b0, b1);
+    }
+    ld.local.u64 %rd11, [depot];
+    ld.u64 %rd14, [%rd7];
+    add.s64 %rd15, %rd14, %rd11;
+    st.u64 [%rd3], %rd15;
+    ret;
+BASE:
+    st.u64 [%rd3], %rd4;
+    ret;
+}
+.visible .entry k(.param .u64 pout, .param .u64 pin)
+{
+    .local .align 8 .b8 slot[8];
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<12>;
+    ld.param.u64 %rd1, [pout];
+    ld.param.u64 %rd2, [pin];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 8;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.u64 %rd5, [%rd4];
+    mov.u64 %rd6, slot;
+    cvta.local.u64 %rd7, %rd6;
+    {
+    .param .b64 c0;
+    .param .b64 c1;
+    st.param.b64 [c0], %rd7;
+    st.param.b64 [c1], %rd5;
+    call.uni fib, (c0, c1);
+    }
+    ld.local.u64 %rd8, [slot];
+    add.s64 %rd9, %rd1, %rd3;
+    st.global.u64 [%rd9], %rd8;
+    ret;
+}"#,
+        "k",
+    );
+    fn fib(n: u64) -> u64 {
+        if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+    }
+    let mut r = rng("recursion_through_pointers_into_the_callers_frame");
+    let n: Vec<u64> = (0..40)
+        .map(|_| rand::RngExt::random_range(&mut r, 0..16u64))
+        .collect();
+    let input = upload(&exec, &n);
+    let out = poisoned(&exec, 40, u64::MAX);
+    run(&exec, 40, 1, &k, (out.ptr(), input.ptr()));
+    let want: Vec<u64> = n.iter().map(|&v| fib(v)).collect();
+    assert_eq!(download(&exec, &out), want);
 }

@@ -72,6 +72,7 @@ pub use layout::{CLIENT_SYMBOL, EXECUTOR_PORTS, Geometry, Layout, Packet};
 pub use mem::{HostMem, LockWord, Mem, Wait};
 pub use opencl::{OPENCL_CLIENT_SOURCE, OPENCL_EMISSARY_SOURCE, OPENCL_MPI_SOURCE, opencl_prelude};
 pub use port::{Handler, MAX_STREAM_BYTES, Port, Process};
+pub use printf::format_args_buffer;
 pub use server::{Server, ServerThread};
 pub use services::{
     Allocator, ExitObserver, HostFunction, KernelExit, Service, StdStream, check_user_opcode,

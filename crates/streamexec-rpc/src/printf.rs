@@ -166,7 +166,7 @@ fn read(args: &[u8], (off, size): (usize, usize)) -> u64 {
 
 /// Formats `pieces` with the argument bytes `args` and the fetched `%s` strings (in format
 /// order; `None` for a null pointer).
-pub(crate) fn format(
+pub(crate) fn format_pieces(
     pieces: &[Piece],
     slots: &[(usize, usize)],
     args: &[u8],
@@ -207,6 +207,40 @@ pub(crate) fn format(
         pad(&mut out, &s, body);
     }
     out
+}
+
+/// Formats C `printf`'s `format` (without its NUL) with arguments in a buffer laid out as
+/// CUDA's `vprintf` and a `va_list` of the GPU targets have them: each argument (`int` and
+/// smaller promoted to 4 bytes, `long`/`long long`, pointers, `%s` pointers and floats promoted
+/// to `double` 8 bytes, `*` widths 4) at the next offset aligned to its size. The project's one
+/// printf formatter: the RPC printf services and the PTX engines' `vprintf` both use it.
+///
+/// `read_args(bytes)` gives the buffer's first `bytes` bytes; `read_string(ptr)` the
+/// NUL-terminated string of a non-null `%s` pointer (a null one prints `(null)`). Returns the
+/// text and the number of arguments the format took (what CUDA's `vprintf` returns), or the
+/// first error of a callback.
+pub fn format_args_buffer<E>(
+    format: &[u8],
+    read_args: impl FnOnce(usize) -> Result<Vec<u8>, E>,
+    mut read_string: impl FnMut(u64) -> Result<Vec<u8>, E>,
+) -> Result<(Vec<u8>, usize), E> {
+    let pieces = parse(format);
+    let (slots, size) = layout(&pieces, false);
+    let args = if size == 0 {
+        Vec::new()
+    } else {
+        read_args(size)?
+    };
+    let mut strings = Vec::new();
+    for off in string_slots(&pieces, &slots) {
+        let ptr = read(&args, (off, 8));
+        strings.push(if ptr == 0 {
+            None
+        } else {
+            Some(read_string(ptr)?)
+        });
+    }
+    Ok((format_pieces(&pieces, &slots, &args, &strings), slots.len()))
 }
 
 fn signed(s: &Spec, raw: u64) -> i64 {
@@ -396,7 +430,7 @@ mod tests {
             .iter()
             .map(|s| s.map(|s| s.as_bytes().to_vec()))
             .collect();
-        String::from_utf8(format(&pieces, &slots, args, &strings)).unwrap()
+        String::from_utf8(format_pieces(&pieces, &slots, args, &strings)).unwrap()
     }
 
     fn bytes(parts: &[&[u8]]) -> Vec<u8> {
@@ -425,5 +459,62 @@ mod tests {
         assert_eq!(run("%s and %s", &a, &[Some("hi"), None]), "hi and (null)");
         assert_eq!(run("%.1s|%lu", &1u64.to_le_bytes(), &[Some("abc")]), "a|0");
         assert_eq!(run("100%% %q", &[], &[]), "100% %q");
+    }
+
+    /// CUDA's vprintf buffer (each argument aligned to its size) for random values, formatted
+    /// by `format_args_buffer`, against Rust's `format!` of the same values; `%s` strings
+    /// come through the callback by pointer.
+    #[test]
+    fn vprintf_buffers_format_like_rusts_format_on_random_values() {
+        use rand::RngExt;
+        let mut r = streamexec_test_support::rng(module_path!());
+        for _ in 0..500 {
+            let (i, u, l) = (r.random::<i32>(), r.random::<u32>(), r.random::<i64>());
+            let d = (r.random::<f64>() - 0.5) * 10f64.powi(r.random_range(-3..9));
+            let c = r.random_range(b'!'..=b'~');
+            let w = r.random_range(0..12usize);
+            let p = r.random_range(0..8usize);
+            let text: String = (0..r.random_range(0..10))
+                .map(|_| r.random_range(b'a'..=b'z') as char)
+                .collect();
+            let ptr = 0x1000 + r.random_range(0..1000u64) * 8;
+            // i@0 d@8 s@16 l@24 u@32 c@36 (int) v@40, as CUDA lays out `printf`'s arguments.
+            let mut buf = Vec::new();
+            buf.extend_from_slice(&i.to_le_bytes());
+            buf.extend_from_slice(&[0xEE; 4]); // padding: never read
+            buf.extend_from_slice(&d.to_bits().to_le_bytes());
+            buf.extend_from_slice(&ptr.to_le_bytes());
+            buf.extend_from_slice(&l.to_le_bytes());
+            buf.extend_from_slice(&u.to_le_bytes());
+            buf.extend_from_slice(&(c as u32).to_le_bytes());
+            let v = r.random::<u32>();
+            buf.extend_from_slice(&v.to_le_bytes());
+            let fmt = format!("i=%{w}d d=%.{p}f s=%s l=%lld u=%x c=%c|%-{w}u|");
+            let mut asked = Vec::new();
+            let (out, n) = format_args_buffer::<()>(
+                fmt.as_bytes(),
+                |bytes| Ok(buf[..bytes].to_vec()),
+                |at| {
+                    asked.push(at);
+                    Ok(text.clone().into_bytes())
+                },
+            )
+            .unwrap();
+            let want = format!(
+                "i={i:w$} d={d:.p$} s={text} l={l} u={u:x} c={}|{:<w$}|",
+                c as char, v
+            );
+            assert_eq!(String::from_utf8(out).unwrap(), want, "{fmt}");
+            assert_eq!(asked, vec![ptr]);
+            assert_eq!(n, 7);
+        }
+        // A null %s pointer prints (null) without a callback; no argument reads nothing.
+        let (out, n) =
+            format_args_buffer::<()>(b"[%s]", |_| Ok(vec![0; 8]), |_| panic!("no string to read"))
+                .unwrap();
+        assert_eq!((out.as_slice(), n), (&b"[(null)]"[..], 1));
+        let (out, n) =
+            format_args_buffer::<()>(b"plain\n", |_| panic!("no arguments"), |_| Err(())).unwrap();
+        assert_eq!((out.as_slice(), n), (&b"plain\n"[..], 0));
     }
 }

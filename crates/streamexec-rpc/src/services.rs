@@ -407,7 +407,7 @@ fn printf_service(s: &ServiceState, port: &mut Port<'_>, code: u32) -> Result<()
             .drain(..)
             .map(|null| if null { None } else { it.next().flatten() })
             .collect();
-        let text = printf::format(&pieces[l], &slots[l], &args[l], &strings);
+        let text = printf::format_pieces(&pieces[l], &slots[l], &args[l], &strings);
         results[l] = s.files.write(s, streams[l], &text) as u32 as u64;
     }
     port.send(|l, p| {

@@ -149,6 +149,19 @@ pub enum Error {
         detail: String,
     },
 
+    /// A kernel's device-side `assert` failed (CUDA's `__assertfail`): the assertion's
+    /// message, file, line and function and the thread, in CUDA's text
+    /// (`file:line: function: block: [x,y,z], thread: [x,y,z] Assertion `message` failed.`).
+    #[error("{platform}: kernel `{kernel}`: {failure}")]
+    KernelAssert {
+        /// Platform name.
+        platform: &'static str,
+        /// Kernel name.
+        kernel: String,
+        /// What was asserted where, and by which thread.
+        failure: Box<crate::ptx::AssertFailure>,
+    },
+
     /// A host callback on a stream returned an error or panicked.
     #[error("host callback failed: {detail}")]
     HostCallback {
@@ -426,6 +439,11 @@ impl From<crate::ptx::Error> for Error {
                 platform: HOST,
                 kernel,
                 detail,
+            },
+            P::Assert { kernel, failure } => Error::KernelAssert {
+                platform: HOST,
+                kernel,
+                failure,
             },
             P::JitUnsupported { detail, .. } => Error::unsupported("host", "PTX JIT", detail),
             P::InvalidArgument { operation, detail } => {

@@ -453,6 +453,13 @@ impl StreamExecutor {
         self.inner.iface.set_ptx_engine(engine)
     }
 
+    /// What PTX kernels' `printf` (`vprintf`), `malloc` and `free` reach on this executor:
+    /// where `printf` text goes (stdout at once by default, or a buffer flushed on demand) and
+    /// the device heap's limit. `Unsupported` on platforms that do not run PTX themselves.
+    pub fn ptx_services(&self) -> Result<std::sync::Arc<crate::PtxServices>> {
+        self.inner.iface.ptx_services()
+    }
+
     /// Gives this device direct access to `other`'s memory (for peer copies and kernels).
     /// Errors: `InvalidArgument` for the same executor or another platform, `Unsupported` where
     /// the devices cannot reach each other.

@@ -82,6 +82,6 @@ pub use stream::{Stream, StreamDone, Waitable};
 pub use types::philox;
 pub use types::{
     ArgList, BlockDim, DeviceAddress, DeviceDescription, DevicePtr, Dim3, HostMemory, KernelArgs,
-    KernelParam, MemoryUsage, MultiKernelLoaderSpec, PtxEngine, RandDistribution, SharedMemory,
-    ThreadDim,
+    KernelParam, MemoryUsage, MultiKernelLoaderSpec, PrintfOutput, PtxEngine, PtxServices,
+    RandDistribution, SharedMemory, ThreadDim,
 };

@@ -290,21 +290,52 @@ pub(crate) unsafe fn cuCtxGetLimit(pvalue: *mut usize, limit: u32) -> CuResult<(
     unsafe { put(pvalue, v, "pvalue") }
 }
 
-/// `cuCtxSetLimit`: remembered for `cuCtxGetLimit` (the CPU has no such limits to set).
+/// `cuCtxSetLimit`: `CU_LIMIT_MALLOC_HEAP_SIZE` sizes the heap kernels' `malloc` draws from
+/// (refused with `CUDA_ERROR_INVALID_VALUE` while kernels hold heap memory, as CUDA refuses it
+/// after kernels used the heap); the other limits are remembered for `cuCtxGetLimit` (the CPU
+/// has no such limits to set).
 pub(crate) fn cuCtxSetLimit(limit: u32, value: usize) -> CuResult<()> {
     let c = current()?;
     limit_value(&c, limit, Some(value)).map(|_| ())
 }
 
+/// `CU_LIMIT_STACK_SIZE`, `CU_LIMIT_PRINTF_FIFO_SIZE`, `CU_LIMIT_MALLOC_HEAP_SIZE`.
+const LIMIT_STACK: u32 = 0;
+const LIMIT_PRINTF_FIFO: u32 = 1;
+const LIMIT_MALLOC_HEAP: u32 = 2;
+
 fn limit_value(c: &Context, limit: u32, set: Option<usize>) -> CuResult<usize> {
     if limit > 6 {
         return Err(invalid(format!("{limit} is not a CUlimit")));
+    }
+    if limit == LIMIT_MALLOC_HEAP {
+        // One heap for the library: its devices share one executor (`driver.rs`).
+        let heap = crate::stream::ctx_exec()
+            .ptx_services()
+            .map_err(|e| crate::stream::se_error("the device heap", e))?;
+        if let Some(v) = set {
+            if heap.heap_used() > 0 {
+                return Err(invalid(format!(
+                    "kernels hold {} bytes of the device heap (malloc without free); its size \
+                     must be set before they allocate",
+                    heap.heap_used()
+                )));
+            }
+            heap.set_heap_limit(v as u64);
+        }
+        return Ok(heap.heap_limit() as usize);
     }
     let mut s = c.settings.lock();
     if let Some(v) = set {
         s.limits.insert(limit, v);
     }
-    Ok(s.limits.get(&limit).copied().unwrap_or(0))
+    // CUDA's defaults: a 1 KiB stack per thread, a 1 MiB printf buffer.
+    let default = match limit {
+        LIMIT_STACK => 1024,
+        LIMIT_PRINTF_FIFO => 1 << 20,
+        _ => 0,
+    };
+    Ok(s.limits.get(&limit).copied().unwrap_or(default))
 }
 
 /// `cuCtxGetCacheConfig`.

@@ -165,6 +165,11 @@ impl Context {
         while let streamexec::Error::DependencyFailed { source, .. } = root {
             root = source;
         }
+        // What the kernels printed before it failed comes first, then CUDA's assertion text.
+        crate::driver::flush_printf();
+        if let streamexec::Error::KernelAssert { failure, .. } = root {
+            eprintln!("{failure}");
+        }
         report_fault(&format!("context {:#x}: {root}", self.handle));
         *sticky = Some(err.clone());
         err
@@ -185,6 +190,7 @@ impl Context {
         for s in self.all_streams() {
             let _ = s.drain();
         }
+        crate::driver::flush_printf();
     }
 }
 
@@ -205,6 +211,7 @@ fn fault_code(e: &streamexec::Error) -> CuErr {
                 CUresult::CUDA_ERROR_ILLEGAL_ADDRESS
             }
         }
+        E::KernelAssert { .. } => CUresult::CUDA_ERROR_ASSERT,
         E::DependencyFailed { source, .. } => return fault_code(source),
         _ => CUresult::CUDA_ERROR_LAUNCH_FAILED,
     };
@@ -249,7 +256,9 @@ impl CuStream {
     /// Waits for everything enqueued so far; the context's sticky error if any work failed.
     pub(crate) fn synchronize(&self, ctx: &Context) -> CuResult<()> {
         let ev = self.mark(ctx)?;
-        ev.synchronize().map_err(|e| ctx.fail(&e))
+        let r = ev.synchronize().map_err(|e| ctx.fail(&e));
+        crate::driver::flush_printf();
+        r
     }
 
     /// `Ok(true)` when everything enqueued so far is done.

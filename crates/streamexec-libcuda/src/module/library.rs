@@ -152,6 +152,7 @@ pub(crate) unsafe fn cuLibraryLoadFromFile(
 pub(crate) fn cuLibraryUnload(library_: CUlibrary) -> CuResult<()> {
     let lib = library(library_ as usize)?;
     unload_library(&lib);
+    crate::driver::flush_printf();
     Ok(())
 }
 

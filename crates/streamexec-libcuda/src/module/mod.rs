@@ -15,7 +15,7 @@ use cudarc::driver::sys::{
     CUdeviceptr, CUfunction, CUjit_option, CUmodule, CUmoduleLoadingMode, CUresult,
 };
 use parking_lot::Mutex;
-use streamexec::ptx::{PtxEntry, parse_entries};
+use streamexec::ptx::{KernelAttributes, PtxEntry, kernel_attributes, parse_entries};
 use streamexec::{Kernel, MultiKernelLoaderSpec};
 
 use crate::context::{Context, current};
@@ -81,6 +81,9 @@ pub(crate) struct Function {
     /// The kernel's name, for `cuFuncGetName`.
     name: CString,
     ptx_version: i32,
+    /// What `cuFuncGetAttribute` reports, computed from the PTX
+    /// (`streamexec::ptx::kernel_attributes`).
+    attrs: KernelAttributes,
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`.
     pub(crate) max_dynamic_shared: Mutex<i32>,
 }
@@ -318,6 +321,16 @@ pub(crate) unsafe fn cuModuleLoadDataEx(
     non_null(image, "image")?;
     // SAFETY: the caller's contract.
     let bytes = unsafe { image_bytes(image) };
+    // SAFETY: the caller's contract for the option arrays.
+    let cap = unsafe { crate::maxnreg::max_registers(numOptions, options, optionValues) };
+    let capped;
+    let bytes = match (cap, std::str::from_utf8(bytes)) {
+        (Some(n), Ok(text)) => {
+            capped = crate::maxnreg::with_maxnreg(text, n);
+            capped.as_bytes()
+        }
+        _ => bytes,
+    };
     match load(&ctx, bytes) {
         Ok(m) => {
             // SAFETY: the caller's contract for the option arrays.
@@ -392,6 +405,7 @@ pub(crate) fn cuModuleUnload(hmod: CUmodule) -> CuResult<()> {
         ));
     }
     unload(&m);
+    crate::driver::flush_printf();
     Ok(())
 }
 
@@ -413,6 +427,15 @@ fn function_of(ctx: &Context, m: &Module, name: &str) -> CuResult<usize> {
     if let Some(&h) = fns.get(name) {
         return Ok(h);
     }
+    // The text loaded, so it parses; a failure here would be an engine bug.
+    let attrs = kernel_attributes(&m.copy.0, name).map_err(|e| {
+        CuErr::new(
+            CUresult::CUDA_ERROR_UNKNOWN,
+            format!("the attributes of `{name}`: {e}"),
+        )
+    })?;
+    // CUDA's default: the device's shared memory per block less the kernel's static part.
+    let dynamic = SHARED_PER_BLOCK.saturating_sub(attrs.shared_bytes.min(i32::MAX as u64) as i32);
     let h = FUNCTIONS.reserve();
     FUNCTIONS.insert(
         h,
@@ -424,7 +447,8 @@ fn function_of(ctx: &Context, m: &Module, name: &str) -> CuResult<usize> {
             entry: entry.clone(),
             name: CString::new(name).unwrap_or_default(),
             ptx_version: m.ptx_version,
-            max_dynamic_shared: Mutex::new(SHARED_PER_BLOCK),
+            attrs,
+            max_dynamic_shared: Mutex::new(dynamic.max(0)),
         }),
     );
     fns.insert(name.to_string(), h);
@@ -550,12 +574,18 @@ pub(crate) unsafe fn cuFuncGetAttribute(
 ) -> CuResult<()> {
     let (_, f) = function(hfunc)?;
     let cc = driver()?.cc;
+    let a = &f.attrs;
+    let int = |v: u64| i32::try_from(v).unwrap_or(i32::MAX);
     let v = match attrib {
-        0 => 1024,                         // max threads per block
-        1..=3 => 0,                        // static shared, const, local bytes
-        4 => 32,                           // registers
-        5 => f.ptx_version,                // PTX version
-        6 => (cc.0 * 10 + cc.1) as i32,    // binary version
+        0 => int(a.max_threads_per_block), // .maxntid / .reqntid, else 1024
+        1 => int(a.shared_bytes),          // static .shared of the kernel and its callees
+        2 => int(a.const_bytes),           // the module's .const
+        3 => int(a.local_bytes),           // .local per thread
+        4 => a.registers as i32,           // declared registers, 1..=255
+        5 => f.ptx_version,                // .version
+        // .target sm_XY (the device's compute capability for a module without one).
+        6 if a.target != 0 => a.target as i32,
+        6 => (cc.0 * 10 + cc.1) as i32,
         7 => 0,                            // cache mode CA
         8 => *f.max_dynamic_shared.lock(), // max dynamic shared
         9 => -1,                           // preferred carveout
@@ -566,17 +596,20 @@ pub(crate) unsafe fn cuFuncGetAttribute(
     unsafe { put(pi, v, "pi") }
 }
 
-/// `cuFuncSetAttribute`: the dynamic shared memory limit (up to the device's 48 KiB) and the
-/// carveout hint.
+/// `cuFuncSetAttribute`: the dynamic shared memory limit (with the kernel's static shared
+/// memory, up to the device's 48 KiB) and the carveout hint.
 pub(crate) fn cuFuncSetAttribute(hfunc: CUfunction, attrib: u32, value: c_int) -> CuResult<()> {
     let (_, f) = function(hfunc)?;
+    let most = SHARED_PER_BLOCK.saturating_sub(f.attrs.shared_bytes.min(i32::MAX as u64) as i32);
     match attrib {
-        8 if (0..=SHARED_PER_BLOCK).contains(&value) => {
+        8 if (0..=most).contains(&value) => {
             *f.max_dynamic_shared.lock() = value;
             Ok(())
         }
         8 => Err(invalid(format!(
-            "{value} bytes of dynamic shared memory: this device has {SHARED_PER_BLOCK} per block"
+            "{value} bytes of dynamic shared memory: this device has {SHARED_PER_BLOCK} per \
+             block, {} of them the kernel's static shared memory",
+            f.attrs.shared_bytes
         ))),
         9 if (-1..=100).contains(&value) => Ok(()),
         a => Err(invalid(format!("attribute {a} = {value} cannot be set"))),

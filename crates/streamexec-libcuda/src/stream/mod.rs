@@ -169,7 +169,10 @@ impl CuStream {
             use streamexec::Error as E;
             if !matches!(
                 e,
-                E::KernelFault { .. } | E::DependencyFailed { .. } | E::HostCallback { .. }
+                E::KernelFault { .. }
+                    | E::KernelAssert { .. }
+                    | E::DependencyFailed { .. }
+                    | E::HostCallback { .. }
             ) {
                 // A check of the handle layer refused the operation: report it, and give the
                 // stream a fresh queue that starts after the old one's work.

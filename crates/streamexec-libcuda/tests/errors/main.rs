@@ -57,6 +57,8 @@ const CODES_SEEN: &[CUresult] = &[
     CUresult::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
     CUresult::CUDA_ERROR_NOT_PERMITTED,
     CUresult::CUDA_ERROR_NOT_SUPPORTED,
+    CUresult::CUDA_ERROR_ASSERT,
+    CUresult::CUDA_ERROR_LAUNCH_FAILED,
     CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
 ];
 
@@ -348,6 +350,7 @@ fn add_works(f: CUfunction, s: CUstream, what: &str) {
 // Initialisation (child processes).
 
 // After the macros above (macro_rules! scope is textual).
+mod attributes;
 mod contexts;
 mod cooperative;
 mod copies_2d;
@@ -366,4 +369,5 @@ mod mapped;
 mod memory;
 mod modules;
 mod pointers;
+mod services;
 mod sync_copies;

@@ -1,11 +1,14 @@
 //! Recursion: which functions can re-enter themselves, and what a call made from one saves.
 //!
-//! Registers, `.local` variables and call parameters have one fixed slot per thread, which
-//! serves every activation of a function that is active once at a time. A function on a cycle
-//! of the call graph can be active several times, so each call it makes saves the function's
-//! frame (its registers, its local memory, its parameter and return slots and the `.param`
-//! variables it declares) and its return restores it, on the interpreter. The JIT inlines
-//! calls and leaves such programs to the interpreter.
+//! Registers and call parameters have one fixed slot per thread, which serves every
+//! activation of a function that is active once at a time. A function on a cycle of the call
+//! graph can be active several times, so each call it makes saves the function's frame (its
+//! registers, its parameter and return slots and the `.param` variables it declares) and its
+//! return restores it, on the interpreter. Local memory is not copied: its addresses may be
+//! passed to the callee (numba returns values through a pointer into the caller's frame), so
+//! each activation gets local memory of its own at a frame base one `local_bytes` further per
+//! call depth, which the addresses of `.local` variables include (`Sreg::LocalAddr`). The JIT
+//! inlines calls and leaves such programs to the interpreter.
 
 use std::collections::{HashMap, HashSet};
 
@@ -23,9 +26,11 @@ impl ProgramBuilder<'_> {
             }
         }
         tparam.retain(|(a, b)| a < b);
+        // Local memory is not saved: each activation has its own (`Program::local_frames`).
+        let _ = before.1;
         Frame {
             regs: (before.0, self.regs),
-            local: (before.1 as u32, self.local as u32),
+            local: (0, 0),
             tparam,
         }
     }

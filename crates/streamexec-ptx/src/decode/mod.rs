@@ -16,6 +16,7 @@ mod half;
 pub(crate) use fns::cvt_ii_to;
 mod inst;
 mod mem;
+mod service;
 mod set;
 mod sync;
 
@@ -26,7 +27,8 @@ use super::ast::{self, Operand, Space as AstSpace, Statement, VarType};
 use super::data::{imm_bits, scalar_ty, var_size};
 use super::ir::{
     Addr, CallSite, DecodedModule, Frame, Inst, LOCAL_WINDOW, LaunchBounds, ModuleData, Op,
-    PARAM_WINDOW, ParamCopy, ParamSlot, Program, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE, Ty,
+    PARAM_WINDOW, ParamCopy, ParamSlot, Program, SHARED_WINDOW, Space, Src, Sreg,
+    THREAD_PARAM_BASE, Ty,
 };
 use crate::error::{PtxError, PtxResult as Result, load_error};
 
@@ -66,6 +68,10 @@ pub fn decode_module(m: &ast::Module, data: &ModuleData, data_base: u64) -> Resu
     }
     Ok(DecodedModule { programs })
 }
+
+/// Local memory a thread of a program with recursion may hold across its activations (CUDA's
+/// default stack is 1 KiB per thread; `cudaLimitStackSize` raises it).
+const LOCAL_STACK_BYTES: u64 = 64 << 10;
 
 struct FuncInfo {
     params: Vec<(u64, u32)>,
@@ -279,7 +285,7 @@ impl<'m> ProgramBuilder<'m> {
         self.in_entry = false;
         while let Some(name) = self.worklist.pop() {
             let f = self.find_func(&name).ok_or_else(|| {
-                load_error(Some(&self.kernel), None, format!("function `{name}` is declared but has no body in this module (calls to external functions such as vprintf are not supported)"))
+                load_error(Some(&self.kernel), None, format!("function `{name}` is declared but has no body in this module (the engines serve only vprintf, malloc, free and __assertfail from outside a module)"))
             })?;
             let info = &self.funcs[&name];
             let mut scope = HashMap::new();
@@ -341,6 +347,15 @@ impl<'m> ProgramBuilder<'m> {
                 ),
             ));
         }
+        // A recursive function's activations each have their own local memory (a local
+        // address may be passed down to a callee, as numba does for return values): the
+        // thread's local memory holds a stack of frames, up to LOCAL_STACK_BYTES.
+        let local_frames = if recursive.is_empty() {
+            1
+        } else {
+            (LOCAL_STACK_BYTES / self.local.max(1))
+                .clamp(2, 1024) as u32
+        };
         let carry_reg = self.regs;
         Ok(Program {
             name: self.kernel.clone(),
@@ -352,6 +367,7 @@ impl<'m> ProgramBuilder<'m> {
             param_bytes: self.param_bytes as u32,
             thread_param_bytes: self.tparam as u32,
             local_bytes: self.local as u32,
+            local_frames,
             static_shared_bytes: self.shared as u32,
             bounds,
         })
@@ -479,8 +495,11 @@ impl<'m> ProgramBuilder<'m> {
         rets: &[Operand],
         args: &[Operand],
     ) -> Result<Op> {
+        if let Some(op) = self.service_call(i, callee, rets, args)? {
+            return Ok(op);
+        }
         let Some(f) = self.find_func(callee) else {
-            return Err(self.err(i.line, format!("`{i}`: `{callee}` has no body in this module (calls to external functions such as vprintf are not supported)")));
+            return Err(self.err(i.line, format!("`{i}`: `{callee}` has no body in this module (the engines serve only vprintf, malloc, free and __assertfail from outside a module)")));
         };
         if !self.funcs.contains_key(callee) {
             let mut params = Vec::new();
@@ -644,6 +663,9 @@ impl<'m> ProgramBuilder<'m> {
             }
             Operand::Reg(name) => match self.lookup(name) {
                 Some(Sym::Reg(r)) => Ok(Src::Reg(r)),
+                Some(Sym::Local(_)) => Ok(Src::Sreg(Sreg::LocalAddr(
+                    self.symbol_address(i, name, 0, None)? as u64,
+                ))),
                 Some(_) => Ok(Src::Imm(self.symbol_address(i, name, 0, None)? as u64)),
                 None => Err(self.err(i.line, format!("`{i}`: unknown name `{name}`"))),
             },
@@ -665,7 +687,11 @@ impl<'m> ProgramBuilder<'m> {
                 self.src(i, &Operand::Imm(ast::Imm::Int(crate::ir::WARP as i64)), ty)
             }
             Operand::Symbol { name, offset } => {
-                Ok(Src::Imm(self.symbol_address(i, name, *offset, None)? as u64))
+                let a = self.symbol_address(i, name, *offset, None)? as u64;
+                Ok(match self.lookup(name) {
+                    Some(Sym::Local(_)) => Src::Sreg(Sreg::LocalAddr(a)),
+                    _ => Src::Imm(a),
+                })
             }
             _ => Err(self.err(i.line, format!("`{i}`: operand `{o}` is not a value"))),
         }

@@ -45,7 +45,22 @@ impl Warp {
                     ),
                 ));
             }
+            // The callee's activation gets local memory of its own, one frame further on.
+            let lb = env.prog.local_bytes;
+            let next = self.lbase[l] as usize + lb as usize;
+            if next + lb as usize > env.prog.thread_local_bytes() {
+                return Err(self.fault(
+                    l,
+                    format!(
+                        "stack overflow: recursion {} calls deep needs more than the {} \
+                         frames of {lb} bytes of local memory a thread may hold",
+                        self.stacks[l].len(),
+                        env.prog.local_frames
+                    ),
+                ));
+            }
             self.save_frame(env, l, f);
+            self.lbase[l] = next as u32;
         }
         let tb = env.prog.thread_param_bytes as usize;
         for c in &site.args {
@@ -73,6 +88,7 @@ impl Warp {
                 .collect();
             if let Some(f) = &site.save {
                 self.restore_frame(env, l, f);
+                self.lbase[l] = self.lbase[l].saturating_sub(env.prog.local_bytes);
             }
             for (c, v) in site.rets.iter().zip(vals) {
                 self.tparam[row + c.to as usize..][..v.len()].copy_from_slice(&v);

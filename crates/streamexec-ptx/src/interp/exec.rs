@@ -7,7 +7,7 @@ use super::warp::{BlockShared, Env, Warp, lanes};
 use crate::fault::Fault;
 use crate::ir::{
     Addr, BoolOp, LOCAL_WINDOW, Op, PARAM_WINDOW, SHARED_WINDOW, Space, Src, THREAD_PARAM_BASE,
-    WARP,
+    WARP, WINDOW_BYTES,
 };
 
 /// Back-edges a group may take while other runnable lanes of its warp wait at higher PCs
@@ -93,7 +93,7 @@ fn block_mem<'a>(
         dynamic_at: sh.dynamic_at,
         dynamic_len: sh.dynamic_len,
         local,
-        local_bytes: env.prog.local_bytes as usize,
+        local_bytes: env.prog.thread_local_bytes(),
         tparam,
         tparam_bytes: env.prog.thread_param_bytes as usize,
     };
@@ -144,12 +144,21 @@ impl Warp {
 
     /// Each lane's effective address.
     #[inline(always)]
-    fn addresses(&self, addr: &Addr, mask: u32) -> [u64; WARP] {
+    fn addresses(&self, addr: &Addr, space: Space, mask: u32) -> [u64; WARP] {
         let mut out = [addr.offset as u64; WARP];
         if let Some(r) = addr.base {
             let row = &self.regs[r as usize * WARP..r as usize * WARP + WARP];
             for l in lanes(mask) {
                 out[l] = row[l].wrapping_add(addr.offset as u64);
+            }
+        } else if self.lbase != [0; WARP]
+            && (space == Space::Local
+                || (space == Space::Generic
+                    && (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&out[0])))
+        {
+            // A `.local` variable named in the address: in the lane's own activation.
+            for l in lanes(mask) {
+                out[l] = out[l].wrapping_add(self.lbase[l] as u64);
             }
         }
         out
@@ -392,7 +401,7 @@ impl Warp {
                             }
                         }
                     } else {
-                        let addrs = self.addresses(addr, mask);
+                        let addrs = self.addresses(addr, *space, mask);
                         let mut res = std::mem::replace(&mut self.res, mem::Resolver::new());
                         let (wid, step, gpc) = (self.id, self.step, pc);
                         {
@@ -441,7 +450,7 @@ impl Warp {
                 } => {
                     let (size, n) = (ty.bytes() as usize, *n as usize);
                     let total = size * n;
-                    let addrs = self.addresses(addr, mask);
+                    let addrs = self.addresses(addr, *space, mask);
                     let mut res = std::mem::replace(&mut self.res, mem::Resolver::new());
                     let (wid, step, gpc) = (self.id, self.step, pc);
                     let (mut m, race) = block_mem(sh, &mut self.local, &mut self.tparam, env);
@@ -485,7 +494,7 @@ impl Warp {
                     c,
                 } => {
                     let size = ty.bytes() as usize;
-                    let addrs = self.addresses(addr, mask);
+                    let addrs = self.addresses(addr, *space, mask);
                     let mut res = std::mem::replace(&mut self.res, mem::Resolver::new());
                     let mut olds = [0u64; WARP];
                     let (wid, step, gpc) = (self.id, self.step, pc);
@@ -599,6 +608,17 @@ impl Warp {
                             return Ok(());
                         }
                         continue;
+                    }
+                }
+                Op::Service(call) => {
+                    for l in lanes(mask) {
+                        let tid = self.id * WARP as u32 + l as u32;
+                        let (mut m, _) = block_mem(sh, &mut self.local, &mut self.tparam, env);
+                        let r =
+                            crate::service_call::run(env.l, &mut m, l, env.block_idx, tid, call);
+                        if let Err(msg) = r {
+                            return Err(self.fault(l, msg));
+                        }
                     }
                 }
                 Op::Trap => {

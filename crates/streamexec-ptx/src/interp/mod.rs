@@ -46,8 +46,10 @@
 //!   a recursive function saves the function's frame on a per-lane byte stack (64 KiB at most)
 //!   and its return restores it. Past either limit the launch ends with a fault naming the
 //!   thread.
-//! - **Not done / limits**: textures/surfaces, `cp.async`, `mma`, indirect calls and
-//!   `vprintf`; `.approx`
+//! - **Served calls** (`vprintf`, `malloc`, `free`, `__assertfail`): one `Op::Service` per
+//!   call, run lane by lane through `service_call.rs` (the JIT runs the same function).
+//! - **Not done / limits**: textures/surfaces, `cp.async`, `mma`, indirect calls and other
+//!   external functions; `.approx`
 //!   transcendental functions use Rust's `f64` functions (more accurate than the GPU); directed
 //!   rounding of `fma` is exact only where the residue test decides it; 64 KiB local memory and
 //!   16384 registers per thread.

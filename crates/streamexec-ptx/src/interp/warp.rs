@@ -133,6 +133,8 @@ pub(crate) struct Warp {
     /// Per-lane saved frames of recursive functions (`call.rs`), as bytes.
     pub(crate) frames: Vec<Vec<u8>>,
     pub(crate) local: Vec<u8>,
+    /// Each lane's local frame base: 0, plus `local_bytes` per pending recursive call.
+    pub(crate) lbase: [u32; WARP],
     pub(crate) tparam: Vec<u8>,
     /// Warp instructions executed (orders accesses for the race checker).
     pub(crate) step: u64,
@@ -165,7 +167,8 @@ impl Warp {
             others_min: u32::MAX,
             stacks: Vec::new(),
             frames: Vec::new(),
-            local: vec![0; prog.local_bytes as usize * WARP],
+            local: vec![0; prog.thread_local_bytes() * WARP],
+            lbase: [0; WARP],
             tparam: vec![0; prog.thread_param_bytes as usize * WARP],
             step: 0,
             spins: 0,
@@ -181,7 +184,7 @@ impl Warp {
     pub(crate) fn reuse(mut self, id: u32, threads: u32, prog: &Program) -> Warp {
         let fresh = Warp::new_empty(id, threads);
         self.regs.resize(prog.regs as usize * WARP, 0);
-        self.local.resize(prog.local_bytes as usize * WARP, 0);
+        self.local.resize(prog.thread_local_bytes() * WARP, 0);
         self.tparam
             .resize(prog.thread_param_bytes as usize * WARP, 0);
         self.stacks.iter_mut().for_each(Vec::clear);
@@ -189,6 +192,7 @@ impl Warp {
         Warp {
             regs: self.regs,
             local: self.local,
+            lbase: [0; WARP],
             tparam: self.tparam,
             stacks: self.stacks,
             frames: self.frames,
@@ -215,6 +219,7 @@ impl Warp {
             stacks: Vec::new(),
             frames: Vec::new(),
             local: Vec::new(),
+            lbase: [0; WARP],
             tparam: Vec::new(),
             step: 0,
             spins: 0,
@@ -362,6 +367,7 @@ impl Warp {
             Sreg::TotalSmem => (env.prog.static_shared_bytes as u64) + env.l.dynamic_bytes as u64,
             Sreg::Gridid => 0,
             Sreg::Const(v) => v as u64,
+            Sreg::LocalAddr(a) => a.wrapping_add(self.lbase[l] as u64),
         }
     }
 

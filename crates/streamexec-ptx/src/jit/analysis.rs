@@ -195,7 +195,8 @@ pub(crate) fn uses_defs(inst: &Inst, carry: u32) -> (Vec<u32>, Vec<u32>) {
             d.push(*x);
         }
         Op::Activemask { d: x } => d.push(*x),
-        Op::Bra { .. } | Op::Call(_) | Op::Ret | Op::Exit | Op::Nop | Op::Trap => {}
+        Op::Bra { .. } | Op::Call(_) | Op::Ret | Op::Exit | Op::Nop | Op::Trap | Op::Service(_) => {
+        }
     }
     (u, d)
 }

@@ -104,6 +104,7 @@ struct Sigs {
     fault: ir::SigRef,
     sleep: ir::SigRef,
     arrive: ir::SigRef,
+    service: ir::SigRef,
 }
 
 fn sig(params: &[ir::Type], ret: Option<ir::Type>) -> Signature {
@@ -247,6 +248,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             fault: b.import_signature(sig(&[I64, I32, I64, I32, I64], None)),
             sleep: b.import_signature(sig(&[I64], None)),
             arrive: b.import_signature(sig(&[I64, I64, I64, I64, I32], None)),
+            service: b.import_signature(sig(&[I64, I64, I64, I32], None)),
         };
         let mut lw = Lower {
             b,
@@ -367,6 +369,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
             Sreg::Gridid => self.imm(0),
             Sreg::Const(v) => self.imm(v as u64),
+            // Programs with recursion run on the interpreter: one activation, frame base 0.
+            Sreg::LocalAddr(a) => self.imm(a),
             Sreg::Lanemask(c) => {
                 use crate::ir::Cmp;
                 let lane = self.b.ins().band_imm_s(t, 31);
@@ -764,6 +768,16 @@ impl<'a, 'b> Lower<'a, 'b> {
             Op::Trap => {
                 self.fault_here(run::FAULT_TRAP, pc, 0);
                 return Ok(true);
+            }
+            Op::Service(_) => {
+                let ip = self.imm(i as *const Inst as u64);
+                let t = self.b.use_var(self.t);
+                let p = self.b.ins().iconst(I32, pc as i64);
+                let f = self.imm(run::service as *const () as u64);
+                self.b
+                    .ins()
+                    .call_indirect(self.sigs.service, f, &[self.u.ctx, ip, t, p]);
+                self.check_faulted();
             }
             Op::Nop => {
                 self.b.ins().fence();

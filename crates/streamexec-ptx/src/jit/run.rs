@@ -200,6 +200,26 @@ pub(crate) extern "C" fn atom(
     ty.extend(mem::atomic(&mut m, loc, *op, *ty, b, c))
 }
 
+/// A call of a served function (`vprintf`, `malloc`, ...; `services.rs`) by thread `t`; a
+/// failure is recorded as its fault.
+pub(crate) extern "C" fn service(ctx: *mut Ctx, inst: *const Inst, t: u64, pc: u32) {
+    // SAFETY: as in `atom`.
+    let (ctx, inst) = unsafe { (&mut *ctx, &*inst) };
+    let Op::Service(call) = &inst.op else {
+        ctx.record(pc, t, "internal error: not a service call".into());
+        return;
+    };
+    // SAFETY: as in `resolve`.
+    let l = unsafe { &*ctx.launch };
+    // SAFETY: as in `resolve`.
+    let mut m = unsafe { ctx.block_mem() };
+    let c = ctx.ctaid;
+    let block = crate::Dim3::new(c[0] as u32, c[1] as u32, c[2] as u32);
+    if let Err(msg) = crate::service_call::run(l, &mut m, t as usize, block, t as u32, call) {
+        ctx.record(pc, t, msg);
+    }
+}
+
 /// Special registers that are not plain values of the block.
 pub(crate) extern "C" fn sreg(ctx: *mut Ctx, code: u32, _t: u64) -> u64 {
     // SAFETY: as in `resolve`.

@@ -174,6 +174,16 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
         ))
     }
 
+    /// What PTX kernels' `printf`, `malloc` and `free` reach on this device (the host
+    /// platform's engine serves them). Default: `Unsupported`.
+    fn ptx_services(&self) -> Result<Arc<crate::types::PtxServices>> {
+        Err(crate::error::Error::unsupported(
+            self.description().platform,
+            "ptx_services",
+            "only the host platform runs PTX itself; a GPU driver serves printf and malloc",
+        ))
+    }
+
     /// Loads the format of `spec` this platform prefers. Errors: `NoSuitableFormat` listing what
     /// the spec holds, `KernelLoad` with the compiler/JIT log, `Io` for unreadable files.
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>>;

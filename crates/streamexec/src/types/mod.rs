@@ -11,6 +11,7 @@ mod geometry;
 mod host_memory;
 mod loader_spec;
 pub mod philox;
+mod ptx_services;
 
 mod rpc_caps;
 
@@ -30,5 +31,6 @@ pub use loader_spec::{
     InProcessKernel, KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec,
 };
 pub use philox::RandDistribution;
+pub use ptx_services::{PrintfOutput, PtxServices};
 pub use rpc_caps::{RpcBlockMemory, RpcCapability, RpcLockPlacement};
 pub use streamexec_ptx::PtxEngine;

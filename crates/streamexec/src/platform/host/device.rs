@@ -27,6 +27,8 @@ pub(crate) struct HostExecutor {
     pub(super) race_check: AtomicBool,
     /// `set_ptx_engine` (initially `STREAMEXEC_PTX_ENGINE`, else `Auto`).
     pub(super) ptx_engine: parking_lot::Mutex<crate::types::PtxEngine>,
+    /// What PTX kernels' `vprintf`, `malloc` and `free` calls reach.
+    pub(super) ptx_services: Arc<crate::types::PtxServices>,
 }
 
 impl HostExecutor {
@@ -38,9 +40,11 @@ impl HostExecutor {
             .thread_name(move |i| format!("streamexec-{PLATFORM}{ordinal}-block-{i}"))
             .build()
             .map_err(status::pool_failed)?;
+        let table = Arc::new(AllocTable::default());
         Ok(Arc::new_cyclic(|me| HostExecutor {
             description,
-            table: Arc::new(AllocTable::default()),
+            ptx_services: Arc::new(crate::types::PtxServices::new(table.clone())),
+            table,
             pool: Arc::new(pool),
             streams: StreamSet::default(),
             me: me.clone(),

@@ -100,6 +100,10 @@ impl StreamExecutorInterface for HostExecutor {
         Ok(())
     }
 
+    fn ptx_services(&self) -> Result<Arc<crate::types::PtxServices>> {
+        Ok(self.ptx_services.clone())
+    }
+
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
         // A native kernel wins; otherwise the PTX engine runs the spec's PTX.
         let Some(entry) = spec.host_kernel() else {

@@ -125,6 +125,7 @@ pub(crate) fn prepare(
         .kernel
         .prepare(&config, &engine_args)
         .map_err(|e| engine_error(exec, name, e))?;
+    let prepared = prepared.with_services(exec.ptx_services.clone());
     let pool = exec.pool.clone();
     Ok(Box::new(move || Ok(prepared.run(&pool)?)))
 }
