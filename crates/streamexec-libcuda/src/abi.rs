@@ -12,6 +12,7 @@ use std::ffi::{c_char, c_int, c_uchar, c_uint, c_ulonglong, c_ushort, c_void};
 use cudarc::driver::sys::{self, *};
 
 use crate::exports::entry_points;
+use crate::managed::MemLocation;
 
 /// How an argument travels through the C ABI.
 trait Abi {
@@ -33,6 +34,14 @@ impl<T> Abi for Option<T> {
     type Repr = Option<T>;
 }
 
+/// `CUmemLocation` by value: received with its type as an integer.
+impl Abi for CUmemLocation {
+    type Repr = MemLocation;
+}
+impl Abi for MemLocation {
+    type Repr = MemLocation;
+}
+
 macro_rules! abi_enum_as_u32 {
     ($($t:ty),*) => { $(impl Abi for $t { type Repr = u32; })* };
 }
@@ -44,6 +53,7 @@ abi_enum_as_u32!(
     CUfunc_cache,
     CUmemPool_attribute,
     CUmem_advise,
+    CUmem_range_attribute,
     CUstreamCaptureMode,
     CUjitInputType,
     CUpointer_attribute
@@ -125,12 +135,15 @@ mod cuda12_1 {
     }
 }
 
-/// Entry points of CUDA 12.3 to 12.5, as cudarc declares them for those versions. Never called.
+/// Entry points of CUDA 12.2 to 12.5, as cudarc declares them for those versions. Never called.
 #[allow(unused_variables)]
 mod cuda12_later {
     use std::ffi::{c_char, c_uint};
 
-    use cudarc::driver::sys::{CUfunction, CUkernel, CUlibrary, CUresult as R};
+    use cudarc::driver::sys::{
+        CUdeviceptr, CUfunction, CUkernel, CUlibrary, CUmem_advise, CUmemLocation, CUresult as R,
+        CUstream,
+    };
 
     pub(super) unsafe fn cuFuncGetName(name: *mut *const c_char, hfunc: CUfunction) -> R {
         unreachable!("a signature for abi.rs")
@@ -146,6 +159,23 @@ mod cuda12_later {
         paramIndex: usize,
         paramOffset: *mut usize,
         paramSize: *mut usize,
+    ) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuMemAdvise_v2(
+        devPtr: CUdeviceptr,
+        count: usize,
+        advice: CUmem_advise,
+        location: CUmemLocation,
+    ) -> R {
+        unreachable!("a signature for abi.rs")
+    }
+    pub(super) unsafe fn cuMemPrefetchAsync_v2(
+        devPtr: CUdeviceptr,
+        count: usize,
+        location: CUmemLocation,
+        flags: c_uint,
+        hStream: CUstream,
     ) -> R {
         unreachable!("a signature for abi.rs")
     }

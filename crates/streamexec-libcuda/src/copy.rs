@@ -1,9 +1,12 @@
 //! Copies and memsets, synchronous and in stream order.
 //!
-//! Synchronous copies to or from host memory wait for the legacy stream (and so for every
-//! blocking stream's earlier work) and copy on the calling thread; device-to-device copies and
-//! memsets of device memory are enqueued on the legacy stream and return at once, as the
-//! driver API documents (memsets of pinned host memory finish before returning). Asynchronous
+//! Synchronous copies are complete when they return, whatever memory their sides are: those to
+//! or from pageable host memory wait for the legacy stream (and so for every blocking stream's
+//! earlier work) and copy on the calling thread; those between regions of the address map
+//! (device memory, and mapped pinned host memory, whose pointer is its device address) are
+//! enqueued on the legacy stream and waited for. Memsets of device memory are enqueued and
+//! return at once, as the driver API documents; memsets of memory the host reads directly
+//! (pinned host memory, managed memory) finish before returning. Asynchronous
 //! copies touch page-locked host memory (`cuMemHostAlloc`, `cuMemHostRegister`) on the stream's
 //! worker when their turn comes, so that memory must stay valid until then (the driver API's
 //! rule). Pageable host memory is handled as NVIDIA's driver does, which callers rely on (cudarc's
@@ -180,7 +183,11 @@ fn as_se(e: CuErr) -> streamexec::Error {
     streamexec::Error::HostCallback { detail: e.detail }
 }
 
-/// A synchronous copy: host sides finish before return; device-to-device is only enqueued.
+/// A synchronous copy: complete when it returns, whatever memory either side is. Copies between
+/// regions of the address map (device memory, mapped pinned host memory, module globals) run in
+/// stream order on the legacy (or per-thread) stream and are waited for: pinned host memory is
+/// in the map, and the host reads it directly as soon as the call returns. (CUDA lets a
+/// device-to-device copy return early; finishing it is one of the orders it allows.)
 fn sync_copy(dst: u64, src: u64, n: usize) -> CuResult<()> {
     let ctx = current()?;
     if n == 0 {
@@ -189,7 +196,10 @@ fn sync_copy(dst: u64, src: u64, n: usize) -> CuResult<()> {
     // The legacy stream, or the per-thread one in a `_ptds` export.
     let null = context::resolve_in(&ctx, std::ptr::null_mut())?;
     match (side(dst, n, "dst")?, side(src, n, "src")?) {
-        (Side::Device(_), Side::Device(_)) => enqueue_copy(&ctx, &null, dst, src, n),
+        (Side::Device(_), Side::Device(_)) => {
+            enqueue_copy(&ctx, &null, dst, src, n)?;
+            null.synchronize(&ctx)
+        }
         (Side::Device(dr), Side::Host) => {
             null.synchronize(&ctx)?;
             // SAFETY: the caller's contract: `src` is valid for `n` bytes.
@@ -448,9 +458,9 @@ impl Memset {
         self.region.ctx
     }
 
-    /// Whether the memory is mapped pinned host memory.
-    pub(crate) fn is_host(&self) -> bool {
-        self.region.is_host()
+    /// Whether the host reads the memory directly (pinned host or managed memory).
+    pub(crate) fn host_reachable(&self) -> bool {
+        self.region.host_reachable()
     }
 
     /// Issues the memset on `se`.
@@ -506,7 +516,7 @@ fn memset(
     }
     let op = Memset::new(dst, value, width, count)?;
     enqueue_issue(&ctx, &s, |se| op.issue(se))?;
-    if stream.is_none() && op.is_host() {
+    if stream.is_none() && op.host_reachable() {
         s.synchronize(&ctx)?;
     }
     Ok(())

@@ -59,13 +59,15 @@ impl Driver {
             76 => self.cc.1 as i32, // compute capability minor
             79 | 80 => 1,      // L1 caches
             81 => 2 * SHARED_PER_BLOCK, // shared memory per SM
+            83 | 89 | 101 => 1, // managed memory, concurrent and direct host access to it
+            91 => 1,           // registered memory's device pointer is its host pointer
             86 => 1,           // host-native atomics (mapped memory)
             95 => 1,           // cooperative launch (each block on a thread of its own)
             87 => 2,           // single/double perf ratio
             97 => SHARED_PER_BLOCK, // shared per block, opt-in
             99 => 1,           // host register (for copies)
             106 => 32,         // blocks per SM
-            // Everything else (textures, surfaces, managed memory, memory pools, cooperative
+            // Everything else (textures, surfaces, memory pools, cooperative
             // launch, stream memory operations, ...) is not offered: 0.
             _ => return (1..=150).contains(&attr).then_some(0),
         };

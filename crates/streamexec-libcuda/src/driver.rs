@@ -6,7 +6,11 @@
 //! by `cuInit`:
 //! - `STREAMEXEC_CUDA_DEVICES=N`: expose N devices (default 1, at most 64);
 //! - `STREAMEXEC_CUDA_CC=M.m`: the compute capability devices report (default 7.0). PTX whose
-//!   `.target` is above it is refused at load, as the JIT does.
+//!   `.target` is above it is refused at load, as the JIT does;
+//! - `STREAMEXEC_CUDA_MEMCHECK=1`: every out-of-bounds byte a kernel touches is a fault (as
+//!   compute-sanitizer's memcheck reports it). Without it an allocation is a whole number of
+//!   256-byte granules of real memory, so a kernel that reads or writes a few bytes past a
+//!   small buffer behaves as on a GPU; past the granule is a fault in both modes.
 //!
 //! The objects made later live in their families' own tables (`context`, `stream`, `event`,
 //! `module`, `memory`, `graph`); nothing here knows them.
@@ -33,6 +37,26 @@ pub(crate) struct Driver {
     pub(crate) device_count: usize,
     /// The compute capability every device reports.
     pub(crate) cc: (u32, u32),
+    /// `STREAMEXEC_CUDA_MEMCHECK=1`: allocations are exactly the size asked for, so the engine
+    /// reports every out-of-bounds byte (compute-sanitizer's memcheck); otherwise they are
+    /// whole granules, and accesses in the slack behave as on a GPU.
+    pub(crate) memcheck: bool,
+}
+
+/// The allocation granule of device memory: `cuMemAlloc` sizes are rounded up to it (real
+/// memory, which kernels may read and write as on hardware) unless memcheck is on.
+pub(crate) const GRANULE: usize = 256;
+
+impl Driver {
+    /// The bytes an allocation of `bytes` really gets: rounded up to [`GRANULE`], or exactly
+    /// `bytes` in memcheck mode. `None` on overflow.
+    pub(crate) fn backing_bytes(&self, bytes: usize) -> Option<usize> {
+        if self.memcheck {
+            Some(bytes)
+        } else {
+            bytes.checked_next_multiple_of(GRANULE)
+        }
+    }
 }
 
 static DRIVER: OnceLock<Driver> = OnceLock::new();
@@ -102,6 +126,8 @@ pub(crate) fn cuInit(Flags: c_uint) -> CuResult<()> {
                 format!("the host platform did not open: {e}"),
             )
         })?;
+    let memcheck =
+        std::env::var("STREAMEXEC_CUDA_MEMCHECK").is_ok_and(|v| !v.is_empty() && v != "0");
     // Kernels' printf text waits in a buffer until a synchronisation point, as on CUDA.
     if let Ok(s) = exec.ptx_services() {
         s.set_printf_output(streamexec::PrintfOutput::Buffered);
@@ -110,7 +136,9 @@ pub(crate) fn cuInit(Flags: c_uint) -> CuResult<()> {
         exec,
         device_count,
         cc,
+        memcheck,
     });
+    crate::entry::note_forks();
     Ok(())
 }
 

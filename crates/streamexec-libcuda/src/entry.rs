@@ -1,11 +1,14 @@
 //! What every entry point runs in, and what it returns: [`call`] catches panics (never across
 //! the C boundary: `CUDA_ERROR_UNKNOWN`), refuses calls from inside a host function
-//! (`CUDA_ERROR_NOT_PERMITTED`), and keeps the detail of the last failure per thread; the error
+//! (`CUDA_ERROR_NOT_PERMITTED`) and calls in a child forked after `cuInit`
+//! (`CUDA_ERROR_NOT_INITIALIZED`), and keeps the detail of the last failure per thread; the error
 //! names and strings of every code this library returns; the extra `streamexec_cuda_*` exports.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cudarc::driver::sys::CUresult;
 use parking_lot::Mutex;
@@ -104,8 +107,50 @@ pub(crate) fn report_fault(report: &str) {
     *LAST_FAULT.lock() = report.to_string();
 }
 
+/// Set in the child of a `fork()` made after `cuInit` succeeded (a `pthread_atfork` child
+/// handler, [`note_forks`]): the driver's state (its worker threads above all) belongs to the
+/// parent, so every call there is `CUDA_ERROR_NOT_INITIALIZED`, as CUDA answers in such a
+/// child, `cuInit` included.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
+/// Entry points that need no driver state, allowed in a forked child as before `cuInit`.
+const ALLOWED_AFTER_FORK: &[&str] = &["cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString"];
+
+extern "C" fn forked_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+/// Makes every driver call in a child forked from now on `CUDA_ERROR_NOT_INITIALIZED`: called by
+/// `cuInit` once it set the driver up (a child of a process that never initialised the driver
+/// may initialise its own). Registered once per process.
+pub(crate) fn note_forks() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: `forked_child` is async-signal-safe (one atomic store), as a child handler
+        // of a multithreaded process must be; the handler stays valid as long as the library
+        // is loaded, and the library is never unloaded while its threads run.
+        let rc = unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+        if rc != 0 {
+            eprintln!(
+                "libcuda (streamexec): pthread_atfork failed ({rc}); a forked child's driver \
+                 calls will not be refused"
+            );
+        }
+    });
+}
+
 /// Runs one entry point: `f`'s error becomes its code, a panic `CUDA_ERROR_UNKNOWN`.
 pub(crate) fn call(name: &'static str, f: impl FnOnce() -> CuResult<()>) -> CUresult {
+    if FORKED.load(Ordering::Relaxed) && !ALLOWED_AFTER_FORK.contains(&name) {
+        return fail(
+            name,
+            CuErr::new(
+                CUresult::CUDA_ERROR_NOT_INITIALIZED,
+                "this process is a fork() child of a process that initialised the driver; \
+                 CUDA cannot be used in it (use exec, or initialise the driver after fork)",
+            ),
+        );
+    }
     if IN_HOST_FN.with(Cell::get) {
         return fail(
             name,

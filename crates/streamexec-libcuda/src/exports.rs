@@ -1,11 +1,12 @@
 //! Every `cu*` entry point of the library, declared once in [`entry_points!`]: its name, its
 //! C signature, and where it goes (the family file that implements it, or a refusal). The list
 //! hands its entries to a macro of the caller's choice, as ZLUDA's `cuda_function_declarations!`
-//! does: [`shells!`] below makes the `extern "C"` exports, and `abi.rs` the compile-time check
-//! of every signature against cudarc's `driver::sys`.
+//! does: `shells!` (`shells.rs`) makes the `extern "C"` exports and the table `cuGetProcAddress`
+//! searches, and `abi.rs` the compile-time check of every signature against cudarc's
+//! `driver::sys`.
 //!
 //! An implemented entry point's shell runs `crate::<family>::<name>` (an ordinary Rust function
-//! returning `CuResult<()>`) in [`call`]: panics become `CUDA_ERROR_UNKNOWN`, calls from a host
+//! returning `CuResult<()>`) in `entry::call`: panics become `CUDA_ERROR_UNKNOWN`, calls from a host
 //! function `CUDA_ERROR_NOT_PERMITTED`, failures keep their detail for
 //! `streamexec_cuda_last_error_detail`. A refused entry point is one cudarc's safe layer can
 //! reach that this library does not offer: `CUDA_ERROR_NOT_SUPPORTED` with a detail naming
@@ -15,22 +16,13 @@
 //! Each entry says, after its signature, the CUDA version its ABI starts at and, where CUDA
 //! replaced it by a later variant, that variant's version (`@ 11040..12050`), as `cudaTypedefs.h`
 //! numbers them (`PFN_cuCtxCreate_v11040`); and its per-thread default-stream export where CUDA
-//! has one (`, ptsz cuLaunchKernel_ptsz`), which [`shells!`] makes too. [`procs!`] makes the
+//! has one (`, ptsz cuLaunchKernel_ptsz`), which `shells!` makes too. `procs!` makes the
 //! table `cuGetProcAddress` searches from the same entries (`proc_address.rs`); the `lookup`
 //! section holds `cuGetProcAddress` itself, whose shells hand that table to it.
 //!
 //! `fn name(..) @ v in cuda11;` checks the signature against a local declaration (`abi.rs`)
 //! instead of cudarc's 12.0 bindings, which lack the name. Enums passed by value are received
 //! as `u32`: a C caller may pass any value.
-
-use std::ffi::{c_char, c_int, c_uchar, c_uint, c_ulonglong, c_ushort, c_void};
-
-use cudarc::driver::sys::*;
-
-use std::sync::OnceLock;
-
-use crate::entry::{CuErr, CuResult, call, call_per_thread};
-use crate::proc_address::{Proc, Procs};
 
 /// The declaration list: `$callback! { implemented { <family path> { fn .. @ v; }* }*
 /// lookup { fn .. @ v; }* refused { fn .. @ v => "what is missing"; }* }`.
@@ -170,6 +162,8 @@ macro_rules! entry_points {
                     fn cuMemHostGetFlags(pFlags: *mut c_uint, p: *mut c_void) @ 2030;
                     fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, Flags: c_uint) @ 6050;
                     fn cuMemHostUnregister(p: *mut c_void) @ 4000;
+                }
+                crate::pointer {
                     fn cuPointerGetAttribute(data: *mut c_void, attribute: u32, ptr: CUdeviceptr)
                         @ 4000;
                     fn cuPointerGetAttributes(
@@ -178,6 +172,53 @@ macro_rules! entry_points {
                         data: *mut *mut c_void,
                         ptr: CUdeviceptr,
                     ) @ 7000;
+                }
+                crate::copy_2d {
+                    fn cuMemcpy2D_v2(pCopy: *const CUDA_MEMCPY2D) @ 3020, ptds cuMemcpy2D_v2_ptds;
+                    fn cuMemcpy2DUnaligned_v2(pCopy: *const CUDA_MEMCPY2D) @ 3020, ptds cuMemcpy2DUnaligned_v2_ptds;
+                    fn cuMemcpy2DAsync_v2(pCopy: *const CUDA_MEMCPY2D, hStream: CUstream) @ 3020, ptsz cuMemcpy2DAsync_v2_ptsz;
+                    fn cuMemcpy3D_v2(pCopy: *const CUDA_MEMCPY3D) @ 3020, ptds cuMemcpy3D_v2_ptds;
+                    fn cuMemcpy3DAsync_v2(pCopy: *const CUDA_MEMCPY3D, hStream: CUstream) @ 3020, ptsz cuMemcpy3DAsync_v2_ptsz;
+                }
+                crate::managed {
+                    fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) @ 6000;
+                    fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, advice: u32, device: CUdevice) @ 8000..12020;
+                    fn cuMemAdvise_v2(devPtr: CUdeviceptr, count: usize, advice: u32, location: MemLocation)
+                        @ 12020 in cuda12_later;
+                    fn cuMemPrefetchAsync(
+                        devPtr: CUdeviceptr,
+                        count: usize,
+                        dstDevice: CUdevice,
+                        hStream: CUstream,
+                    ) @ 8000..12020, ptsz cuMemPrefetchAsync_ptsz;
+                    fn cuMemPrefetchAsync_v2(
+                        devPtr: CUdeviceptr,
+                        count: usize,
+                        location: MemLocation,
+                        flags: c_uint,
+                        hStream: CUstream,
+                    ) @ 12020, ptsz cuMemPrefetchAsync_v2_ptsz in cuda12_later;
+                    fn cuStreamAttachMemAsync(
+                        hStream: CUstream,
+                        dptr: CUdeviceptr,
+                        length: usize,
+                        flags: c_uint,
+                    ) @ 6000, ptsz cuStreamAttachMemAsync_ptsz;
+                    fn cuMemRangeGetAttribute(
+                        data: *mut c_void,
+                        dataSize: usize,
+                        attribute: u32,
+                        devPtr: CUdeviceptr,
+                        count: usize,
+                    ) @ 8000;
+                    fn cuMemRangeGetAttributes(
+                        data: *mut *mut c_void,
+                        dataSizes: *mut usize,
+                        attributes: *mut CUmem_range_attribute,
+                        numAttributes: usize,
+                        devPtr: CUdeviceptr,
+                        count: usize,
+                    ) @ 8000;
                 }
                 crate::copy {
                     fn cuMemcpyHtoD_v2(
@@ -634,24 +675,6 @@ macro_rules! entry_points {
                     => "memory pools (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0)";
                 fn cuDeviceSetMemPool(dev: CUdevice, pool: CUmemoryPool) @ 11020
                     => "memory pools (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0)";
-                fn cuMemAllocManaged(dptr: *mut CUdeviceptr, bytesize: usize, flags: c_uint) @ 6000
-                    => "managed memory (CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY is 0); use \
-                        cuMemHostAlloc with CU_MEMHOSTALLOC_DEVICEMAP for memory both sides \
-                        reach";
-                fn cuMemAdvise(devPtr: CUdeviceptr, count: usize, advice: u32, device: CUdevice) @ 8000..12020
-                    => "managed memory";
-                fn cuMemPrefetchAsync(
-                    devPtr: CUdeviceptr,
-                    count: usize,
-                    dstDevice: CUdevice,
-                    hStream: CUstream,
-                ) @ 8000..12020, ptsz cuMemPrefetchAsync_ptsz => "managed memory";
-                fn cuStreamAttachMemAsync(
-                    hStream: CUstream,
-                    dptr: CUdeviceptr,
-                    length: usize,
-                    flags: c_uint,
-                ) @ 6000, ptsz cuStreamAttachMemAsync_ptsz => "managed memory";
                 fn cuGraphExecUpdate_v2(
                     hGraphExec: CUgraphExec,
                     hGraph: CUgraph,
@@ -687,160 +710,3 @@ macro_rules! entry_points {
     };
 }
 pub(crate) use entry_points;
-
-/// Makes the `extern "C"` export of every entry of [`entry_points!`], and the per-thread
-/// default-stream variant (`_ptds`/`_ptsz`) of those that have one.
-macro_rules! shells {
-    (
-        implemented {$(
-            crate $(:: $family:ident)+ { $($entries:tt)* }
-        )*}
-        lookup {$(
-            fn $lname:ident($($larg:ident: $lty:ty),* $(,)?)
-                @ $lsince:literal $(.. $luntil:literal)? $(in $ldecl:ident)?;
-        )*}
-        refused {$(
-            fn $refused:ident($($rarg:ident: $rty:ty),* $(,)?)
-                @ $rsince:literal $(.. $runtil:literal)? $(, $rpt:ident $rptname:ident)?
-                => $what:literal;
-        )*}
-    ) => {
-        $(shells!(@family crate $(:: $family)+; $($entries)*);)*
-        $(
-            #[doc = concat!(
-                "`", stringify!($lname), "`: runs `crate::proc_address::", stringify!($lname),
-                "` in [`call`] on the table of every export ([`procs`]).",
-            )]
-            ///
-            /// # Safety
-            /// As the driver API documents for this call.
-            #[unsafe(no_mangle)]
-            pub unsafe extern "C" fn $lname($($larg: $lty),*) -> CUresult {
-                // SAFETY: the caller keeps the driver API's contract for this call.
-                call(stringify!($lname), || unsafe {
-                    crate::proc_address::$lname(procs(), $($larg),*)
-                })
-            }
-        )*
-        $(
-            shells!(@refused [$refused]; [$($rarg: $rty),*]; $what);
-            shells!(@refused [$($rptname)?]; [$($rarg: $rty),*]; $what);
-        )*
-    };
-    (@family $family:path; $(
-        fn $name:ident($($arg:ident: $ty:ty),* $(,)?)
-            @ $since:literal $(.. $until:literal)? $(, $pt:ident $ptname:ident)?
-            $(in $decl:ident)?;
-    )*) => {$(
-        #[doc = concat!(
-            "`", stringify!($name), "`: runs `", stringify!($family), "::", stringify!($name),
-            "` in [`call`].",
-        )]
-        ///
-        /// # Safety
-        /// As the driver API documents for this call (the implementation's `# Safety` says
-        /// what it relies on).
-        #[unsafe(no_mangle)]
-        #[allow(unused_unsafe)] // implementations without a safety contract
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> CUresult {
-            use $family as family;
-            // SAFETY: the caller keeps the driver API's contract for this call, which is the
-            // implementation's (its `# Safety`, where it has one).
-            call(stringify!($name), || unsafe { family::$name($($arg),*) })
-        }
-        shells!(@per_thread $family; $name; [$($arg: $ty),*]; [$($ptname)?]);
-    )*};
-    (@per_thread $family:path; $name:ident; $args:tt; []) => {};
-    (@per_thread $family:path; $name:ident; [$($arg:ident: $ty:ty),*]; [$ptname:ident]) => {
-        #[doc = concat!(
-            "`", stringify!($ptname), "`: `", stringify!($name), "` with the per-thread default \
-             stream as the NULL stream.",
-        )]
-        ///
-        /// # Safety
-        /// As the driver API documents for this call.
-        #[unsafe(no_mangle)]
-        #[allow(unused_unsafe)] // implementations without a safety contract
-        pub unsafe extern "C" fn $ptname($($arg: $ty),*) -> CUresult {
-            use $family as family;
-            // SAFETY: as for the legacy-stream export.
-            call_per_thread(stringify!($ptname), || unsafe { family::$name($($arg),*) })
-        }
-    };
-    (@refused []; $args:tt; $what:literal) => {};
-    (@refused [$name:ident]; [$($arg:ident: $ty:ty),*]; $what:literal) => {
-        #[doc = concat!(
-            "`", stringify!($name), "`: `CUDA_ERROR_NOT_SUPPORTED`, the CPU driver does \
-             not offer ", $what, ".",
-        )]
-        #[unsafe(no_mangle)]
-        pub extern "C" fn $name($($arg: $ty),*) -> CUresult {
-            let _ = ($($arg,)*);
-            call(stringify!($name), || refuse($what))
-        }
-    };
-}
-
-entry_points!(shells);
-
-/// Makes [`procs`], the table `cuGetProcAddress` searches: one row per export of
-/// [`entry_points!`] with the CUDA versions it answers for and its per-thread variant.
-macro_rules! procs {
-    (
-        implemented {$(
-            crate $(:: $family:ident)+ {$(
-                fn $name:ident($($arg:ident: $ty:ty),* $(,)?)
-                    @ $since:literal $(.. $until:literal)? $(, $pt:ident $ptname:ident)?
-                    $(in $decl:ident)?;
-            )*}
-        )*}
-        lookup {$(
-            fn $lname:ident($($larg:ident: $lty:ty),* $(,)?)
-                @ $lsince:literal $(.. $luntil:literal)? $(in $ldecl:ident)?;
-        )*}
-        refused {$(
-            fn $refused:ident($($rarg:ident: $rty:ty),* $(,)?)
-                @ $rsince:literal $(.. $runtil:literal)? $(, $rpt:ident $rptname:ident)?
-                => $what:literal;
-        )*}
-    ) => {
-        /// Every export as a row of `cuGetProcAddress`'s table (made once).
-        pub(crate) fn procs() -> &'static Procs {
-            static PROCS: OnceLock<Procs> = OnceLock::new();
-            PROCS.get_or_init(|| {
-                Procs::new(vec![
-                    $($(Proc {
-                        name: stringify!($name),
-                        since: $since,
-                        until: [$($until,)? u32::MAX][0],
-                        addr: $name as *const () as usize,
-                        per_thread: [$(Some((stringify!($ptname), $ptname as *const () as usize)),)? None][0],
-                    },)*)*
-                    $(Proc {
-                        name: stringify!($lname),
-                        since: $lsince,
-                        until: [$($luntil,)? u32::MAX][0],
-                        addr: $lname as *const () as usize,
-                        per_thread: None,
-                    },)*
-                    $(Proc {
-                        name: stringify!($refused),
-                        since: $rsince,
-                        until: [$($runtil,)? u32::MAX][0],
-                        addr: $refused as *const () as usize,
-                        per_thread: [$(Some((stringify!($rptname), $rptname as *const () as usize)),)? None][0],
-                    },)*
-                ])
-            })
-        }
-    };
-}
-
-entry_points!(procs);
-
-fn refuse(what: &str) -> CuResult<()> {
-    Err(CuErr::new(
-        CUresult::CUDA_ERROR_NOT_SUPPORTED,
-        format!("the CPU driver (streamexec libcuda) does not offer {what}"),
-    ))
-}

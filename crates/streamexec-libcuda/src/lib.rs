@@ -56,7 +56,9 @@
 //!   `CUDA_ERROR_NOT_SUPPORTED`). Graph, node and executable-graph handles are table handles; a
 //!   bad one is `CUDA_ERROR_INVALID_VALUE`, as the graph API documents.
 //! - **Errors.** Every entry point runs in `entry::call`: panics become `CUDA_ERROR_UNKNOWN`,
-//!   calls from a host function `CUDA_ERROR_NOT_PERMITTED`, and the detail of each failure is
+//!   calls from a host function `CUDA_ERROR_NOT_PERMITTED`, calls in a `fork()` child of a
+//!   process that initialised the driver `CUDA_ERROR_NOT_INITIALIZED` (a `pthread_atfork`
+//!   handler sets a flag, checked first), and the detail of each failure is
 //!   kept per thread ([`streamexec_cuda_last_error_detail`]). A kernel fault (any failure of a
 //!   context's asynchronous work) becomes the context's sticky error, mapped from the engine's
 //!   report (`ILLEGAL_ADDRESS`, `MISALIGNED_ADDRESS`, `LAUNCH_FAILED`; a device `assert` is
@@ -106,13 +108,17 @@
 //! | `stream/mod.rs` | the stream object and its table: a host-platform stream, the lock-ordered enqueue |
 //! | `context/mod.rs` | contexts (primary and created) and their table, the per-thread current-context stack, sticky errors, stream order within a context, stream handles |
 //! | `event.rs`, `memory.rs` | events; the process-wide address map (unified addressing), allocation, host memory, pointer attributes |
+//! | `pointer.rs` | pointer attributes (`cuPointerGetAttribute(s)`) |
+//! | `managed.rs` | managed memory (`cuMemAllocManaged`, `cuMemAdvise`, `cuMemPrefetchAsync`, `cuStreamAttachMemAsync`, `cuMemRangeGetAttribute(s)`) |
 //! | `module/` | modules, functions, globals, and CUDA 12's libraries and their kernels (`mod.rs`: objects, tables, loading; `library.rs`: the `cuLibrary*`/`cuKernel*` entry points) |
 //! | `link.rs` | `cuLink*`: PTX inputs linked on the text into one PTX image |
 //! | `maxnreg.rs` | `CU_JIT_MAX_REGISTERS` written into the PTX as `.maxnreg` on every entry |
 //! | `stream/api.rs`, `context/api.rs` | the `cuStream*` and `cuCtx*`/`cuDevicePrimaryCtx*` entry points (destroying a context frees what it owns in every family) |
 //! | `copy.rs`, `launch.rs` | copies and memsets; `cuLaunchKernel`, `cuLaunchKernelEx` and its attributes, occupancy |
+//! | `copy_2d.rs` | `cuMemcpy2D*`, `cuMemcpy3D*`: pitched copies checked and issued as graph memcpy nodes are |
 //! | `graph/` | CUDA graphs (the explicit API): tables and order (`mod.rs`), node operations (`nodes.rs`), building (`build.rs`), executable graphs (`instantiate.rs`), `cuGraphLaunch` (`launch.rs`) |
-//! | `exports.rs` | the one declaration list of every entry point, the `extern "C"` shells it makes (per-thread variants and refusals included), and the table `cuGetProcAddress` searches |
+//! | `exports.rs` | the one declaration list of every entry point |
+//! | `shells.rs` | the `extern "C"` shells the list makes (per-thread variants and refusals included), and the table `cuGetProcAddress` searches |
 //! | `proc_address.rs` | `cuGetProcAddress(_v2)`: the lookup by base name, CUDA version and stream mode |
 //! | `abi.rs` | the compile-time check of that list against cudarc's `driver::sys` |
 
@@ -121,6 +127,7 @@
 mod abi;
 mod context;
 mod copy;
+mod copy_2d;
 mod device;
 mod driver;
 mod entry;
@@ -130,10 +137,13 @@ mod graph;
 mod handles;
 mod launch;
 mod link;
+mod managed;
 mod maxnreg;
 mod memory;
 mod module;
+mod pointer;
 mod proc_address;
+mod shells;
 mod stream;
 
 pub use entry::{streamexec_cuda_last_error_detail, streamexec_cuda_last_fault};

@@ -3,18 +3,20 @@
 //!
 //! Every device range a call names must lie inside one live region of the map, else the call
 //! is `CUDA_ERROR_INVALID_VALUE`: device memory (`cuMemAlloc`), mapped pinned host memory
-//! (`cuMemHostAlloc`: its host pointer is its device pointer), or a module's global once
-//! `cuModuleGetGlobal` has named it. Memory registered with `cuMemHostRegister` is pinned for
-//! copies only: kernels on the CPU engine reach only memory the engine allocated, so
-//! `CU_MEMHOSTREGISTER_DEVICEMAP` is refused.
+//! (`cuMemHostAlloc`: its host pointer is its device pointer), managed memory
+//! (`cuMemAllocManaged`, `managed.rs`: ordinary memory both sides reach), or a module's global
+//! once `cuModuleGetGlobal` has named it, or host memory registered with `cuMemHostRegister`
+//! and `CU_MEMHOSTREGISTER_DEVICEMAP` (added to the engine's allocation table at its own
+//! address, so kernels reach it). Memory registered without `DEVICEMAP` is pinned for copies
+//! only.
 
 use std::collections::BTreeMap;
 use std::ffi::{c_uint, c_void};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cudarc::driver::sys::{CUdeviceptr, CUpointer_attribute, CUresult};
-use parking_lot::RwLock;
+use cudarc::driver::sys::{CUdeviceptr, CUresult};
+use parking_lot::{Mutex, RwLock};
 use streamexec::{DeviceMemory, DeviceSlice, Kernel, UnifiedMemory};
 
 use crate::context::current;
@@ -28,6 +30,20 @@ pub(crate) enum Backing {
         mem: UnifiedMemory<u8>,
         flags: c_uint,
     },
+    /// Managed memory (`cuMemAllocManaged`): ordinary memory the host and kernels both reach
+    /// at the one address, with what `cuMemAdvise`, `cuMemPrefetchAsync` and
+    /// `cuStreamAttachMemAsync` said of it.
+    Managed {
+        mem: UnifiedMemory<u8>,
+        state: Mutex<ManagedState>,
+    },
+    /// The caller's host memory registered with `CU_MEMHOSTREGISTER_DEVICEMAP`: the engine's
+    /// allocation table holds it at its own address, so kernels reach it; dropping `mem`
+    /// unregisters it (the memory stays the caller's).
+    Registered {
+        mem: DeviceMemory<u8>,
+        flags: c_uint,
+    },
     /// A module-scope variable (found through one of the module's kernels).
     Global {
         kernel: Kernel,
@@ -36,9 +52,32 @@ pub(crate) enum Backing {
     },
 }
 
+/// `CU_DEVICE_INVALID`: no device (a location never set).
+pub(crate) const DEVICE_INVALID: i32 = -2;
+
+/// What the managed-memory calls recorded for one `cuMemAllocManaged` allocation (the whole
+/// allocation: advice given for part of it is kept for all of it), reported by
+/// `cuMemRangeGetAttribute(s)`.
+#[derive(Clone, Debug)]
+pub(crate) struct ManagedState {
+    /// `CU_MEM_ATTACH_GLOBAL` (1), `_HOST` (2) or `_SINGLE` (4).
+    pub(crate) attach: u32,
+    /// `CU_MEM_ADVISE_SET_READ_MOSTLY`.
+    pub(crate) read_mostly: bool,
+    /// `CU_MEM_ADVISE_SET_PREFERRED_LOCATION`: a device, `CU_DEVICE_CPU` (-1) or
+    /// [`DEVICE_INVALID`].
+    pub(crate) preferred: i32,
+    /// `CU_MEM_ADVISE_SET_ACCESSED_BY`, in the order set.
+    pub(crate) accessed_by: Vec<i32>,
+    /// The target of the last `cuMemPrefetchAsync`, or [`DEVICE_INVALID`].
+    pub(crate) last_prefetch: i32,
+}
+
 /// One live range of the address map.
 pub(crate) struct Region {
     pub(crate) base: u64,
+    /// The size asked for: copies, memsets and pointer queries must stay inside it. The memory
+    /// behind it may be larger (a whole granule, `Driver::backing_bytes`), which kernels reach.
     pub(crate) bytes: u64,
     pub(crate) ctx: usize,
     pub(crate) device: usize,
@@ -54,8 +93,8 @@ impl Region {
         let off = (addr - self.base) as usize;
         let range = off..off + len as usize;
         let whole = match &self.backing {
-            Backing::Device(m) => m.as_slice(),
-            Backing::Host { mem, .. } => mem.as_device().as_slice(),
+            Backing::Device(m) | Backing::Registered { mem: m, .. } => m.as_slice(),
+            Backing::Host { mem, .. } | Backing::Managed { mem, .. } => mem.as_device().as_slice(),
             Backing::Global { kernel, name, .. } => {
                 kernel.module_global(name).ok_or_else(|| {
                     CuErr::new(
@@ -70,9 +109,24 @@ impl Region {
             .map_err(|e| CuErr::new(CUresult::CUDA_ERROR_UNKNOWN, e.to_string()))
     }
 
-    /// True for mapped pinned host memory (the host may touch it directly).
+    /// True for mapped page-locked host memory (`cuMemHostAlloc`, or `cuMemHostRegister` with
+    /// `DEVICEMAP`).
     pub(crate) fn is_host(&self) -> bool {
-        matches!(self.backing, Backing::Host { .. })
+        matches!(
+            self.backing,
+            Backing::Host { .. } | Backing::Registered { .. }
+        )
+    }
+
+    /// True for managed memory (`cuMemAllocManaged`).
+    pub(crate) fn is_managed(&self) -> bool {
+        matches!(self.backing, Backing::Managed { .. })
+    }
+
+    /// True where the host reads and writes the memory directly (pinned host memory and
+    /// managed memory): synchronous operations on it must be complete when they return.
+    pub(crate) fn host_reachable(&self) -> bool {
+        self.is_host() || self.is_managed()
     }
 }
 
@@ -109,7 +163,8 @@ pub(crate) fn resolve(addr: u64, len: u64, what: &str) -> CuResult<Arc<Region>> 
     Ok(r)
 }
 
-fn insert(mut r: Region) -> Arc<Region> {
+/// Adds `r` to the address map, with a fresh buffer id.
+pub(crate) fn insert(mut r: Region) -> Arc<Region> {
     static NEXT_ID: AtomicU64 = AtomicU64::new(1);
     r.id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let r = Arc::new(r);
@@ -156,7 +211,8 @@ pub(crate) fn free_context(ctx: usize) {
     REGIONS.write().retain(|_, r| r.ctx != ctx);
 }
 
-fn oom(bytes: u64, e: streamexec::Error) -> CuErr {
+/// `CUDA_ERROR_OUT_OF_MEMORY` for an allocation of `bytes` that failed with `e`.
+pub(crate) fn oom(bytes: u64, e: streamexec::Error) -> CuErr {
     CuErr::new(
         CUresult::CUDA_ERROR_OUT_OF_MEMORY,
         format!("allocating {bytes} bytes: {e}"),
@@ -173,9 +229,13 @@ pub(crate) unsafe fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> C
     if bytesize == 0 {
         return Err(invalid("bytesize is 0"));
     }
-    let mem = driver()?
+    let drv = driver()?;
+    let real = drv
+        .backing_bytes(bytesize)
+        .ok_or_else(|| CuErr::new(CUresult::CUDA_ERROR_OUT_OF_MEMORY, "bytesize overflows"))?;
+    let mem = drv
         .exec
-        .allocate_array::<u8>(bytesize)
+        .allocate_array::<u8>(real)
         .map_err(|e| oom(bytesize as u64, e))?;
     let base = mem.address().raw();
     insert(Region {
@@ -190,22 +250,46 @@ pub(crate) unsafe fn cuMemAlloc_v2(dptr: *mut CUdeviceptr, bytesize: usize) -> C
     unsafe { put(dptr, base, "dptr") }
 }
 
-/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` returned. It waits for the current
-/// context's work first, as CUDA's does: a kernel reaches memory through addresses inside its
-/// parameters (numba passes arrays as structs of integers), which no launch can pin ahead.
+/// Keeps `r`'s memory until every stream of its context has run what was enqueued before this
+/// call. Copies pin what they touch, but a kernel takes its pointers as raw bytes, so nothing
+/// else keeps memory alive for a kernel still queued when the program frees it (numba-cuda
+/// frees temporaries right after launching on them: CUDA's free waits for that kernel). The
+/// region is already out of the address map, so every later call sees it freed; the memory goes
+/// when the last stream's marker has run (or was skipped by a failed stream).
+fn release_after_queued_work(r: Arc<Region>) {
+    let Ok(ctx) = crate::context::lookup(r.ctx) else {
+        return;
+    };
+    for s in ctx.all_streams() {
+        let keep = r.clone();
+        // A stream that cannot take the marker has no work left to wait for.
+        let _ = s.enqueue_after(&[], move |se| {
+            se.then_host_callback(move || drop(keep));
+        });
+    }
+}
+
+/// `cuMemFree_v2`: `dptr` must be what `cuMemAlloc` (or `cuMemAllocManaged`) returned. It
+/// waits for the current context's work first, as CUDA's does: a kernel reaches memory through
+/// addresses inside its parameters (numba passes arrays as structs of integers), which no
+/// launch can pin ahead. Where the memory is another context's, its streams keep it until they
+/// have run what was enqueued before ([`release_after_queued_work`]).
 pub(crate) fn cuMemFree_v2(dptr: CUdeviceptr) -> CuResult<()> {
     // As CUDA's, a free waits for the context's work: a launch still queued may use the memory
     // (numba frees the arrays of a launch it did not wait for).
     current()?.synchronize()?;
     let mut map = REGIONS.write();
     match map.get(&dptr) {
-        Some(r) if matches!(r.backing, Backing::Device(_)) => {
+        Some(r) if matches!(r.backing, Backing::Device(_) | Backing::Managed { .. }) => {
+            let r = r.clone();
             map.remove(&dptr);
+            drop(map);
+            release_after_queued_work(r);
             Ok(())
         }
         _ => Err(invalid(format!(
-            "{dptr:#x} is not the start of a live cuMemAlloc allocation (freed twice, an \
-             offset pointer, or host memory)"
+            "{dptr:#x} is not the start of a live cuMemAlloc or cuMemAllocManaged allocation \
+             (freed twice, an offset pointer, or host memory)"
         ))),
     }
 }
@@ -220,7 +304,13 @@ pub(crate) unsafe fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CuR
     let used: u64 = REGIONS
         .read()
         .values()
-        .filter(|r| r.device == ctx.device && !matches!(r.backing, Backing::Global { .. }))
+        .filter(|r| {
+            r.device == ctx.device
+                && !matches!(
+                    r.backing,
+                    Backing::Global { .. } | Backing::Registered { .. }
+                )
+        })
         .map(|r| r.bytes)
         .sum();
     // SAFETY: the caller's out-pointers.
@@ -271,9 +361,13 @@ fn host_alloc(pp: *mut *mut c_void, bytesize: usize, flags: c_uint) -> CuResult<
              WRITECOMBINED)"
         )));
     }
-    let mem = driver()?
+    let drv = driver()?;
+    let real = drv
+        .backing_bytes(bytesize)
+        .ok_or_else(|| CuErr::new(CUresult::CUDA_ERROR_OUT_OF_MEMORY, "bytesize overflows"))?;
+    let mem = drv
         .exec
-        .allocate_unified::<u8>(bytesize)
+        .allocate_unified::<u8>(real)
         .map_err(|e| oom(bytesize as u64, e))?;
     let host = mem.host_ptr();
     let base = mem.ptr().address().raw();
@@ -316,8 +410,11 @@ pub(crate) fn cuMemFreeHost(p: *mut c_void) -> CuResult<()> {
     current()?;
     let mut map = REGIONS.write();
     match map.get(&(p as u64)) {
-        Some(r) if r.is_host() => {
+        Some(r) if matches!(r.backing, Backing::Host { .. }) => {
+            let r = r.clone();
             map.remove(&(p as u64));
+            drop(map);
+            release_after_queued_work(r);
             Ok(())
         }
         _ => Err(invalid(format!(
@@ -344,8 +441,8 @@ pub(crate) unsafe fn cuMemHostGetDevicePointer_v2(
         Some(r) if r.is_host() => {}
         _ if registered(p as u64, 1).is_some() => {
             return Err(invalid(
-                "memory registered with cuMemHostRegister is not mapped on the CPU driver \
-                 (kernels reach only memory it allocated); use cuMemHostAlloc",
+                "memory registered with cuMemHostRegister without CU_MEMHOSTREGISTER_DEVICEMAP \
+                 is not mapped for kernels",
             ));
         }
         _ => {
@@ -366,7 +463,7 @@ pub(crate) unsafe fn cuMemHostGetFlags(pFlags: *mut c_uint, p: *mut c_void) -> C
     current()?;
     let flags = match lookup(p as u64).as_deref() {
         Some(Region {
-            backing: Backing::Host { flags, .. },
+            backing: Backing::Host { flags, .. } | Backing::Registered { flags, .. },
             ..
         }) => *flags,
         _ => registered(p as u64, 1)
@@ -384,11 +481,20 @@ pub(crate) fn registered(addr: u64, len: u64) -> Option<(u64, c_uint)> {
     (addr + len <= base + bytes).then_some((base, flags))
 }
 
-/// `cuMemHostRegister_v2`: pins `[p, p + bytesize)` for copies. `CU_MEMHOSTREGISTER_DEVICEMAP`
-/// is refused (`CUDA_ERROR_NOT_SUPPORTED`): the CPU engine's kernels reach only memory it
-/// allocated.
-pub(crate) fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, Flags: c_uint) -> CuResult<()> {
-    current()?;
+/// `cuMemHostRegister_v2`: pins `[p, p + bytesize)` for copies; with
+/// `CU_MEMHOSTREGISTER_DEVICEMAP` it is also mapped: a region of the address map at its own
+/// address (its device pointer), in the engine's allocation table, so kernels reach it and
+/// their bounds checks know it.
+///
+/// # Safety
+/// `[p, p + bytesize)` stays valid host memory until `cuMemHostUnregister` (the driver API's
+/// contract).
+pub(crate) unsafe fn cuMemHostRegister_v2(
+    p: *mut c_void,
+    bytesize: usize,
+    Flags: c_uint,
+) -> CuResult<()> {
+    let ctx = current()?;
     non_null(p, "p")?;
     if bytesize == 0 || Flags & !0xf != 0 {
         return Err(invalid(format!(
@@ -396,32 +502,73 @@ pub(crate) fn cuMemHostRegister_v2(p: *mut c_void, bytesize: usize, Flags: c_uin
              CU_MEMHOSTREGISTER flags"
         )));
     }
-    if Flags & 0x2 != 0 {
-        return Err(CuErr::new(
-            CUresult::CUDA_ERROR_NOT_SUPPORTED,
-            "CU_MEMHOSTREGISTER_DEVICEMAP: kernels on the CPU driver reach only memory it \
-             allocated; use cuMemHostAlloc(CU_MEMHOSTALLOC_DEVICEMAP)",
-        ));
-    }
     let (start, end) = (p as u64, p as u64 + bytesize as u64);
+    let taken = || {
+        CuErr::new(
+            CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+            format!("{bytesize} bytes at {p:p} overlap pinned memory"),
+        )
+    };
+    if Flags & 0x2 != 0 {
+        let overlaps = REGISTERED
+            .read()
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&b, &(n, _))| b + n > start);
+        if overlaps {
+            return Err(taken());
+        }
+        // SAFETY: the caller's contract: the range stays valid until cuMemHostUnregister,
+        // which waits for the context's work before it unregisters (the interface's
+        // contract); the host's own accesses while kernels run are the caller's race, as on a
+        // GPU.
+        let mem = unsafe {
+            driver()?
+                .exec
+                .register_host_memory(p.cast::<u8>(), bytesize)
+        }
+        .map_err(|_| taken())?;
+        insert(Region {
+            base: start,
+            bytes: bytesize as u64,
+            ctx: ctx.handle,
+            device: ctx.device,
+            backing: Backing::Registered { mem, flags: Flags },
+            id: 0,
+        });
+        return Ok(());
+    }
     let mut map = REGISTERED.write();
     let overlaps = map
         .range(..end)
         .next_back()
         .is_some_and(|(&b, &(n, _))| b + n > start);
-    if overlaps || lookup(start).is_some() {
-        return Err(CuErr::new(
-            CUresult::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-            format!("{bytesize} bytes at {p:p} overlap pinned memory"),
-        ));
+    let mapped = REGIONS
+        .read()
+        .range(..end)
+        .next_back()
+        .is_some_and(|(&b, r)| b + r.bytes > start);
+    if overlaps || mapped {
+        return Err(taken());
     }
     map.insert(start, (bytesize as u64, Flags));
     Ok(())
 }
 
-/// `cuMemHostUnregister`.
+/// `cuMemHostUnregister`. Mapped memory is first waited for: the current context's work
+/// finishes (whatever its outcome), so no kernel touches the memory once the call returns.
 pub(crate) fn cuMemHostUnregister(p: *mut c_void) -> CuResult<()> {
-    current()?;
+    let ctx = current()?;
+    let mapped = REGIONS
+        .read()
+        .get(&(p as u64))
+        .is_some_and(|r| matches!(r.backing, Backing::Registered { .. }));
+    if mapped {
+        // A sticky error of the context does not keep the memory registered.
+        let _ = ctx.synchronize();
+        REGIONS.write().remove(&(p as u64));
+        return Ok(());
+    }
     REGISTERED
         .write()
         .remove(&(p as u64))
@@ -434,195 +581,9 @@ pub(crate) fn cuMemHostUnregister(p: *mut c_void) -> CuResult<()> {
         })
 }
 
-/// What a pointer attribute query finds at an address.
-enum Pointee {
-    /// Inside a region of the address map.
-    Region(Arc<Region>),
-    /// Inside host memory registered with `cuMemHostRegister` (pinned for copies, not mapped):
-    /// its base and size.
-    Registered(u64, u64),
-}
-
-fn pointee(ptr: u64) -> Option<Pointee> {
-    if let Some(r) = lookup(ptr) {
-        return Some(Pointee::Region(r));
-    }
+/// The `cuMemHostRegister` range (not mapped) holding `ptr`: its base and size.
+pub(crate) fn registered_range(ptr: u64) -> Option<(u64, u64)> {
     let map = REGISTERED.read();
     let (&base, &(bytes, _)) = map.range(..=ptr).next_back()?;
-    (ptr < base + bytes).then_some(Pointee::Registered(base, bytes))
-}
-
-/// `CUmemorytype`: host, device.
-const MEMORYTYPE_HOST: u32 = 1;
-const MEMORYTYPE_DEVICE: u32 = 2;
-
-/// One attribute's value, written with the C type the driver API gives it.
-enum AttrValue {
-    Ptr(usize),
-    U32(u32),
-    I32(i32),
-    U64(u64),
-    Bool(bool),
-}
-
-impl AttrValue {
-    /// Writes the value through `data`.
-    ///
-    /// # Safety
-    /// `data` is valid for a write of the attribute's type.
-    unsafe fn write(self, data: *mut c_void) {
-        // SAFETY: the caller's contract; unaligned writes, as the caller's buffer may be any
-        // C object of that type.
-        unsafe {
-            match self {
-                AttrValue::Ptr(v) => data.cast::<usize>().write_unaligned(v),
-                AttrValue::U32(v) => data.cast::<u32>().write_unaligned(v),
-                AttrValue::I32(v) => data.cast::<i32>().write_unaligned(v),
-                AttrValue::U64(v) => data.cast::<u64>().write_unaligned(v),
-                AttrValue::Bool(v) => data.cast::<bool>().write(v),
-            }
-        }
-    }
-}
-
-/// The value of pointer attribute `attr` of `ptr`, found at `at` (`None`: not memory this
-/// driver knows, where `cuPointerGetAttributes` reports the attribute's null value).
-fn pointer_attribute(attr: u32, ptr: u64, at: Option<&Pointee>) -> CuResult<AttrValue> {
-    use AttrValue::*;
-    let not_device = || {
-        invalid(format!(
-            "{ptr:#x} is host memory registered with cuMemHostRegister, which the CPU driver \
-             does not map for kernels (use cuMemHostAlloc)"
-        ))
-    };
-    let (base, bytes) = match at {
-        Some(Pointee::Region(r)) => (r.base, r.bytes),
-        Some(Pointee::Registered(b, n)) => (*b, *n),
-        None => (0, 0),
-    };
-    let region = match at {
-        Some(Pointee::Region(r)) => Some(r),
-        _ => None,
-    };
-    Ok(match attr {
-        // CONTEXT: registered memory is the current context's.
-        1 => Ptr(match at {
-            Some(Pointee::Region(r)) => r.ctx,
-            Some(Pointee::Registered(..)) => current().map_or(0, |c| c.handle),
-            None => 0,
-        }),
-        2 => U32(match at {
-            Some(Pointee::Region(r)) if r.is_host() => MEMORYTYPE_HOST,
-            Some(Pointee::Region(_)) => MEMORYTYPE_DEVICE,
-            Some(Pointee::Registered(..)) => MEMORYTYPE_HOST,
-            None => 0,
-        }),
-        // DEVICE_POINTER: mapped pinned memory is its own device address.
-        3 => match at {
-            Some(Pointee::Registered(..)) => return Err(not_device()),
-            Some(_) => Ptr(ptr as usize),
-            None => Ptr(0),
-        },
-        // HOST_POINTER: device memory has none.
-        4 => match at {
-            Some(Pointee::Region(r)) if !r.is_host() => {
-                return Err(invalid(format!(
-                    "{ptr:#x} is device memory: it has no host pointer"
-                )));
-            }
-            Some(_) => Ptr(ptr as usize),
-            None => Ptr(0),
-        },
-        5 => {
-            return Err(CuErr::new(
-                CUresult::CUDA_ERROR_NOT_SUPPORTED,
-                "CU_POINTER_ATTRIBUTE_P2P_TOKENS: there is no GPUDirect RDMA",
-            ));
-        }
-        // SYNC_MEMOPS: copies are always synchronous as it asks.
-        6 => Bool(at.is_some()),
-        7 | 20 => U64(region.map_or(0, |r| r.id)),
-        8 | 10 | 21 => Bool(false),
-        9 => I32(match at {
-            Some(Pointee::Region(r)) => r.device as i32,
-            Some(Pointee::Registered(..)) => current().map_or(-2, |c| c.device as i32),
-            None => -2,
-        }),
-        11 | 19 => Ptr(base as usize),
-        12 | 18 => Ptr(bytes as usize),
-        13 => Bool(matches!(at, Some(Pointee::Region(_)))),
-        14 => U64(0),
-        15 => U32(0),
-        // ACCESS_FLAGS: read-write.
-        16 => U32(if at.is_some() { 3 } else { 0 }),
-        // MEMPOOL_HANDLE: no memory comes from a pool.
-        17 => Ptr(0),
-        a => return Err(invalid(format!("{a} is not a CUpointer_attribute"))),
-    })
-}
-
-/// `cuPointerGetAttribute`: one attribute of `ptr`, which must lie in memory this driver
-/// allocated or registered (else `CUDA_ERROR_INVALID_VALUE`).
-///
-/// # Safety
-/// `data` is null or valid for a write of the attribute's type.
-pub(crate) unsafe fn cuPointerGetAttribute(
-    data: *mut c_void,
-    attribute: u32,
-    ptr: CUdeviceptr,
-) -> CuResult<()> {
-    driver()?;
-    non_null(data, "data")?;
-    let at = pointee(ptr).ok_or_else(|| {
-        invalid(format!(
-            "{ptr:#x} is not in memory allocated, mapped or registered by this driver"
-        ))
-    })?;
-    let v = pointer_attribute(attribute, ptr, Some(&at))?;
-    // SAFETY: non-null, valid for the attribute's type (the caller's contract).
-    unsafe { v.write(data) };
-    Ok(())
-}
-
-/// `cuPointerGetAttributes`: several attributes of `ptr` at once; memory this driver does not
-/// know gets each attribute's null value (and success), as CUDA documents.
-///
-/// # Safety
-/// `attributes` holds `numAttributes` entries; `data` holds as many pointers, each null or
-/// valid for a write of its attribute's type.
-pub(crate) unsafe fn cuPointerGetAttributes(
-    numAttributes: c_uint,
-    attributes: *mut CUpointer_attribute,
-    data: *mut *mut c_void,
-    ptr: CUdeviceptr,
-) -> CuResult<()> {
-    driver()?;
-    if numAttributes == 0 {
-        return Ok(());
-    }
-    non_null(attributes, "attributes")?;
-    non_null(data, "data")?;
-    // SAFETY: `numAttributes` entries each (the caller's contract); attributes read as
-    // integers, so a value outside the enum is not undefined behaviour.
-    let (attrs, out) = unsafe {
-        (
-            std::slice::from_raw_parts(attributes.cast::<u32>(), numAttributes as usize),
-            std::slice::from_raw_parts(data, numAttributes as usize),
-        )
-    };
-    let at = pointee(ptr);
-    for (&a, &d) in attrs.iter().zip(out) {
-        let v = match pointer_attribute(a, ptr, at.as_ref()) {
-            Ok(v) => v,
-            // Unmapped registered memory has no device pointer: NULL, as for unknown memory.
-            Err(e) if a == 3 && e.code == CUresult::CUDA_ERROR_INVALID_VALUE => AttrValue::Ptr(0),
-            Err(e) if a == 4 && e.code == CUresult::CUDA_ERROR_INVALID_VALUE => AttrValue::Ptr(0),
-            Err(e) => return Err(e),
-        };
-        if !d.is_null() {
-            // SAFETY: valid for the attribute's type (the caller's contract).
-            unsafe { v.write(d) };
-        }
-    }
-    Ok(())
+    (ptr < base + bytes).then_some((base, bytes))
 }

@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn the_real_table_is_consistent() {
-        let t = crate::exports::procs();
+        let t = crate::shells::procs();
         let mut names = t.names();
         let n = names.len();
         names.sort_unstable();

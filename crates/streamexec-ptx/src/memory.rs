@@ -58,15 +58,36 @@ impl Drop for AlignedBuffer {
     }
 }
 
+/// The bytes behind an allocation.
+enum Storage {
+    /// Allocated by the table, freed when the allocation drops.
+    Owned(AlignedBuffer),
+    /// Host memory the caller registered ([`AllocTable::register`]); never freed here.
+    Registered(std::ptr::NonNull<u8>),
+}
+
 /// One device allocation. Freed when the table and every in-flight operation have let go.
 struct HostAllocation {
-    buf: AlignedBuffer,
+    storage: Storage,
     bytes: u64,
 }
 
+// SAFETY: a registered pointer is plain host memory the registrant keeps valid (the contract
+// of `AllocTable::register`); all access through it is atomic, as for owned buffers.
+unsafe impl Send for HostAllocation {}
+// SAFETY: as above.
+unsafe impl Sync for HostAllocation {}
+
 impl HostAllocation {
+    fn as_ptr(&self) -> *mut u8 {
+        match &self.storage {
+            Storage::Owned(buf) => buf.as_ptr(),
+            Storage::Registered(p) => p.as_ptr(),
+        }
+    }
+
     fn base(&self) -> u64 {
-        self.buf.as_ptr() as u64
+        self.as_ptr() as u64
     }
 }
 
@@ -135,10 +156,42 @@ impl AllocTable {
     pub fn allocate(&self, bytes: u64) -> Option<u64> {
         let len = usize::try_from(bytes).ok()?;
         let buf = AlignedBuffer::new(len, ALLOC_ALIGN)?;
-        let alloc = Arc::new(HostAllocation { buf, bytes });
+        let alloc = Arc::new(HostAllocation {
+            storage: Storage::Owned(buf),
+            bytes,
+        });
         let base = alloc.base();
         self.map.write().insert(base, alloc);
         Some(base)
+    }
+
+    /// Adds the caller's host memory `[ptr, ptr + bytes)` to the table, so kernels and copies
+    /// reach it at its own address (CUDA's `cuMemHostRegister` with `DEVICEMAP`); its device
+    /// address is `ptr`. `None` when `bytes` is 0, `ptr` is null, or the range overlaps a live
+    /// allocation. [`free`](Self::free) removes it; the memory itself is never freed here.
+    ///
+    /// # Safety
+    /// `ptr` is valid for reads and writes of `bytes` bytes, through atomic accesses from any
+    /// thread, until it has been freed from the table and every operation that pinned it (an
+    /// enqueued copy, a running kernel) has finished.
+    pub unsafe fn register(&self, ptr: *mut u8, bytes: u64) -> Option<u64> {
+        let p = std::ptr::NonNull::new(ptr)?;
+        let start = ptr as u64;
+        let end = start.checked_add(bytes).filter(|_| bytes > 0)?;
+        let mut map = self.map.write();
+        let before = map
+            .range(..end)
+            .next_back()
+            .is_some_and(|(&b, a)| b + a.bytes > start);
+        if before {
+            return None;
+        }
+        let alloc = Arc::new(HostAllocation {
+            storage: Storage::Registered(p),
+            bytes,
+        });
+        map.insert(start, alloc);
+        Some(start)
     }
 
     /// Removes the allocation at `addr` from the table (false if there is none); in-flight
@@ -156,7 +209,7 @@ impl AllocTable {
             return None;
         }
         // Derived from the allocation's own pointer, so it keeps its provenance.
-        let ptr = alloc.buf.as_ptr().wrapping_add(offset as usize);
+        let ptr = alloc.as_ptr().wrapping_add(offset as usize);
         Some(Pinned {
             _alloc: alloc.clone(),
             ptr,
@@ -168,7 +221,7 @@ impl AllocTable {
     /// reached the allocation through a pointer it computed keeps using.
     pub fn resolve_whole(&self, addr: u64, bytes: u64) -> Option<Pinned> {
         let inner = self.resolve(addr, bytes)?;
-        let base = inner._alloc.buf.as_ptr();
+        let base = inner._alloc.as_ptr();
         let len = inner._alloc.bytes;
         Some(Pinned {
             _alloc: inner._alloc,
@@ -235,5 +288,32 @@ mod tests {
         // SAFETY: pinned for 100 bytes.
         unsafe { fill_u8(pinned.as_ptr(), 7, 100) };
         assert_eq!(read_all(&pinned, 100), vec![7; 100]);
+    }
+
+    #[test]
+    fn registered_host_memory_resolves_at_its_own_address() {
+        let t = AllocTable::default();
+        let mut host = vec![0u8; 64];
+        let p = host.as_mut_ptr();
+        // SAFETY: `host` outlives every use below and is only read after the table let go.
+        let a = unsafe { t.register(p, 48) }.unwrap();
+        assert_eq!(a, p as u64);
+        // SAFETY: as above.
+        unsafe {
+            assert!(t.register(p.wrapping_add(40), 8).is_none(), "overlaps");
+            assert!(t.register(p.wrapping_add(8), 8).is_none(), "inside");
+            assert!(t.register(p, 0).is_none(), "empty");
+            assert!(t.register(std::ptr::null_mut(), 8).is_none(), "null");
+        }
+        assert!(t.write(a + 8, &[9; 40]).is_some());
+        assert!(
+            t.write(a + 40, &[9; 9]).is_none(),
+            "past the registered range"
+        );
+        assert!(t.free(a));
+        assert!(t.resolve(a, 1).is_none());
+        assert_eq!(&host[..8], &[0; 8]);
+        assert_eq!(&host[8..48], &[9; 40]);
+        assert_eq!(&host[48..], &[0; 16], "not written past the range");
     }
 }

@@ -553,6 +553,31 @@ impl StreamExecutor {
         Ok(UnifiedMemory::from_raw(mem, host))
     }
 
+    /// Registers the caller's host memory `[ptr, ptr + len)` with the device: kernels and
+    /// copies reach it as device memory (on the host platform at its own address) while the
+    /// host keeps its pointer, as CUDA's `cuMemHostRegister` with `DEVICEMAP` does. Dropping
+    /// the returned memory unregisters it; it never frees it. `Unsupported` where the device
+    /// cannot reach host memory it did not allocate.
+    ///
+    /// # Safety
+    /// `ptr` is valid for reads and writes of `len` elements until the returned memory has
+    /// been dropped and every operation enqueued on it has finished; while kernels or copies
+    /// may touch it, the host touches it only through atomic accesses, as unified memory.
+    pub unsafe fn register_host_memory<T: Pod>(
+        &self,
+        ptr: *mut T,
+        len: usize,
+    ) -> Result<DeviceMemory<T>> {
+        let bytes = self.bytes_for::<T>(len, "register_host_memory")?;
+        // SAFETY: the caller's contract is the interface's.
+        let addr = unsafe { self.inner.iface.register_host(ptr.cast(), bytes)? };
+        let alloc = self
+            .inner
+            .live
+            .insert_with_host(addr, bytes, Some(ptr as u64));
+        Ok(DeviceMemory::from_raw(self.clone(), addr, len, alloc))
+    }
+
     /// One element of device memory, contents unspecified.
     pub fn allocate_scalar<T: Pod>(&self) -> Result<DeviceMemory<T>> {
         self.allocate_array(1)

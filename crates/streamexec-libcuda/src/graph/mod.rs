@@ -35,7 +35,7 @@
 pub(crate) mod build;
 pub(crate) mod instantiate;
 pub(crate) mod launch;
-mod nodes;
+pub(crate) mod nodes;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

@@ -278,32 +278,32 @@ impl MemsetNode {
 /// is a value this library can read (the layout is checked against cudarc's struct below).
 #[repr(C)]
 #[derive(Clone, Copy)]
-struct RawMemcpy3D {
-    srcXInBytes: usize,
-    srcY: usize,
-    srcZ: usize,
-    srcLOD: usize,
-    srcMemoryType: u32,
-    srcHost: *const c_void,
-    srcDevice: u64,
-    srcArray: *mut c_void,
-    reserved0: *mut c_void,
-    srcPitch: usize,
-    srcHeight: usize,
-    dstXInBytes: usize,
-    dstY: usize,
-    dstZ: usize,
-    dstLOD: usize,
-    dstMemoryType: u32,
-    dstHost: *mut c_void,
-    dstDevice: u64,
-    dstArray: *mut c_void,
-    reserved1: *mut c_void,
-    dstPitch: usize,
-    dstHeight: usize,
-    WidthInBytes: usize,
-    Height: usize,
-    Depth: usize,
+pub(crate) struct RawMemcpy3D {
+    pub(crate) srcXInBytes: usize,
+    pub(crate) srcY: usize,
+    pub(crate) srcZ: usize,
+    pub(crate) srcLOD: usize,
+    pub(crate) srcMemoryType: u32,
+    pub(crate) srcHost: *const c_void,
+    pub(crate) srcDevice: u64,
+    pub(crate) srcArray: *mut c_void,
+    pub(crate) reserved0: *mut c_void,
+    pub(crate) srcPitch: usize,
+    pub(crate) srcHeight: usize,
+    pub(crate) dstXInBytes: usize,
+    pub(crate) dstY: usize,
+    pub(crate) dstZ: usize,
+    pub(crate) dstLOD: usize,
+    pub(crate) dstMemoryType: u32,
+    pub(crate) dstHost: *mut c_void,
+    pub(crate) dstDevice: u64,
+    pub(crate) dstArray: *mut c_void,
+    pub(crate) reserved1: *mut c_void,
+    pub(crate) dstPitch: usize,
+    pub(crate) dstHeight: usize,
+    pub(crate) WidthInBytes: usize,
+    pub(crate) Height: usize,
+    pub(crate) Depth: usize,
 }
 
 const _: () = {
@@ -325,7 +325,7 @@ struct End {
 }
 
 /// A memcpy node (1-D or 2-D).
-pub(super) struct MemcpyNode {
+pub(crate) struct MemcpyNode {
     pub(super) ctx: usize,
     dst: End,
     src: End,
@@ -336,8 +336,8 @@ pub(super) struct MemcpyNode {
     pub(super) mem_ctx: (Option<usize>, Option<usize>),
 }
 
-/// A memcpy node's ends resolved for one launch.
-pub(super) struct ReadyCopy {
+/// A memcpy node's ends resolved for one launch (or one `cuMemcpy2D`/`cuMemcpy3D` slice).
+pub(crate) struct ReadyCopy {
     dst: (Side, End),
     src: (Side, End),
     width: usize,
@@ -345,7 +345,14 @@ pub(super) struct ReadyCopy {
 }
 
 impl ReadyCopy {
-    fn issue(&self, se: &mut Stream) -> CuResult<()> {
+    /// Whether either end is host memory outside the address map (pageable or registered
+    /// without mapping): such a copy touches it when it runs.
+    pub(crate) fn touches_host(&self) -> bool {
+        matches!(self.dst.0, Side::Host) || matches!(self.src.0, Side::Host)
+    }
+
+    /// Issues the copy's rows on `se`.
+    pub(crate) fn issue(&self, se: &mut Stream) -> CuResult<()> {
         let ((ds, d), (ss, s)) = (&self.dst, &self.src);
         let contiguous = self.height == 1 || (d.pitch == self.width && s.pitch == self.width);
         let (rows, n) = if contiguous {
@@ -368,7 +375,7 @@ impl MemcpyNode {
     ///
     /// # Safety
     /// `p` is null or valid for a read.
-    pub(super) unsafe fn new(p: *const CUDA_MEMCPY3D, ctx: usize) -> CuResult<MemcpyNode> {
+    pub(crate) unsafe fn new(p: *const CUDA_MEMCPY3D, ctx: usize) -> CuResult<MemcpyNode> {
         non_null(p, "copyParams")?;
         // SAFETY: non-null, valid for a read (the caller's contract), and `RawMemcpy3D` has
         // the layout of `CUDA_MEMCPY3D` with integers where it has enums.
@@ -475,7 +482,8 @@ impl MemcpyNode {
             .ok_or_else(|| invalid("Height * pitch overflows"))
     }
 
-    fn prepare(&self) -> CuResult<ReadyCopy> {
+    /// Resolves both ends (device ranges inside live allocations) for one issue.
+    pub(crate) fn prepare(&self) -> CuResult<ReadyCopy> {
         let resolve_end = |what: &str, e: End| -> CuResult<(Side, End)> {
             let n = self.span(&e)?;
             let side = if e.kind == MEM_DEVICE {

@@ -102,11 +102,13 @@ fn host_registration_errors() {
     let bytes = size_of_val(&buf[..]);
     let hb = buf.as_mut_ptr().cast::<c_void>();
     let other = [0u32; 16];
-    // Registered memory is not mapped for kernels on the CPU driver.
+    // Registering with DEVICEMAP and without over the same range.
+    ok!(cuMemHostRegister_v2(hb, bytes, DEVICEMAP));
     expect!(
-        CUDA_ERROR_NOT_SUPPORTED,
-        cuMemHostRegister_v2(hb, bytes, DEVICEMAP)
+        CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+        cuMemHostRegister_v2(hb, bytes, 0)
     );
+    ok!(cuMemHostUnregister(hb));
     expect!(
         CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
         cuMemHostUnregister(hb)

@@ -119,6 +119,23 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
         ))
     }
 
+    /// Makes the caller's host memory `[host, host + bytes)` reachable by this device's
+    /// kernels and copies at the returned device address (CUDA's `cuMemHostRegister` with
+    /// `DEVICEMAP`); `deallocate` of that address unregisters it and never frees the memory.
+    /// `Unsupported` where the device cannot reach host memory it did not allocate.
+    ///
+    /// # Safety
+    /// `host` is valid for reads and writes of `bytes` bytes, from any thread through atomic
+    /// accesses, until it is deallocated and every operation enqueued before has finished.
+    unsafe fn register_host(&self, _host: *mut u8, _bytes: u64) -> Result<DeviceAddress> {
+        let d = self.description();
+        Err(crate::error::Error::unsupported(
+            d.platform,
+            "register_host",
+            format!("{} cannot map host memory it did not allocate", d.name),
+        ))
+    }
+
     /// Free and total device memory.
     fn memory_usage(&self) -> Result<MemoryUsage>;
 

@@ -40,6 +40,22 @@ impl StreamExecutorInterface for HostExecutor {
         Ok((addr, ptr))
     }
 
+    unsafe fn register_host(&self, host: *mut u8, bytes: u64) -> Result<DeviceAddress> {
+        // Device memory is host memory: the table takes the range at its own address.
+        // SAFETY: the caller's contract is the table's.
+        unsafe { self.table.register(host, bytes) }
+            .map(DeviceAddress::new)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "register_host",
+                    format!(
+                        "{bytes} bytes at {host:p}: empty, NULL, or overlapping memory the \
+                         device already reaches"
+                    ),
+                )
+            })
+    }
+
     fn host_view(
         &self,
         addr: DeviceAddress,
