@@ -53,7 +53,8 @@ fn every_corpus_entry_parses_at_o0_and_o3() {
                 "block_reduce",
                 "block_reduce_dyn",
                 "thread_ids",
-                "spin"
+                "spin",
+                "grid_arrive"
             ],
             "{opt}"
         );
