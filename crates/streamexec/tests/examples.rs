@@ -820,7 +820,8 @@ fn run_kernel_cuda(
 }
 
 /// `--ptx` on cuda with the committed corpus PTX at -O0 and -O3: vector adds, dynamic shared
-/// memory, shared atomics, a fault (the sticky launch error) and the race checker refused; a
+/// memory, shared atomics, a store past a small buffer (tolerated inside its granule, a fault
+/// with the sticky launch error under memcheck) and the race checker refused; a
 /// module with `__llvm_rpc_client` launched untyped is an RPC launch (both layouts).
 #[test]
 fn run_kernel_ptx_on_cuda() {
@@ -879,10 +880,35 @@ fn run_kernel_ptx_on_cuda() {
         assert_eq!(code, Some(0), "{opt}: {err}");
         assert_eq!(out, "arg1: 64\n", "{opt}");
 
-        // 4 threads store into 2 elements: the launch fails, as on a GPU, with the sticky error.
+        // 4 threads store into 2 elements: inside the allocation's 256-byte granule, which a
+        // GPU (and the CPU libcuda by default) tolerates; with the libcuda's memcheck mode the
+        // launch fails with the sticky error.
         let (code, out, err) =
             run_kernel_cuda(&faults, "oob_store", "1", "4", &["out:buf:i32:2:zero"]);
-        assert_eq!(code, Some(1), "{opt}: {out}{err}");
+        assert_eq!(code, Some(0), "{opt}: {out}{err}");
+        assert_eq!(out, "arg0: 0 1\n", "{opt}");
+        let memcheck = example("run_kernel")
+            .env("STREAMEXEC_CUDA_MEMCHECK", "1")
+            .args([
+                "--platform",
+                "cuda",
+                "--ptx",
+                faults.as_str(),
+                "--kernel",
+                "oob_store",
+                "--grid",
+                "1",
+                "--block",
+                "4",
+                "out:buf:i32:2:zero",
+            ])
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&memcheck.stdout),
+            String::from_utf8_lossy(&memcheck.stderr),
+        );
+        assert_eq!(memcheck.status.code(), Some(1), "{opt}: {out}{err}");
         assert!(
             out.is_empty() && err.contains("run_kernel: ") && err.contains("ILLEGAL_ADDRESS"),
             "{opt}: {err}"
