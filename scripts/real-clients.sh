@@ -37,12 +37,12 @@ done
 venv="${STREAMEXEC_REAL_CLIENTS_VENV:-$HOME/.cache/streamexec/real-clients-venv}"
 # Pinned: the versions the closing notes measured. NUMBA_CUDA_PIP overrides (e.g. a newer one).
 pins="${NUMBA_CUDA_PIP:-numba-cuda[cu12]==0.30.4 cuda-core==1.2.2 cuda-bindings==12.9.10 nvidia-cuda-nvrtc-cu12==12.9.86}"
-if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c "import numba.cuda, cuda.core, cffi, pytest" 2>/dev/null; then
+if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c "import numba.cuda, cuda.core, cffi, pytest, ml_dtypes" 2>/dev/null; then
     echo "real-clients: creating $venv from PyPI ($pins)" >&2
     mkdir -p "$(dirname "$venv")"
     python3 -m venv "$venv"
     # shellcheck disable=SC2086
-    "$venv/bin/python" -m pip install --quiet $pins pytest filecheck psutil cffi
+    "$venv/bin/python" -m pip install --quiet $pins pytest filecheck psutil cffi ml_dtypes
 fi
 "$venv/bin/python" -m pip uninstall --quiet --yes nvidia-nvjitlink-cu12 2>/dev/null || true
 
