@@ -166,14 +166,29 @@ impl Stream {
         kernel: &TypedKernel<Args>,
         args: Args,
     ) -> &mut Self {
-        let (threads, blocks) = (threads.into(), blocks.into());
-        if kernel.kernel.rpc {
-            // A module that defines `__llvm_rpc_client`: its kernels may call the server.
-            return self.with_rpc(kernel.name(), |s| {
-                s.launch_typed(threads, blocks, kernel, args);
+        self.launch_typed_maybe_rpc(threads.into(), blocks.into(), kernel, args, false)
+    }
+
+    /// A typed launch, through the executor's RPC server when the kernel's module defines
+    /// `__llvm_rpc_client` (its kernels may call the server).
+    fn launch_typed_maybe_rpc<Args: KernelArgs>(
+        &mut self,
+        threads: ThreadDim,
+        blocks: BlockDim,
+        kernel: &TypedKernel<Args>,
+        args: Args,
+        cooperative: bool,
+    ) -> &mut Self {
+        let launch = |s: &mut Self| {
+            s.enqueue(|s| {
+                s.launch_packed(threads, blocks, &kernel.kernel, args.pack(), cooperative)
             });
+        };
+        if kernel.kernel.rpc {
+            return self.with_rpc(kernel.name(), launch);
         }
-        self.launch_typed(threads, blocks, kernel, args)
+        launch(self);
+        self
     }
 
     pub(crate) fn launch_typed<Args: KernelArgs>(
@@ -199,15 +214,7 @@ impl Stream {
         kernel: &TypedKernel<Args>,
         args: Args,
     ) -> &mut Self {
-        let (threads, blocks) = (threads.into(), blocks.into());
-        let launch = |s: &mut Self| {
-            s.enqueue(|s| s.launch_packed(threads, blocks, &kernel.kernel, args.pack(), true));
-        };
-        if kernel.kernel.rpc {
-            return self.with_rpc(kernel.name(), launch);
-        }
-        launch(self);
-        self
+        self.launch_typed_maybe_rpc(threads.into(), blocks.into(), kernel, args, true)
     }
 
     /// [`then_launch_cooperative`](Self::then_launch_cooperative) with a run-time argument
