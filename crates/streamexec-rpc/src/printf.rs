@@ -468,7 +468,7 @@ mod tests {
     fn vprintf_buffers_format_like_rusts_format_on_random_values() {
         use rand::RngExt;
         let mut r = streamexec_test_support::rng(module_path!());
-        for _ in 0..500 {
+        for _ in 0..if cfg!(miri) { 20 } else { 500 } {
             let (i, u, l) = (r.random::<i32>(), r.random::<u32>(), r.random::<i64>());
             let d = (r.random::<f64>() - 0.5) * 10f64.powi(r.random_range(-3..9));
             let c = r.random_range(b'!'..=b'~');
