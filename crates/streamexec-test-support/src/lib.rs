@@ -11,12 +11,15 @@ use rand::{RngExt, SeedableRng};
 pub use rand;
 
 /// A seeded RNG; the seed comes from `STREAMEXEC_TEST_SEED` or the clock and is printed, so a
-/// failing run can be replayed.
+/// failing run can be replayed. Under Miri, whose isolation has no clock, the seed is fixed.
 pub fn rng(test: &str) -> StdRng {
     let seed = std::env::var("STREAMEXEC_TEST_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| {
+            if cfg!(miri) {
+                return 1;
+            }
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_nanos() as u64)
