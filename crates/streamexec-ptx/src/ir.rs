@@ -403,14 +403,13 @@ pub struct CallSite {
     pub save: Option<std::sync::Arc<Frame>>,
 }
 
-/// The per-thread state of one activation of a function: ranges (`start..end`) of register
-/// slots, of local-memory bytes and of call-parameter bytes.
+/// The per-thread state of one activation of a function that a call saves: ranges
+/// (`start..end`) of register slots and of call-parameter bytes. Local memory is not part of
+/// it: each activation has its own (`Program::local_frames`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
     /// Register slots.
     pub regs: (u32, u32),
-    /// Local memory bytes.
-    pub local: (u32, u32),
     /// Call-parameter bytes (the function's parameters and return values, and the `.param`
     /// variables it declares).
     pub tparam: Vec<(u32, u32)>,
@@ -420,7 +419,7 @@ impl Frame {
     /// Bytes a saved copy takes.
     pub fn bytes(&self) -> usize {
         let len = |(a, b): (u32, u32)| b.saturating_sub(a) as usize;
-        8 * len(self.regs) + len(self.local) + self.tparam.iter().map(|r| len(*r)).sum::<usize>()
+        8 * len(self.regs) + self.tparam.iter().map(|r| len(*r)).sum::<usize>()
     }
 }
 

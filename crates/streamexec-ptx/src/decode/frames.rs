@@ -16,21 +16,18 @@ use super::ProgramBuilder;
 use crate::ir::Frame;
 
 impl ProgramBuilder<'_> {
-    /// The frame of function `name`, whose body was decoded from the register, local and
+    /// The frame of function `name`, whose body was decoded from the register and
     /// call-parameter cursors `before` up to the current ones.
-    pub(super) fn frame_of(&self, name: &str, before: (u32, u64, u64)) -> Frame {
-        let mut tparam = vec![(before.2 as u32, self.tparam as u32)];
+    pub(super) fn frame_of(&self, name: &str, before: (u32, u64)) -> Frame {
+        let mut tparam = vec![(before.1 as u32, self.tparam as u32)];
         if let Some(info) = self.funcs.get(name) {
             for (off, size) in info.params.iter().chain(&info.rets) {
                 tparam.push((*off as u32, *off as u32 + size));
             }
         }
         tparam.retain(|(a, b)| a < b);
-        // Local memory is not saved: each activation has its own (`Program::local_frames`).
-        let _ = before.1;
         Frame {
             regs: (before.0, self.regs),
-            local: (0, 0),
             tparam,
         }
     }

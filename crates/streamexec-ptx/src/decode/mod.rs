@@ -302,7 +302,7 @@ impl<'m> ProgramBuilder<'m> {
                 fi.start = Some(start);
             }
             self.current = name.clone();
-            let before = (self.regs, self.local, self.tparam);
+            let before = (self.regs, self.tparam);
             self.body(f, scope)?;
             let frame = self.frame_of(&name, before);
             if let Some(fi) = self.funcs.get_mut(&name) {

@@ -120,8 +120,6 @@ impl Warp {
         for r in f.regs.0..f.regs.1 {
             out.extend_from_slice(&self.regs[r as usize * WARP + l].to_le_bytes());
         }
-        let lb = env.prog.local_bytes as usize;
-        out.extend_from_slice(&self.local[l * lb..][f.local.0 as usize..f.local.1 as usize]);
         let tb = env.prog.thread_param_bytes as usize;
         for &(a, b) in &f.tparam {
             out.extend_from_slice(&self.tparam[l * tb..][a as usize..b as usize]);
@@ -146,10 +144,6 @@ impl Warp {
             b[..s.len()].copy_from_slice(s);
             self.regs[r as usize * WARP + l] = u64::from_le_bytes(b);
         }
-        let lb = env.prog.local_bytes as usize;
-        let n = (f.local.1 - f.local.0) as usize;
-        let s = take(n);
-        self.local[l * lb..][f.local.0 as usize..][..s.len()].copy_from_slice(s);
         let tb = env.prog.thread_param_bytes as usize;
         for &(a, b) in &f.tparam {
             let s = take((b - a) as usize);
