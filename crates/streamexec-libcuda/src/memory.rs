@@ -275,8 +275,6 @@ fn release_after_queued_work(r: Arc<Region>) {
 /// launch can pin ahead. Where the memory is another context's, its streams keep it until they
 /// have run what was enqueued before ([`release_after_queued_work`]).
 pub(crate) fn cuMemFree_v2(dptr: CUdeviceptr) -> CuResult<()> {
-    // As CUDA's, a free waits for the context's work: a launch still queued may use the memory
-    // (numba frees the arrays of a launch it did not wait for).
     current()?.synchronize()?;
     let mut map = REGIONS.write();
     match map.get(&dptr) {
