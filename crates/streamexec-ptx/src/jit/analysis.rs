@@ -15,6 +15,9 @@ pub(crate) enum PointKind {
     Barrier,
     /// `shfl.sync`, `vote.sync`, `match.sync`, `activemask`: the lanes of a warp that wait at it together.
     Warp,
+    /// Not a wait: a thread the vector code handed to the scalar code continues at this
+    /// instruction (its live registers are in the spill area).
+    Entry,
 }
 
 /// A place where a thread stops and the driver takes over: its kind, and the
@@ -33,8 +36,8 @@ pub(crate) struct Analysis {
     pub(crate) points: Vec<Point>,
     /// Index into `points` of each suspending instruction.
     pub(crate) point_at: std::collections::HashMap<u32, usize>,
-    /// Most registers saved at one point (the per-thread spill area).
-    pub(crate) spill_slots: usize,
+    /// Registers live on entry to each instruction.
+    live_in: Vec<Bits>,
     /// The program has warp collectives (the driver then runs warps one at a time).
     pub(crate) has_warp_points: bool,
     /// The program waits in `nanosleep` (a spin-waiting RPC client): `Auto` interprets it.
@@ -266,6 +269,15 @@ impl Bits {
     }
 }
 
+impl Analysis {
+    /// The registers live on entry to instruction `pc` (none past the end).
+    pub(crate) fn live_at(&self, pc: u32) -> Vec<u32> {
+        self.live_in
+            .get(pc as usize)
+            .map_or_else(Vec::new, Bits::ones)
+    }
+}
+
 /// Analyses `prog`, or says why the compiler does not support it.
 pub(crate) fn analyze(prog: &Program) -> Result<Analysis, Unsupported> {
     let code = &prog.code;
@@ -384,12 +396,11 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, Unsupported> {
         point_at.insert(pc, points.len());
         points.push(Point { kind, live });
     }
-    let spill_slots = points.iter().map(|p| p.live.len()).max().unwrap_or(0);
     Ok(Analysis {
         leader,
         points,
         point_at,
-        spill_slots,
+        live_in,
         has_warp_points,
         prefers_interpreter,
     })

@@ -17,7 +17,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
-use super::analysis::Analysis;
+use super::analysis::{Analysis, PointKind};
 use super::native;
 use super::run::{self, Ctx, EXITED, WAIT};
 use crate::DYNAMIC_SHARED_BASE;
@@ -27,6 +27,7 @@ use crate::ir::{
 };
 
 mod sync;
+pub(crate) mod vector;
 
 const I64: ir::Type = types::I64;
 const I32: ir::Type = types::I32;
@@ -51,96 +52,32 @@ struct Instance {
     chain: Vec<u32>,
 }
 
-/// A resume index's place: the instance and the suspending instruction.
+/// A resume index's place: the instruction a thread continues after (a suspension point) or
+/// at (an entry from the vector code), and which of the two it is.
+#[derive(Clone, Copy)]
 pub(crate) struct Resume {
     pub(crate) pc: u32,
+    pub(crate) kind: PointKind,
 }
 
 /// Values every thread's code uses, loaded once per call.
-struct Uniform {
-    ctx: Value,
-    params: Value,
-    shared: Value,
-    local: Value,
-    tparam: Value,
-    spill: Value,
-    state: Value,
-    coll: Value,
+pub(super) struct Uniform {
+    pub(super) ctx: Value,
+    pub(super) params: Value,
+    pub(super) shared: Value,
+    pub(super) local: Value,
+    pub(super) tparam: Value,
+    pub(super) spill: Value,
+    pub(super) state: Value,
+    pub(super) coll: Value,
     /// Fields of the context that do not change while the function runs, by offset.
-    fixed: HashMap<i32, Value>,
+    pub(super) fixed: HashMap<i32, Value>,
 }
 
-/// The lowering of one program.
-pub(crate) struct Lower<'a, 'b> {
-    b: &'a mut FunctionBuilder<'b>,
-    prog: &'a Program,
-    an: &'a Analysis,
-    u: Uniform,
-    regs: Vec<Option<Variable>>,
-    /// Current thread index and its coordinates.
-    t: Variable,
-    tid: [Variable; 3],
-    instances: Vec<Instance>,
-    blocks: HashMap<(usize, u32), Block>,
-    work: Vec<(usize, u32)>,
-    /// Resume blocks by resume index - 1.
-    resume_blocks: Vec<Block>,
-    pub(crate) resumes: Vec<Resume>,
-    next: Block,
-    fault: Block,
-    lowered: usize,
-    sigs: Sigs,
-}
-
-/// Signatures of the runtime helpers and trampolines.
-struct Sigs {
-    call1: ir::SigRef,
-    call2: ir::SigRef,
-    call3: ir::SigRef,
-    bfi: ir::SigRef,
-    resolve: ir::SigRef,
-    atom: ir::SigRef,
-    sreg: ir::SigRef,
-    fault: ir::SigRef,
-    sleep: ir::SigRef,
-    arrive: ir::SigRef,
-    service: ir::SigRef,
-}
-
-fn sig(params: &[ir::Type], ret: Option<ir::Type>) -> Signature {
-    let mut s = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
-    s.params.extend(params.iter().map(|t| AbiParam::new(*t)));
-    s.returns.extend(ret.map(AbiParam::new));
-    s
-}
-
-fn flags() -> MemFlagsData {
-    MemFlagsData::new().with_notrap()
-}
-
-fn mem_ty(bytes: u32) -> ir::Type {
-    match bytes {
-        1 => types::I8,
-        2 => types::I16,
-        4 => I32,
-        _ => I64,
-    }
-}
-
-impl<'a, 'b> Lower<'a, 'b> {
-    /// Emits the whole function into `b` (whose signature is `(i64, i32, i32) -> i32`).
-    pub(crate) fn emit(
-        b: &'a mut FunctionBuilder<'b>,
-        prog: &'a Program,
-        an: &'a Analysis,
-    ) -> Result<Vec<Resume>, String> {
-        let entry = b.create_block();
-        b.append_block_params_for_function_params(entry);
-        b.switch_to_block(entry);
-        let ctx = b.block_params(entry)[0];
-        let begin = b.block_params(entry)[1];
-        let end = b.block_params(entry)[2];
-        let ld = |b: &mut FunctionBuilder<'b>, o: i32| b.ins().load(I64, flags(), ctx, o);
+impl Uniform {
+    /// Loads the context's pointers and fixed fields in the entry block.
+    fn load(b: &mut FunctionBuilder<'_>, ctx: Value) -> Uniform {
+        let ld = |b: &mut FunctionBuilder<'_>, o: i32| b.ins().load(I64, flags(), ctx, o);
         let mut u = Uniform {
             ctx,
             params: ld(b, off!(params)),
@@ -155,7 +92,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         for o in (0..9).map(|i| off!(ntid) + 8 * i) {
             u.fixed.insert(o, ld(b, o));
         }
-        for o in [off!(dynamic_at), off!(dynamic_len), off!(dynamic_requested)] {
+        for o in [
+            off!(dynamic_at),
+            off!(dynamic_len),
+            off!(dynamic_requested),
+            off!(nthreads),
+        ] {
             u.fixed.insert(o, ld(b, o));
         }
         for o in [off!(nwarps), off!(nsm)] {
@@ -163,12 +105,153 @@ impl<'a, 'b> Lower<'a, 'b> {
             let v = b.ins().uextend(I64, v);
             u.fixed.insert(o, v);
         }
+        u
+    }
+}
+
+/// Spill slots shared by both functions of a kernel: a register saved at any suspension
+/// point or entry has one slot, and the spill area holds slot `s` of thread `t` at
+/// `s * threads + t` (lane-major, so the vector code moves a group of lanes in one access).
+#[derive(Default)]
+pub(crate) struct Slots {
+    of: HashMap<u32, u32>,
+}
+
+impl Slots {
+    pub(super) fn slot(&mut self, r: u32) -> u32 {
+        let n = self.of.len() as u32;
+        *self.of.entry(r).or_insert(n)
+    }
+    /// Slots in use (at least one, so the spill area is never empty).
+    pub(crate) fn len(&self) -> usize {
+        self.of.len().max(1)
+    }
+}
+
+/// What the scalar function needs to know about the vector function of the same kernel.
+pub(crate) struct Handoff<'a> {
+    /// Instructions where the vector code hands threads over (resume index `points + 1 + j`
+    /// for `entries[j]`).
+    pub(crate) entries: &'a [u32],
+    /// Threads carry state words even without suspension points (the vector code marks
+    /// the ones it finished).
+    pub(crate) states: bool,
+}
+
+/// The lowering of one program.
+pub(crate) struct Lower<'a, 'b> {
+    pub(super) b: &'a mut FunctionBuilder<'b>,
+    pub(super) prog: &'a Program,
+    pub(super) an: &'a Analysis,
+    pub(super) u: Uniform,
+    regs: Vec<Option<Variable>>,
+    /// Current thread index and its coordinates (in the vector function: the group's
+    /// first thread).
+    pub(super) t: Variable,
+    pub(super) tid: [Variable; 3],
+    instances: Vec<Instance>,
+    blocks: HashMap<(usize, u32), Block>,
+    work: Vec<(usize, u32)>,
+    /// Resume blocks by resume index.
+    resume_blocks: HashMap<u32, Block>,
+    /// Resume index - 1 → its place (`None`: never lowered).
+    pub(crate) resumes: Vec<Option<Resume>>,
+    pub(super) next: Block,
+    pub(super) fault: Block,
+    lowered: usize,
+    pub(super) sigs: Sigs,
+    pub(super) slots: Slots,
+    /// Whether threads keep state words.
+    states: bool,
+}
+
+/// Signatures of the runtime helpers and trampolines.
+pub(super) struct Sigs {
+    call1: ir::SigRef,
+    call2: ir::SigRef,
+    call3: ir::SigRef,
+    pub(super) bfi: ir::SigRef,
+    resolve: ir::SigRef,
+    atom: ir::SigRef,
+    sreg: ir::SigRef,
+    fault: ir::SigRef,
+    sleep: ir::SigRef,
+    arrive: ir::SigRef,
+    service: ir::SigRef,
+}
+
+impl Sigs {
+    fn import(b: &mut FunctionBuilder<'_>) -> Sigs {
+        Sigs {
+            call1: b.import_signature(sig(&[I64, I64], Some(I64))),
+            call2: b.import_signature(sig(&[I64, I64, I64], Some(I64))),
+            call3: b.import_signature(sig(&[I64, I64, I64, I64], Some(I64))),
+            bfi: b.import_signature(sig(&[I64, I64, I64, I64, I64], Some(I64))),
+            resolve: b.import_signature(sig(&[I64, I32, I64, I64, I32, I64, I32], Some(I64))),
+            atom: b.import_signature(sig(&[I64, I64, I64, I64, I64, I64, I32], Some(I64))),
+            sreg: b.import_signature(sig(&[I64, I32, I64], Some(I64))),
+            fault: b.import_signature(sig(&[I64, I32, I64, I32, I64], None)),
+            sleep: b.import_signature(sig(&[I64], None)),
+            arrive: b.import_signature(sig(&[I64, I64, I64, I64, I32], None)),
+            service: b.import_signature(sig(&[I64, I64, I64, I32], None)),
+        }
+    }
+}
+
+fn sig(params: &[ir::Type], ret: Option<ir::Type>) -> Signature {
+    let mut s = Signature::new(cranelift_codegen::isa::CallConv::SystemV);
+    s.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+    s.returns.extend(ret.map(AbiParam::new));
+    s
+}
+
+pub(super) fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// Loads Cranelift may hoist out of the thread loop: kernel parameters, and the cached device
+/// ranges (a range, once cached, stays valid until the launch ends, so a stale copy only
+/// costs a trip through the slow path).
+pub(super) fn fixed_flags() -> MemFlagsData {
+    MemFlagsData::new()
+        .with_notrap()
+        .with_readonly()
+        .with_can_move()
+}
+
+pub(super) fn mem_ty(bytes: u32) -> ir::Type {
+    match bytes {
+        1 => types::I8,
+        2 => types::I16,
+        4 => I32,
+        _ => I64,
+    }
+}
+
+impl<'a, 'b> Lower<'a, 'b> {
+    /// The parts both functions share: the entry block (its parameters `(ctx, begin,
+    /// end)`, the context loaded), the thread variables set to `begin`'s coordinates, and
+    /// the `next`/`fault` blocks (created, not filled). Returns the lowering and `(begin,
+    /// end)` as i64.
+    pub(super) fn start(
+        b: &'a mut FunctionBuilder<'b>,
+        prog: &'a Program,
+        an: &'a Analysis,
+        slots: Slots,
+        states: bool,
+    ) -> (Self, Value, Value) {
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        let ctx = b.block_params(entry)[0];
+        let begin = b.block_params(entry)[1];
+        let end = b.block_params(entry)[2];
+        let u = Uniform::load(b, ctx);
         let t = b.declare_var(I64);
         let tid = [b.declare_var(I64), b.declare_var(I64), b.declare_var(I64)];
         let begin64 = b.ins().uextend(I64, begin);
         let end64 = b.ins().uextend(I64, end);
         b.def_var(t, begin64);
-        // The first thread's coordinates; later ones are counted up in `next`.
         let ntx = u.fixed[&off!(ntid)];
         let nty = u.fixed[&(off!(ntid) + 8)];
         let x = b.ins().urem(begin64, ntx);
@@ -178,12 +261,54 @@ impl<'a, 'b> Lower<'a, 'b> {
         b.def_var(tid[0], x);
         b.def_var(tid[1], y);
         b.def_var(tid[2], z);
+        let next = b.create_block();
+        let fault = b.create_block();
+        let sigs = Sigs::import(b);
+        let lw = Lower {
+            b,
+            prog,
+            an,
+            u,
+            regs: vec![None; prog.regs as usize],
+            t,
+            tid,
+            instances: vec![Instance {
+                caller: None,
+                chain: Vec::new(),
+            }],
+            blocks: HashMap::new(),
+            work: Vec::new(),
+            resume_blocks: HashMap::new(),
+            resumes: Vec::new(),
+            next,
+            fault,
+            lowered: 0,
+            sigs,
+            slots,
+            states,
+        };
+        (lw, begin64, end64)
+    }
+
+    /// Emits the scalar function into `b` (whose signature is `(i64, i32, i32) -> i32`):
+    /// threads `begin..end` one after another. Returns the resume places and the spill
+    /// slots (those the vector code assigned, `slots`, and more).
+    pub(crate) fn emit(
+        b: &'a mut FunctionBuilder<'b>,
+        prog: &'a Program,
+        an: &'a Analysis,
+        slots: Slots,
+        handoff: &Handoff<'_>,
+    ) -> Result<(Vec<Option<Resume>>, Slots), String> {
+        let states = !an.points.is_empty() || handoff.states || !handoff.entries.is_empty();
+        let (mut lw, _, end64) = Lower::start(b, prog, an, slots, states);
+        let (ntx, nty) = (lw.u.fixed[&off!(ntid)], lw.u.fixed[&(off!(ntid) + 8)]);
+        let (t, tid, next, fault) = (lw.t, lw.tid, lw.next, lw.fault);
+        let b = &mut *lw.b;
         let head = b.create_block();
         let body = b.create_block();
         let dispatch = b.create_block();
-        let next = b.create_block();
         let done = b.create_block();
-        let fault = b.create_block();
         b.ins().jump(head, &[]);
 
         b.switch_to_block(head);
@@ -223,77 +348,73 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
 
         b.switch_to_block(body);
-        // Without suspension points every thread runs once from the start: no state words.
-        let st = if an.points.is_empty() {
+        // Without suspension points or a vector function every thread runs once from the
+        // start: no state words.
+        let st = if !states {
             b.ins().jump(dispatch, &[]);
             None
         } else {
             let tv = b.use_var(t);
             let at = b.ins().ishl_imm_s(tv, 2);
-            let sp = b.ins().iadd(u.state, at);
+            let sp = b.ins().iadd(lw.u.state, at);
             let st = b.ins().load(I32, flags(), sp, 0);
             let waiting = b.ins().band_imm_s(st, WAIT as i64);
             b.ins().brif(waiting, next, &[], dispatch, &[]);
             Some(st)
         };
-
-        let sigs = Sigs {
-            call1: b.import_signature(sig(&[I64, I64], Some(I64))),
-            call2: b.import_signature(sig(&[I64, I64, I64], Some(I64))),
-            call3: b.import_signature(sig(&[I64, I64, I64, I64], Some(I64))),
-            bfi: b.import_signature(sig(&[I64, I64, I64, I64, I64], Some(I64))),
-            resolve: b.import_signature(sig(&[I64, I32, I64, I64, I32, I64, I32], Some(I64))),
-            atom: b.import_signature(sig(&[I64, I64, I64, I64, I64, I64, I32], Some(I64))),
-            sreg: b.import_signature(sig(&[I64, I32, I64], Some(I64))),
-            fault: b.import_signature(sig(&[I64, I32, I64, I32, I64], None)),
-            sleep: b.import_signature(sig(&[I64], None)),
-            arrive: b.import_signature(sig(&[I64, I64, I64, I64, I32], None)),
-            service: b.import_signature(sig(&[I64, I64, I64, I32], None)),
-        };
-        let mut lw = Lower {
-            b,
-            prog,
-            an,
-            u,
-            regs: vec![None; prog.regs as usize],
-            t,
-            tid,
-            instances: vec![Instance {
-                caller: None,
-                chain: Vec::new(),
-            }],
-            blocks: HashMap::new(),
-            work: Vec::new(),
-            resume_blocks: Vec::new(),
-            resumes: Vec::new(),
-            next,
-            fault,
-            lowered: 0,
-            sigs,
-        };
+        let npoints = an.points.len();
+        lw.resumes = vec![None; npoints + handoff.entries.len()];
         let start = lw.block_for(0, 0);
+        // Entries from the vector code: restore the registers live there and go on.
+        for (j, &pc) in handoff.entries.iter().enumerate() {
+            let rb = lw.b.create_block();
+            let index = (npoints + 1 + j) as u32;
+            lw.resume_blocks.insert(index, rb);
+            lw.resumes[index as usize - 1] = Some(Resume {
+                pc,
+                kind: PointKind::Entry,
+            });
+            lw.b.switch_to_block(rb);
+            for r in an.live_at(pc) {
+                let p = lw.spill_at(r);
+                let v = lw.b.ins().load(I64, flags(), p, 0);
+                lw.set(r, v);
+            }
+            let at = lw.block_for(0, pc);
+            lw.b.ins().jump(at, &[]);
+        }
         while let Some((inst, pc)) = lw.work.pop() {
             lw.lower_block(inst, pc)?;
         }
         // The dispatch on the thread's resume index, now that every resume block exists.
         lw.b.switch_to_block(dispatch);
-        if let (false, Some(st)) = (lw.resume_blocks.is_empty(), st) {
-            let pool = &mut lw.b.func.dfg.value_lists;
-            let calls: Vec<_> = std::iter::once(start)
-                .chain(lw.resume_blocks.iter().copied())
-                .map(|blk| ir::BlockCall::new(blk, [], pool))
-                .collect();
-            let def = ir::BlockCall::new(start, [], pool);
-            let jt = lw.b.create_jump_table(JumpTableData::new(def, &calls));
-            lw.b.ins().br_table(st, jt);
-        } else {
-            lw.b.ins().jump(start, &[]);
+        match st {
+            Some(st) if !lw.resume_blocks.is_empty() => {
+                let max = lw.resumes.len() as u32;
+                let blocks: Vec<Block> = (0..=max)
+                    .map(|i| match i {
+                        0 => start,
+                        i => lw.resume_blocks.get(&i).copied().unwrap_or(start),
+                    })
+                    .collect();
+                let pool = &mut lw.b.func.dfg.value_lists;
+                let calls: Vec<_> = blocks
+                    .iter()
+                    .map(|blk| ir::BlockCall::new(*blk, [], pool))
+                    .collect();
+                let def = ir::BlockCall::new(start, [], pool);
+                let jt = lw.b.create_jump_table(JumpTableData::new(def, &calls));
+                lw.b.ins().br_table(st, jt);
+            }
+            _ => {
+                lw.b.ins().jump(start, &[]);
+            }
         }
         lw.b.seal_all_blocks();
-        Ok(lw.resumes)
+        Ok((lw.resumes, lw.slots))
     }
 
-    fn block_for(&mut self, inst: usize, pc: u32) -> Block {
+    pub(super) fn block_for(&mut self, inst: usize, pc: u32) -> Block {
         if let Some(b) = self.blocks.get(&(inst, pc)) {
             return *b;
         }
@@ -322,11 +443,11 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.def_var(v, x);
     }
 
-    fn imm(&mut self, v: u64) -> Value {
+    pub(super) fn imm(&mut self, v: u64) -> Value {
         self.b.ins().iconst(I64, v as i64)
     }
 
-    fn val(&mut self, s: Src) -> Value {
+    pub(super) fn val(&mut self, s: Src) -> Value {
         match s {
             Src::Reg(r) => self.get(r),
             Src::Imm(v) => self.imm(v),
@@ -348,7 +469,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
     }
 
-    fn sreg(&mut self, s: Sreg) -> Value {
+    pub(super) fn sreg(&mut self, s: Sreg) -> Value {
         let t = self.b.use_var(self.t);
         let comp = |c: u8| c.min(2) as i32 * 8;
         match s {
@@ -429,7 +550,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// `f` applied to `args`: native code where `native` knows `f`, else a call.
-    fn apply(&mut self, f: usize, args: &[Value]) -> Value {
+    pub(super) fn apply(&mut self, f: usize, args: &[Value]) -> Value {
         match native::emit(self.b, f, args) {
             Some(v) => v,
             None => self.call_fn(f, args),
@@ -437,7 +558,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Records a fault (`code`, `extra`) for the current thread at `pc` and leaves.
-    fn fault_here(&mut self, code: u32, pc: u32, extra: u64) {
+    pub(super) fn fault_here(&mut self, code: u32, pc: u32, extra: u64) {
         let t = self.b.use_var(self.t);
         let c = self.b.ins().iconst(I32, code as i64);
         let p = self.b.ins().iconst(I32, pc as i64);
@@ -450,14 +571,14 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Leaves for the fault exit when the runtime flagged a fault.
-    fn check_faulted(&mut self) {
+    pub(super) fn check_faulted(&mut self) {
         let f = self.ctx_u64(off!(faulted));
         let ok = self.b.create_block();
         self.b.ins().brif(f, self.fault, &[], ok, &[]);
         self.b.switch_to_block(ok);
     }
 
-    fn set_state(&mut self, v: u32) {
+    pub(super) fn set_state(&mut self, v: u32) {
         let t = self.b.use_var(self.t);
         let at = self.b.ins().ishl_imm_s(t, 2);
         let p = self.b.ins().iadd(self.u.state, at);
@@ -466,7 +587,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// The address of slot `i` of the current thread's row of `width` u64s at `base`.
-    fn row(&mut self, base: Value, width: usize, i: usize) -> Value {
+    pub(super) fn row(&mut self, base: Value, width: usize, i: usize) -> Value {
         let t = self.b.use_var(self.t);
         let r = self.b.ins().imul_imm_s(t, (width * 8) as i64);
         let p = self.b.ins().iadd(base, r);
@@ -583,36 +704,10 @@ impl<'a, 'b> Lower<'a, 'b> {
                 hi,
             } => {
                 let (a, b) = (self.val(*a), self.val(*b));
-                let r = self.apply(*f as usize, &[a, b]);
-                let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
-                let nc = match hi {
-                    Some(h) => {
-                        let r = self.apply(*h as usize, &[a, b]);
-                        self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0)
-                    }
-                    None => self.b.ins().icmp_imm_s(IntCC::Equal, r, 0),
-                };
-                let (x, y) = match comb {
-                    None => (c, nc),
-                    Some((op, s, neg)) => {
-                        let sv = self.val(*s);
-                        let pv = self.b.ins().icmp_imm_s(
-                            if *neg { IntCC::Equal } else { IntCC::NotEqual },
-                            sv,
-                            0,
-                        );
-                        let f = |b: &mut FunctionBuilder<'b>, v: Value| match op {
-                            BoolOp::And => b.ins().band(v, pv),
-                            BoolOp::Or => b.ins().bor(v, pv),
-                            BoolOp::Xor => b.ins().bxor(v, pv),
-                        };
-                        (f(self.b, c), f(self.b, nc))
-                    }
-                };
-                let x = self.b.ins().uextend(I64, x);
+                let comb = comb.map(|(op, s, neg)| (op, self.val(s), neg));
+                let (x, y) = self.setp(*f as usize, hi.map(|h| h as usize), a, b, comb);
                 self.set(*p, x);
                 if let Some(q) = q {
-                    let y = self.b.ins().uextend(I64, y);
                     self.set(*q, y);
                 }
             }
@@ -650,11 +745,19 @@ impl<'a, 'b> Lower<'a, 'b> {
                 } else {
                     self.access(*space, addr, total, false, pc)
                 };
+                let param = *space == Space::Param
+                    && addr.base.is_none()
+                    && (addr.offset as u64) < THREAD_PARAM_BASE;
                 for (k, dk) in d.iter().enumerate().take(n) {
                     if *dk == u32::MAX {
                         continue;
                     }
-                    let v = self.load(*ty, ptr, (k as u32 * size) as i32);
+                    let off = (k as u32 * size) as i32;
+                    let v = if param {
+                        self.load_with(*ty, ptr, off, fixed_flags())
+                    } else {
+                        self.load(*ty, ptr, off)
+                    };
                     self.set(*dk, v);
                 }
             }
@@ -759,8 +862,9 @@ impl<'a, 'b> Lower<'a, 'b> {
                 return Ok(true);
             }
             Op::Exit => {
-                if !self.an.points.is_empty() {
+                if self.states {
                     self.set_state(EXITED);
+                    self.count_exits(1);
                 }
                 self.b.ins().jump(self.next, &[]);
                 return Ok(true);
@@ -875,6 +979,44 @@ impl<'a, 'b> Lower<'a, 'b> {
         Ok(false)
     }
 
+    /// `setp`'s two predicates (0 or 1) from the comparison `f` (and `hi`, the negated
+    /// comparison for float types with unordered operands) combined with `comb`'s operand.
+    pub(super) fn setp(
+        &mut self,
+        f: usize,
+        hi: Option<usize>,
+        a: Value,
+        b: Value,
+        comb: Option<(BoolOp, Value, bool)>,
+    ) -> (Value, Value) {
+        let r = self.apply(f, &[a, b]);
+        let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+        let nc = match hi {
+            Some(h) => {
+                let r = self.apply(h, &[a, b]);
+                self.b.ins().icmp_imm_s(IntCC::NotEqual, r, 0)
+            }
+            None => self.b.ins().icmp_imm_s(IntCC::Equal, r, 0),
+        };
+        let (x, y) = match comb {
+            None => (c, nc),
+            Some((op, sv, neg)) => {
+                let pv = self.b.ins().icmp_imm_s(
+                    if neg { IntCC::Equal } else { IntCC::NotEqual },
+                    sv,
+                    0,
+                );
+                let f = |b: &mut FunctionBuilder<'b>, v: Value| match op {
+                    BoolOp::And => b.ins().band(v, pv),
+                    BoolOp::Or => b.ins().bor(v, pv),
+                    BoolOp::Xor => b.ins().bxor(v, pv),
+                };
+                (f(self.b, c), f(self.b, nc))
+            }
+        };
+        (self.b.ins().uextend(I64, x), self.b.ins().uextend(I64, y))
+    }
+
     /// `x ± y (± carry-in)` at 32 or 64 bits: the result and the carry (or borrow) out, as
     /// the interpreter computes them in 128-bit arithmetic.
     fn carry(&mut self, sub: bool, wide: bool, cin: bool, x: Value, y: Value) -> (Value, Value) {
@@ -915,11 +1057,47 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
     }
 
-    fn line(&self, pc: u32) -> String {
+    pub(super) fn line(&self, pc: u32) -> String {
         match self.prog.source.get(pc as usize) {
             Some((l, t)) => format!("line {l} `{t}`"),
             None => format!("instruction {pc}"),
         }
+    }
+
+    /// Adds `k` to the context's count of exited threads.
+    pub(super) fn count_exits(&mut self, k: i64) {
+        let ctx = self.u.ctx;
+        let e = self.b.ins().load(I64, flags(), ctx, off!(exits));
+        let e = self.b.ins().iadd_imm_s(e, k);
+        self.b.ins().store(flags(), e, ctx, off!(exits));
+    }
+
+    /// Tells the driver that some thread needs the scalar code.
+    pub(super) fn mark_handed(&mut self) {
+        let one = self.b.ins().iconst(I64, 1);
+        self.b.ins().store(flags(), one, self.u.ctx, off!(handed));
+    }
+
+    /// The resume index of the point at `pc` in instance `inst`: the analysis's numbering
+    /// in the kernel body (which the vector code shares), new ones past the entries for
+    /// inlined bodies.
+    fn resume_index(&mut self, inst: usize, pc: u32) -> u32 {
+        if inst == 0 {
+            return self.an.point_at[&pc] as u32 + 1;
+        }
+        self.resumes.push(None);
+        self.resumes.len() as u32
+    }
+
+    /// The address of the spill slot of register `r` for the current thread.
+    pub(super) fn spill_at(&mut self, r: u32) -> Value {
+        let s = self.slots.slot(r) as i64;
+        let n = self.u.fixed[&off!(nthreads)];
+        let t = self.b.use_var(self.t);
+        let row = self.b.ins().imul_imm_s(n, s);
+        let at = self.b.ins().iadd(row, t);
+        let at = self.b.ins().ishl_imm_s(at, 3);
+        self.b.ins().iadd(self.u.spill, at)
     }
 
     /// Saves the live registers and the operands, marks the thread waiting at a new resume
@@ -927,27 +1105,26 @@ impl<'a, 'b> Lower<'a, 'b> {
     fn suspend(&mut self, inst: usize, pc: u32, operands: &[Value]) {
         let k = self.an.point_at[&pc];
         let point = &self.an.points[k];
-        let live = point.live.clone();
-        let slots = self.an.spill_slots.max(1);
-        for (j, r) in live.iter().enumerate() {
+        let (live, kind) = (point.live.clone(), point.kind);
+        for r in &live {
             let v = self.get(*r);
-            let p = self.row(self.u.spill, slots, j);
+            let p = self.spill_at(*r);
             self.b.ins().store(flags(), v, p, 0);
         }
         for (j, v) in operands.iter().enumerate() {
             let p = self.row(self.u.coll, run::COLL_WIDTH, j);
             self.b.ins().store(flags(), *v, p, 0);
         }
-        self.resumes.push(Resume { pc });
-        let index = self.resumes.len() as u32;
+        let index = self.resume_index(inst, pc);
+        self.resumes[index as usize - 1] = Some(Resume { pc, kind });
         self.set_state(index | WAIT);
         self.b.ins().jump(self.next, &[]);
         // The resume block.
         let rb = self.b.create_block();
-        self.resume_blocks.push(rb);
+        self.resume_blocks.insert(index, rb);
         self.b.switch_to_block(rb);
-        for (j, r) in live.iter().enumerate() {
-            let p = self.row(self.u.spill, slots, j);
+        for r in &live {
+            let p = self.spill_at(*r);
             let v = self.b.ins().load(I64, flags(), p, 0);
             self.set(*r, v);
         }
@@ -995,7 +1172,7 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
     }
 
-    fn address(&mut self, addr: &Addr) -> Value {
+    pub(super) fn address(&mut self, addr: &Addr) -> Value {
         match addr.base {
             Some(r) => {
                 let b = self.get(r);
@@ -1006,12 +1183,17 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     /// Loads a `ty` at `ptr + off` into a register slot value (extended as `ty` says).
-    fn load(&mut self, ty: Ty, ptr: Value, off: i32) -> Value {
+    pub(super) fn load(&mut self, ty: Ty, ptr: Value, off: i32) -> Value {
+        self.load_with(ty, ptr, off, flags())
+    }
+
+    /// As [`Self::load`] with the given memory flags.
+    pub(super) fn load_with(&mut self, ty: Ty, ptr: Value, off: i32, f: MemFlagsData) -> Value {
         let size = ty.bytes();
         if size == 8 {
-            return self.b.ins().load(I64, flags(), ptr, off);
+            return self.b.ins().load(I64, f, ptr, off);
         }
-        let v = self.b.ins().load(mem_ty(size), flags(), ptr, off);
+        let v = self.b.ins().load(mem_ty(size), f, ptr, off);
         match ty {
             Ty::S8 | Ty::S16 | Ty::S32 => self.b.ins().sextend(I64, v),
             Ty::Pred => {
@@ -1026,6 +1208,20 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// for the common cases, the runtime's full resolution otherwise (a fault leaves).
     fn access(&mut self, space: Space, addr: &Addr, total: u64, write: bool, pc: u32) -> Value {
         let a = self.address(addr);
+        let t = self.b.use_var(self.t);
+        self.access_at(space, a, total, write, pc, t)
+    }
+
+    /// As [`Self::access`], for the address `a` and thread `t`.
+    pub(super) fn access_at(
+        &mut self,
+        space: Space,
+        a: Value,
+        total: u64,
+        write: bool,
+        pc: u32,
+        t: Value,
+    ) -> Value {
         let done = self.b.create_block();
         let ptr = self.b.append_block_param(done, I64);
         let slow = self.b.create_block();
@@ -1037,8 +1233,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             Space::Global | Space::Generic => {
                 for way in 0..run::WAYS {
                     let o = off!(cache) + (way * 24) as i32;
-                    let lo = self.ctx_u64(o);
-                    let hi = self.ctx_u64(o + 8);
+                    let lo = self.b.ins().load(I64, fixed_flags(), self.u.ctx, o);
+                    let hi = self.b.ins().load(I64, fixed_flags(), self.u.ctx, o + 8);
                     let c1 = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, lo);
                     let c2 = self.b.ins().icmp(IntCC::UnsignedLessThan, a, hi);
                     let room = self.b.ins().isub(hi, a);
@@ -1053,7 +1249,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                     let miss = self.b.create_block();
                     self.b.ins().brif(c, hit, &[], miss, &[]);
                     self.b.switch_to_block(hit);
-                    let host = self.ctx_u64(o + 16);
+                    let host = self.b.ins().load(I64, fixed_flags(), self.u.ctx, o + 16);
                     let off = self.b.ins().isub(a, lo);
                     let p = self.b.ins().iadd(host, off);
                     self.b.ins().jump(done, &[p.into()]);
@@ -1108,7 +1304,6 @@ impl<'a, 'b> Lower<'a, 'b> {
                 let hit = self.b.create_block();
                 self.b.ins().brif(c, hit, &[], slow, &[]);
                 self.b.switch_to_block(hit);
-                let t = self.b.use_var(self.t);
                 let r = self.b.ins().imul_imm_s(t, lb as i64);
                 let p = self.b.ins().iadd(self.u.local, r);
                 let p = self.b.ins().iadd(p, a);
@@ -1119,7 +1314,6 @@ impl<'a, 'b> Lower<'a, 'b> {
             }
         }
         self.b.switch_to_block(slow);
-        let t = self.b.use_var(self.t);
         let sp = self.b.ins().iconst(I32, run::space_code(space) as i64);
         let tot = self.imm(total);
         let w = self.b.ins().iconst(I32, write as i64);

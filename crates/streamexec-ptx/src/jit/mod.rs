@@ -1,9 +1,11 @@
 //! The PTX JIT: a kernel's decoded IR compiled to native code with Cranelift.
 //!
 //! `analysis.rs` finds basic blocks, suspension points and the registers live across them;
-//! `lower.rs` emits one function that runs a range of a block's threads, each as plain scalar
-//! code until it exits or suspends; `native.rs` gives the common lane functions native code;
-//! `run.rs` holds the runtime functions compiled code calls and the block driver.
+//! `lower.rs` emits the scalar function that runs a range of a block's threads, each as plain
+//! scalar code until it exits or suspends; `vector.rs` (uniform/varying registers and their
+//! shapes) and `lower/vector.rs` emit the vector function that runs groups of 4 threads in
+//! SIMD; `native.rs` gives the common lane functions native code; `run.rs` holds the runtime
+//! functions compiled code calls and the block driver.
 //!
 //! ## Design
 //!
@@ -17,12 +19,32 @@
 //!   conditional branch), so divergence needs no masks. Where a thread must wait for others
 //!   (`bar.sync`, `bar.red`, and the warp collectives `shfl.sync`, `vote.sync`, `match.sync`,
 //!   `redux.sync`, `activemask`), it stores the registers live after that instruction (a backward liveness
-//!   analysis, `analysis.rs`) in its spill row, stores the instruction's operands, writes its resume index to its state word and
+//!   analysis, `analysis.rs`) in the spill area (one slot per saved register, lane-major: slot `s` of thread `t` at `s * threads + t`), stores the instruction's operands, writes its resume index to its state word and
 //!   the loop goes on with the next thread. A later call enters each thread through a jump table on
 //!   its resume index, reloads its live registers and continues. Instead of splitting the kernel
 //!   into regions at compile time (PoCL's region formation), the regions are the paths between
 //!   suspension points, found at run time; this handles unstructured control flow and barriers
 //!   inside loops or device functions without a CFG transformation.
+//! - **Groups of lanes as vectors.** Kernels without calls, warp collectives or `nanosleep`
+//!   also get a vector function (`lower/vector.rs`) that runs 4 consecutive threads of a block
+//!   row at once: registers the same in every lane (parameters, block ids and what is computed
+//!   from them) are scalars, the others `i32x4` (32-bit values, zero- or sign-extended in their
+//!   slots) or two `i64x2`. The group never diverges: a branch or guard taken by all or by none
+//!   is one scalar branch; where lanes part, or at an instruction with no vector form
+//!   (atomics, services, ...), the group stores its live registers lane by lane and each lane
+//!   continues on the scalar function from that instruction (an *entry*, a resume index past
+//!   the suspension points). Lane functions with a vector form (32-bit integer arithmetic,
+//!   compares and shifts by a uniform amount, `mul.wide`, 64-bit add/sub/logic, f32 and f64
+//!   arithmetic, `fma`, `selp`, `lop3`, predicate logic) are SIMD; others run per lane through
+//!   the scalar code, so results are bit-identical by the same argument as below. An access
+//!   whose lanes touch consecutive elements of a cached device range or of shared memory is one
+//!   vector load or store; any other pattern goes lane by lane through the scalar check (exact
+//!   faults). `bar.sync` suspends the group; released together with agreeing uniform
+//!   registers it resumes as a group, else lane by lane on the scalar function. The driver
+//!   calls the vector function first on blocks whose `ntid.x` is a multiple of 4, then the
+//!   scalar one only if a group handed threads over. Compiled code counts exits in the
+//!   context, so a block whose threads all exited skips the barrier scan.
+//!   `STREAMEXEC_PTX_JIT_VECTOR=0` compiles the scalar function alone.
 //! - **The block driver** (`run.rs`) calls the function for the whole block, then releases barriers
 //!   whose threads (or `bar.sync id, count`, counting the threads that went on from `bar.arrive`,
 //!   a runtime call) have all arrived, with `bar.red`'s reduction, and calls again, until every
@@ -70,6 +92,7 @@ mod analysis;
 mod lower;
 mod native;
 mod run;
+mod vector;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -90,8 +113,8 @@ use crate::launch::Launch;
 /// after a fault recorded in `ctx`.
 type KernelFn = unsafe extern "C" fn(*mut run::Ctx, u32, u32) -> u32;
 
-/// Owns a module's machine code (freed when the kernel is dropped).
-struct Code(Option<JITModule>);
+/// Owns a kernel's machine code (freed when the kernel is dropped).
+struct Code(Vec<JITModule>);
 
 // SAFETY: after `finalize_definitions` the module is only kept to free its memory on drop;
 // the code is immutable and callable from any thread.
@@ -101,9 +124,9 @@ unsafe impl Sync for Code {}
 
 impl Drop for Code {
     fn drop(&mut self) {
-        if let Some(m) = self.0.take() {
+        for m in self.0.drain(..) {
             // SAFETY: the kernel that owned this code is being dropped, so no launch holds its
-            // function pointer any more (launches keep the kernel alive).
+            // function pointers any more (launches keep the kernel alive).
             unsafe { m.free_memory() };
         }
     }
@@ -112,10 +135,16 @@ impl Drop for Code {
 /// A compiled kernel.
 pub(crate) struct JitKernel {
     func: KernelFn,
+    /// The vector function (groups of `vector::LANES` threads), when the kernel has one.
+    vfunc: Option<KernelFn>,
+    /// Why the kernel has no vector function.
+    pub(crate) vector_refused: Option<String>,
     /// For each resume index - 1: the suspending instruction and its kind.
     resumes: Vec<(u32, PointKind)>,
     spill_slots: usize,
     has_warp_points: bool,
+    /// The kernel has barriers or warp collectives.
+    has_points: bool,
     /// `Auto` interprets this kernel (it spin-waits with `nanosleep`).
     pub(crate) prefers_interpreter: bool,
     /// Lane functions compiled as calls rather than native code.
@@ -148,8 +177,7 @@ pub(crate) fn compile(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
     Ok(k)
 }
 
-fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
-    let an = analysis::analyze(prog)?;
+fn isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, Unsupported> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| {
         f.set(k, v)
@@ -167,11 +195,21 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
             "false"
         },
     )?;
-    let isa = cranelift_native::builder()
+    cranelift_native::builder()
         .map_err(|e| format!("Cranelift does not support this host: {e}"))?
         .finish(settings::Flags::new(flags))
-        .map_err(|e| format!("Cranelift ISA: {e}"))?;
-    let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        .map_err(|e| format!("Cranelift ISA: {e}"))
+}
+
+/// Builds one `(ctx, begin, end) -> status` function with `body` and compiles it in a module
+/// of its own.
+fn build<T>(
+    isa: &cranelift_codegen::isa::OwnedTargetIsa,
+    prog: &Program,
+    what: &str,
+    body: impl FnOnce(&mut FunctionBuilder<'_>) -> Result<T, Unsupported>,
+) -> Result<(JITModule, KernelFn, T), Unsupported> {
+    let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
     let mut ctx = module.make_context();
     let sig = &mut ctx.func.signature;
     sig.params.push(AbiParam::new(types::I64));
@@ -181,15 +219,15 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
     ctx.func.name = UserFuncName::user(0, 0);
     let target = module.target_config();
     let mut fbc = FunctionBuilderContext::new();
-    let resumes = {
+    let out = {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
-        let r = lower::Lower::emit(&mut b, prog, &an)?;
+        let r = body(&mut b)?;
         b.finalize(target);
         r
     };
     if std::env::var_os("STREAMEXEC_PTX_JIT_DUMP").is_some() {
         eprintln!(
-            "streamexec PTX JIT: Cranelift IR of `{}`:\n{}",
+            "streamexec PTX JIT: Cranelift IR of `{}` ({what}):\n{}",
             prog.name,
             ctx.func.display()
         );
@@ -199,7 +237,7 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
         .map_err(|e| format!("Cranelift: {e}"))?;
     module
         .define_function(id, &mut ctx)
-        .map_err(|e| format!("Cranelift could not compile the kernel: {e:?}"))?;
+        .map_err(|e| format!("Cranelift could not compile the {what}: {e:?}"))?;
     module.clear_context(&mut ctx);
     module
         .finalize_definitions()
@@ -208,6 +246,47 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
     // SAFETY: the function was built with exactly `KernelFn`'s signature (System V on this
     // host, which is what `extern "C"` is here).
     let func: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
+    Ok((module, func, out))
+}
+
+fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
+    let an = analysis::analyze(prog)?;
+    let isa = isa()?;
+    let mut modules = Vec::new();
+    // The vector function first: it decides where the scalar code takes threads over.
+    let enabled = std::env::var("STREAMEXEC_PTX_JIT_VECTOR").map_or(true, |v| v != "0");
+    let refused = if enabled {
+        vector::refuse(prog).map(str::to_string)
+    } else {
+        Some("STREAMEXEC_PTX_JIT_VECTOR=0".to_string())
+    };
+    let (vfunc, out, refused) = match refused {
+        Some(why) => (None, None, Some(why)),
+        None => {
+            let shape = vector::shape(prog);
+            match build(&isa, prog, "vector function", |b| {
+                lower::vector::emit(b, prog, &an, &shape)
+            }) {
+                Ok((m, f, out)) => {
+                    modules.push(m);
+                    (Some(f), Some(out), None)
+                }
+                Err(why) => (None, None, Some(why)),
+            }
+        }
+    };
+    let (entries, slots) = match out {
+        Some(o) => (o.entries, o.slots),
+        None => (Vec::new(), lower::Slots::default()),
+    };
+    let handoff = lower::Handoff {
+        entries: &entries,
+        states: vfunc.is_some(),
+    };
+    let (module, func, (resumes, slots)) = build(&isa, prog, "kernel", |b| {
+        lower::Lower::emit(b, prog, &an, slots, &handoff)
+    })?;
+    modules.push(module);
     let called_ops = prog
         .code
         .iter()
@@ -221,20 +300,20 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
         .count();
     let kinds = resumes
         .iter()
-        .map(|r| {
-            let k = an.point_at[&r.pc];
-            (r.pc, an.points[k].kind)
-        })
+        .map(|r| r.map_or((0, PointKind::Entry), |r| (r.pc, r.kind)))
         .collect();
     Ok(JitKernel {
         func,
+        vfunc,
+        vector_refused: refused,
         resumes: kinds,
-        spill_slots: an.spill_slots,
+        spill_slots: slots.len(),
         has_warp_points: an.has_warp_points,
+        has_points: !an.points.is_empty(),
         prefers_interpreter: an.prefers_interpreter,
         called_ops,
         took: Duration::ZERO,
-        _code: Code(Some(module)),
+        _code: Code(modules),
         _prog: prog.clone(),
     })
 }
@@ -252,11 +331,12 @@ pub(crate) fn log_compile(name: &str, prog: &Program, r: &Result<Arc<JitKernel>,
     match r {
         Ok(c) => eprintln!(
             "streamexec PTX JIT: `{name}`: {} instructions compiled in {:.2?}, {} lane functions \
-             called (no native code), {} suspension points",
+             called (no native code), {} suspension points and entries, vector function: {}",
             prog.code.len(),
             c.took,
             c.called_ops,
-            c.resumes_len()
+            c.resumes_len(),
+            c.vector_refused.as_deref().unwrap_or("yes")
         ),
         Err(why) => eprintln!("streamexec PTX JIT: `{name}` is left to the interpreter: {why}"),
     }

@@ -20,7 +20,7 @@ const I64: types::Type = types::I64;
 
 /// A recognised lane function.
 #[derive(Clone, Copy, Debug)]
-enum N {
+pub(crate) enum N {
     /// `ibin` K = add, sub, mul.lo, min, max, and, or, xor.
     Bin { k: u8, bits: u8, signed: bool },
     /// `icmp` with the `Cmp` number `c`.
@@ -208,6 +208,11 @@ fn table() -> &'static HashMap<usize, N> {
         t.insert(pbin::<2> as Fn2 as usize, N::PBin { k: 2 });
         t
     })
+}
+
+/// What `f` computes, when it is one of the recognised lane functions.
+pub(crate) fn kind(f: usize) -> Option<N> {
+    table().get(&f).copied()
 }
 
 /// Whether `f` has native code (for the compile statistics).

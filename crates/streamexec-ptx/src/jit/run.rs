@@ -2,8 +2,8 @@
 //! (slow-path address resolution, atomics, clocks, faults, lane functions without native
 //! code), and the block driver that resolves suspension points (barriers, warp collectives).
 
-use super::JitKernel;
 use super::analysis::PointKind;
+use super::{JitKernel, KernelFn};
 use crate::fault;
 use crate::fault::Fault;
 use crate::interp::mem::{self, BlockMem, Loc};
@@ -54,8 +54,14 @@ pub(crate) struct Ctx {
     /// `%dynamic_smem_size`: the bytes the launch asked for (`dynamic_len` rounds each
     /// request up to 16).
     pub(crate) dynamic_requested: u64,
+    /// Threads in the block (the spill area's row length).
+    pub(crate) nthreads: u64,
     /// Pinned global ranges: first address, end address, host pointer of the first byte.
     pub(crate) cache: [[u64; 3]; WAYS],
+    /// Threads that exited (counted by compiled code that keeps state words).
+    pub(crate) exits: u64,
+    /// Set by the vector code when some thread needs the scalar code.
+    pub(crate) handed: u64,
     /// Set by a runtime function that recorded a fault.
     pub(crate) faulted: u64,
     next_way: usize,
@@ -337,7 +343,7 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
     bufs.shared.resize(dynamic_at + l.dynamic_bytes, 0);
     bufs.local.resize(n * prog.local_bytes as usize, 0);
     bufs.tparam.resize(n * prog.thread_param_bytes as usize, 0);
-    bufs.spill.resize(n * k.spill_slots.max(1), 0);
+    bufs.spill.resize(n * k.spill_slots, 0);
     bufs.state.clear();
     bufs.state.resize(n, 0);
     bufs.coll.resize(n * COLL_WIDTH, 0);
@@ -359,16 +365,25 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         dynamic_at: dynamic_at as u64,
         dynamic_len: l.dynamic_bytes as u64,
         dynamic_requested: l.dynamic_requested as u64,
+        nthreads: n as u64,
         cache: if bufs.cache_launch == l.id {
             bufs.cache
         } else {
-            [[u64::MAX, 0, 0]; WAYS]
+            // A worker's first block of a launch starts with the ranges the arguments
+            // pinned (compiled code may read the cache once per call).
+            let mut c = [[u64::MAX, 0, 0]; WAYS];
+            for (way, p) in c.iter_mut().zip(&l.pins) {
+                *way = [p.address(), p.address() + p.len(), p.as_ptr() as u64];
+            }
+            c
         },
+        exits: 0,
+        handed: 0,
         faulted: 0,
         next_way: if bufs.cache_launch == l.id {
             bufs.next_way
         } else {
-            0
+            l.pins.len().min(WAYS) % WAYS
         },
         shared_len: bufs.shared.len(),
         local_len: bufs.local.len(),
@@ -378,11 +393,11 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         arrivals: [0; 16],
         arrive_count: [0; 16],
     };
-    let call = |ctx: &mut Ctx, lo: usize, hi: usize| -> Result<(), String> {
-        // SAFETY: `k.func` is the compiled kernel of `l.prog`; `ctx` describes this block's
-        // buffers (sized above for `n` threads, `lo..hi` within them), which are not touched
-        // otherwise until the call returns.
-        let status = unsafe { (k.func)(ctx, lo as u32, hi as u32) };
+    let call = |ctx: &mut Ctx, f: KernelFn, lo: usize, hi: usize| -> Result<(), String> {
+        // SAFETY: `f` is one of the compiled functions of `l.prog`; `ctx` describes this
+        // block's buffers (sized above for `n` threads, `lo..hi` within them), which are not
+        // touched otherwise until the call returns.
+        let status = unsafe { f(ctx, lo as u32, hi as u32) };
         if status == 0 {
             return Ok(());
         }
@@ -407,26 +422,56 @@ fn run_threads(
     block_idx: crate::dim::Dim3,
     ctx: &mut Ctx,
     n: usize,
-    call: impl Fn(&mut Ctx, usize, usize) -> Result<(), String>,
+    call: impl Fn(&mut Ctx, KernelFn, usize, usize) -> Result<(), String>,
 ) -> Result<(), String> {
     let nwarps = n.div_ceil(WARP);
-    if k.resumes.is_empty() {
+    // The vector code runs groups of `LANES` threads that share `tid.y`/`tid.z`; threads it
+    // hands over, and every thread of other block shapes, run on the scalar code.
+    let vector = k
+        .vfunc
+        .filter(|_| (l.block.x as usize).is_multiple_of(super::vector::LANES));
+    if k.resumes.is_empty() && vector.is_none() {
         // No barriers or collectives: one pass runs every thread to its end.
-        return call(ctx, 0, n);
+        return call(ctx, k.func, 0, n);
+    }
+    if let (Some(v), false) = (vector, k.has_points) {
+        // No barriers: the vector code runs every group from the top; the scalar code runs
+        // only the threads groups handed over (the others' states say exited).
+        // SAFETY: the driver's buffer of `n` state words; compiled code is not running.
+        unsafe { std::slice::from_raw_parts_mut(ctx.state, n) }.fill(EXITED);
+        ctx.handed = 0;
+        call(ctx, v, 0, n)?;
+        if ctx.handed != 0 {
+            call(ctx, k.func, 0, n)?;
+        }
+        return Ok(());
     }
     loop {
         if k.has_warp_points {
             for w in 0..nwarps {
                 let (lo, hi) = (w * WARP, ((w + 1) * WARP).min(n));
                 loop {
-                    call(ctx, lo, hi)?;
+                    call(ctx, k.func, lo, hi)?;
                     if !warp_points(k, l, ctx, lo, hi) {
                         break;
                     }
                 }
             }
         } else {
-            call(ctx, 0, n)?;
+            let scalar = match vector {
+                Some(v) => {
+                    ctx.handed = 0;
+                    call(ctx, v, 0, n)?;
+                    ctx.handed != 0
+                }
+                None => true,
+            };
+            if scalar {
+                call(ctx, k.func, 0, n)?;
+            }
+        }
+        if ctx.exits == n as u64 {
+            return Ok(());
         }
         if !barriers(k, l, block_idx, ctx, n)? {
             return Ok(());
