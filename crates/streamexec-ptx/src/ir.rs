@@ -564,9 +564,8 @@ pub enum Op {
         a: Src,
         b: Src,
         c: Src,
-        /// The member mask: decoded and checked, not used (the engine shuffles among the
-        /// lanes that execute the instruction together).
-        #[allow(dead_code)]
+        /// The member mask: the lanes this one waits for and may read from
+        /// (`interp/collective.rs`).
         mask: Src,
     },
     /// `vote.sync`.

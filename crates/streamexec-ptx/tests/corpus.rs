@@ -86,6 +86,17 @@ const FORMS: Builds = [
     ),
 ];
 
+const SIMT: Builds = [
+    (
+        "O0",
+        include_str!("../../../kernels/ptx/corpus_simt.O0.ptx"),
+    ),
+    (
+        "O3",
+        include_str!("../../../kernels/ptx/corpus_simt.O3.ptx"),
+    ),
+];
+
 type P<T> = DevicePtr<T>;
 
 fn blocks_for(n: usize, threads: u32) -> u32 {
@@ -108,6 +119,8 @@ mod faults;
 mod forms;
 #[path = "corpus/math.rs"]
 mod math;
+#[path = "corpus/simt.rs"]
+mod simt;
 #[path = "corpus/sync.rs"]
 mod sync;
 
@@ -132,7 +145,7 @@ fn instruction_names(body: &[streamexec_ptx::ast::Statement], out: &mut Vec<Stri
 /// the tests load, and holds the instructions its .cu header promises.
 #[test]
 fn corpus_parses_and_holds_the_promised_instructions() {
-    let files: [(&str, &Builds, &[&str], &[&str]); 5] = [
+    let files: [(&str, &Builds, &[&str], &[&str]); 6] = [
         (
             "corpus_basic",
             &BASIC,
@@ -248,6 +261,36 @@ fn corpus_parses_and_holds_the_promised_instructions() {
                 "match.any.sync.b32",
                 "match.all.sync.b64",
                 "call",
+            ],
+        ),
+        (
+            "corpus_simt",
+            &SIMT,
+            &[
+                "divergent_trips",
+                "early_exit",
+                "stencil_passes",
+                "partial_masks",
+                "half_warp_masks",
+                "call_site_shfl",
+                "shared_hist_2d",
+                "grid_stride_dot",
+                "block_shape_ids",
+                "guarded_axpy",
+            ],
+            &[
+                "activemask.b32",
+                "shfl.sync.bfly.b32",
+                "shfl.sync.down.b32",
+                "shfl.sync.idx.b32",
+                "vote.sync.ballot.b32",
+                "vote.sync.all.pred",
+                "vote.sync.any.pred",
+                "match.any.sync.b32",
+                "bar.sync",
+                "atom",
+                "call",
+                "ret",
             ],
         ),
     ];

@@ -164,8 +164,20 @@ impl Warp {
         out
     }
 
-    /// Runs until no lane can run.
+    /// Runs until every lane has exited or waits at a block barrier: whenever no lane can run
+    /// and some wait at a warp collective, one group of them is resolved (`collective.rs`).
     pub(crate) fn run(&mut self, env: &Env<'_>, sh: &mut BlockShared) -> Result<(), Fault> {
+        loop {
+            self.run_lanes(env, sh)?;
+            if self.at_coll == 0 {
+                return Ok(());
+            }
+            self.resolve_waiting(env)?;
+        }
+    }
+
+    /// Runs until no lane can run.
+    fn run_lanes(&mut self, env: &Env<'_>, sh: &mut BlockShared) -> Result<(), Fault> {
         if self.group == 0 && !self.reselect() {
             return Ok(());
         }
@@ -557,6 +569,19 @@ impl Warp {
                             self.defer_group();
                             continue;
                         }
+                    } else if rest == 0 && *target <= pc && self.at_coll != 0 {
+                        // The group loops while the only other lanes that could go on wait
+                        // at a collective, which resolves when the warp is quiescent: the
+                        // spin escape (`collective.rs`) lets a complete one go first.
+                        self.spins += 1;
+                        if self.spins >= SPIN_ROUNDS {
+                            self.spins = 0;
+                            self.group_pc = *target;
+                            if self.resolve_early(env) {
+                                self.defer_group();
+                                continue;
+                            }
+                        }
                     }
                     if rest == 0 {
                         self.goto(*target);
@@ -664,40 +689,6 @@ impl Warp {
                         }
                     }
                 }
-                Op::WarpSync { mask: members } => {
-                    if mask != 0 {
-                        let first = lanes(mask).next().unwrap_or(0);
-                        let wanted =
-                            self.val(env, *members, first) as u32 & self.live & !self.exited;
-                        // Lanes already waiting here (set aside earlier) join the group.
-                        let mut here = 0u32;
-                        for l in lanes(self.runnable() & !self.group) {
-                            if self.pc[l] == pc {
-                                here |= 1 << l;
-                            }
-                        }
-                        let missing = wanted & !(self.group | here);
-                        if missing != 0 {
-                            if let Some(l) = lanes(missing & self.at_bar).next() {
-                                let t = self.id * WARP as u32 + l as u32;
-                                return Err(self.fault(
-                                    first,
-                                    format!(
-                                        "bar.warp.sync waits for thread {t}, which waits at a \
-                                         block barrier (bar.sync): the warp cannot reconverge"
-                                    ),
-                                ));
-                            }
-                            // The missing lanes run first; the group comes back to this
-                            // instruction (set aside for a while, or when nothing else runs).
-                            self.defer_group();
-                            continue;
-                        }
-                        if here != 0 {
-                            self.join(here);
-                        }
-                    }
-                }
                 Op::Nop => std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst),
                 Op::Nanosleep { t } => {
                     // The lanes run in lock-step: the warp waits once, as long as the longest
@@ -713,72 +704,20 @@ impl Warp {
                         nanosleep(ns as u64);
                     }
                 }
-                Op::Shfl {
-                    mode,
-                    d,
-                    p,
-                    a,
-                    b,
-                    c,
-                    mask: _,
-                } => {
-                    let mut src = [0u64; WARP];
-                    for (j, s) in src.iter_mut().enumerate() {
-                        *s = self.val(env, *a, j);
-                    }
-                    for l in lanes(mask) {
-                        let (j, ok) = super::warp::shfl_source(
-                            *mode,
-                            l,
-                            self.val(env, *b, l),
-                            self.val(env, *c, l),
-                        );
-                        self.set(*d, l, src[j] & 0xFFFF_FFFF);
-                        if let Some(p) = p {
-                            self.set(*p, l, ok as u64);
-                        }
-                    }
-                }
-                Op::Vote {
-                    mode,
-                    d,
-                    a,
-                    neg,
-                    mask: members,
-                } => {
+                Op::Shfl { .. }
+                | Op::Vote { .. }
+                | Op::Match { .. }
+                | Op::Redux { .. }
+                | Op::Activemask { .. }
+                | Op::WarpSync { .. } => {
+                    // The executing lanes wait there until the warp resolves them
+                    // (`collective.rs`); the others go on.
                     if mask != 0 {
-                        let first = lanes(mask).next().unwrap_or(0);
-                        let active = mask & self.val(env, *members, first) as u32;
-                        let mut ballot = 0u32;
-                        for l in lanes(active) {
-                            if (self.val(env, *a, l) != 0) != *neg {
-                                ballot |= 1 << l;
-                            }
+                        self.wait_at_collective(pc, mask);
+                        if !self.reselect() {
+                            return Ok(());
                         }
-                        let r = super::warp::vote_result(*mode, ballot, active);
-                        for l in lanes(mask) {
-                            self.set(*d, l, r);
-                        }
-                    }
-                }
-                Op::Match {
-                    mode,
-                    d,
-                    p,
-                    a,
-                    mask: members,
-                    wide,
-                } => self.match_sync(env, mask, *mode, *d, *p, *a, *members, *wide),
-                Op::Redux {
-                    op,
-                    d,
-                    a,
-                    mask: members,
-                } => self.redux(env, mask, *op, *d, *a, *members),
-                Op::Activemask { d } => {
-                    let g = self.group as u64;
-                    for l in lanes(mask) {
-                        self.set(*d, l, g);
+                        continue;
                     }
                 }
             }

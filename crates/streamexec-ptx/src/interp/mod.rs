@@ -15,16 +15,18 @@
 //!   runnable lanes with the lowest PC, one instruction for all of them (min-PC / sorted-stack
 //!   reconvergence: no post-dominator analysis; lanes that diverged merge when the running group
 //!   reaches their PC, which is the reconvergence point of the structured code compilers emit).
-//!   `shfl.sync`, `vote.sync`, `match.sync`, `redux.sync` and `activemask` act on the running group, so they
-//!   are right after an if/else has reconverged. Fairness: a group that takes 4096 back-edges while other runnable
-//!   lanes of its warp wait at higher PCs (an intra-warp spin lock) is set aside for 1024
-//!   instructions, so the lock holder can finish. `bar.warp.sync mask` waits until every lane of
-//!   the mask that has not exited is at it (the group is set aside meanwhile), so lanes that ran
-//!   ahead of a spinning one meet it there; a missing lane waiting at `bar.sync` is a fault.
-//!   `nanosleep.u32 t` gives the block's host thread's CPU away once per warp instruction (the
-//!   longest `t` of the executing lanes, capped at PTX's 1 ms): `yield_now` below 50 µs, a real
-//!   sleep from there on (`exec.rs` says why), so device-side RPC clients that spin with it leave
-//!   the RPC server thread a core when they outnumber the cores.
+//!   Fairness: a group that takes 4096 back-edges while other runnable lanes of its warp wait at
+//!   higher PCs (an intra-warp spin lock) is set aside for 1024 instructions, so the lock holder
+//!   can finish. `nanosleep.u32 t` gives the block's host thread's CPU away once per warp
+//!   instruction (the longest `t` of the executing lanes, capped at PTX's 1 ms): `yield_now`
+//!   below 50 µs, a real sleep from there on (`exec.rs` says why), so device-side RPC clients
+//!   that spin with it leave the RPC server thread a core when they outnumber the cores.
+//! - **Warp collectives** (`collective.rs`): the lanes that execute `shfl.sync`, `vote.sync`,
+//!   `match.sync`, `redux.sync`, `activemask` or `bar.warp.sync` wait there; when no lane of the
+//!   warp can run, the lowest-PC group whose member masks are satisfied (every non-exited member
+//!   waits in it) resolves, its result computed over each lane's members that arrived. The JIT's
+//!   block driver resolves by the same rules in the same state, so the engines agree.
+//!   `bar.warp.sync` whose missing lane waits at `bar.sync` is a fault.
 //! - **Memory** (`mem.rs`): generic addresses are device addresses (host pointers, below 2^47),
 //!   shared memory at `0xA000_0000_0000_0000 + offset`, local memory at `0xB000_...`; `cvta` adds
 //!   or removes the window. Every access is checked: alignment (to the access size), bounds
@@ -56,6 +58,7 @@
 
 pub(crate) mod block;
 pub(crate) mod call;
+pub(crate) mod collective;
 pub(crate) mod exec;
 pub(crate) mod mem;
 pub(crate) mod race;

@@ -1,4 +1,5 @@
-//! Block barriers (`bar.sync`, `bar.arrive`, `bar.red`) and `match.sync` on the interpreter.
+//! Block barriers (`bar.sync`, `bar.arrive`, `bar.red`) on the interpreter, and the lane
+//! functions of `match.sync` and `redux.sync` (`collective.rs` says when they apply).
 //!
 //! A barrier completes the moment its thread count has arrived: its generation moves on, its
 //! arrival count starts again from zero, and the result of a `bar.red` is kept for its
@@ -84,83 +85,40 @@ impl Warp {
         self.at_bar &= !done;
         done != 0
     }
-
-    /// `match.{any,all}.sync`: the lanes of `mask` and of the member mask compare `a`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn match_sync(
-        &mut self,
-        env: &Env<'_>,
-        mask: u32,
-        mode: MatchMode,
-        d: u32,
-        p: Option<u32>,
-        a: Src,
-        members: Src,
-        wide: bool,
-    ) {
-        let active = self.active(env, mask, members);
-        let mut vals = [0u64; WARP];
-        for l in lanes(active) {
-            let v = self.val(env, a, l);
-            vals[l] = if wide { v } else { v as u32 as u64 };
-        }
-        let out = match_result(mode, &vals, active);
-        for l in lanes(mask) {
-            let (dv, pv) = out[l];
-            self.set(d, l, dv);
-            if let Some(p) = p {
-                self.set(p, l, pv);
-            }
-        }
-    }
 }
 
-impl Warp {
-    /// The lanes of `mask` that the member mask (read in the first of them) names.
-    fn active(&self, env: &Env<'_>, mask: u32, members: Src) -> u32 {
-        lanes(mask)
-            .next()
-            .map_or(0, |first| mask & self.val(env, members, first) as u32)
-    }
-
-    /// `redux.sync`: the lanes of `mask` and of the member mask reduce `a`.
-    pub(super) fn redux(
-        &mut self,
-        env: &Env<'_>,
-        mask: u32,
-        op: ReduxOp,
-        d: u32,
-        a: Src,
-        members: Src,
-    ) {
-        let active = self.active(env, mask, members);
-        let r = op.fold(lanes(active).map(|l| self.val(env, a, l) as u32)) as u64;
-        for l in lanes(mask) {
-            self.set(d, l, r);
-        }
-    }
+/// `redux.sync`'s result for a lane of `group` with `members`, over the low 32 bits of `vals`.
+pub(crate) fn redux_result(op: ReduxOp, vals: &[u64; WARP], members: u32, group: u32) -> u64 {
+    op.fold(lanes(members & group).map(|k| vals[k] as u32)) as u64
 }
 
-/// `match.sync`'s result per lane (`d`, and `p` of `.all`) over the `active` lanes' values.
-pub(crate) fn match_result(mode: MatchMode, vals: &[u64; WARP], active: u32) -> [(u64, u64); WARP] {
-    let mut out = [(0u64, 0u64); WARP];
+/// `match.sync`'s `(d, p)` for lane `lane` of `group` with `members`, comparing `vals` (all 64
+/// bits if `wide`, else the low 32).
+pub(crate) fn match_result(
+    mode: MatchMode,
+    wide: bool,
+    vals: &[u64; WARP],
+    members: u32,
+    group: u32,
+    lane: usize,
+) -> (u64, u64) {
+    let active = members & group;
+    let v = |k: usize| if wide { vals[k] } else { vals[k] as u32 as u64 };
     match mode {
         MatchMode::Any => {
-            for l in lanes(active) {
-                let same = lanes(active)
-                    .filter(|&k| vals[k] == vals[l])
-                    .fold(0u32, |m, k| m | 1 << k);
-                out[l] = (same as u64, 0);
-            }
+            let mine = v(lane);
+            let same = lanes(active)
+                .filter(|&k| v(k) == mine)
+                .fold(0u32, |m, k| m | 1 << k);
+            (same as u64, 0)
         }
         MatchMode::All => {
-            let first = lanes(active).next().unwrap_or(0);
-            let all = lanes(active).all(|k| vals[k] == vals[first]);
-            let r = if all { active as u64 } else { 0 };
-            for l in lanes(active) {
-                out[l] = (r, all as u64);
+            let first = lanes(active).next().map(v);
+            if lanes(active).all(|k| Some(v(k)) == first) {
+                (active as u64, 1)
+            } else {
+                (0, 0)
             }
         }
     }
-    out
 }

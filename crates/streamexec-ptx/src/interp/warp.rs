@@ -10,7 +10,7 @@
 use super::race::RaceBlock;
 use crate::dim::Dim3;
 pub(crate) use crate::fault::Fault;
-use crate::ir::{Inst, Program, Src, Sreg, WARP};
+use crate::ir::{Inst, Program, ShflMode, Src, Sreg, VoteMode, WARP};
 use crate::launch::Launch;
 
 /// Iterates the set bits of a lane mask.
@@ -27,11 +27,18 @@ pub(crate) fn lanes(mut m: u32) -> impl Iterator<Item = usize> {
     })
 }
 
-/// The lane `shfl.sync` in `mode` reads for lane `lane` with operands `b` (lane or delta) and
-/// `c` (clamp and segment mask), and whether that lane is in range (else the lane keeps its
-/// own value).
-pub(crate) fn shfl_source(mode: crate::ir::ShflMode, lane: usize, b: u64, c: u64) -> (usize, bool) {
-    use crate::ir::ShflMode;
+/// The lane whose `a` lane `lane` of group `group` gets from `shfl.sync` in `mode` with operands
+/// `b` (lane or delta) and `c` (clamp and segment mask), and whether the computed index is in
+/// range. An index out of range, or naming a lane that is not one of `members` or did not
+/// arrive in `group`, gives the lane itself (its own value).
+pub(crate) fn shfl_source(
+    mode: ShflMode,
+    lane: usize,
+    b: u64,
+    c: u64,
+    members: u32,
+    group: u32,
+) -> (usize, bool) {
     let bv = b as u32 & 31;
     let cv = c as u32;
     let clamp = cv & 31;
@@ -57,16 +64,27 @@ pub(crate) fn shfl_source(mode: crate::ir::ShflMode, lane: usize, b: u64, c: u64
             (j, j <= max_lane)
         }
     };
-    if ok && (0..32).contains(&j) {
+    let arrived = members & group;
+    if ok && (0..WARP as i32).contains(&j) && arrived & (1 << j) != 0 {
         (j as usize, ok)
     } else {
         (lane, ok)
     }
 }
 
-/// `vote.sync`'s result from the ballot of the `active` lanes (member mask and executing).
-pub(crate) fn vote_result(mode: crate::ir::VoteMode, ballot: u32, active: u32) -> u64 {
-    use crate::ir::VoteMode;
+/// `vote.sync`'s result for a lane of `group` with `members`, from every lane's predicate
+/// operand `preds` (nonzero is true; `neg` negates it).
+pub(crate) fn vote_result(
+    mode: VoteMode,
+    neg: bool,
+    preds: &[u64; WARP],
+    members: u32,
+    group: u32,
+) -> u64 {
+    let active = members & group;
+    let ballot = lanes(active)
+        .filter(|&k| (preds[k] != 0) != neg)
+        .fold(0u32, |m, k| m | 1 << k);
     match mode {
         VoteMode::Ballot => ballot as u64,
         VoteMode::All => (ballot == active) as u64,
@@ -120,6 +138,8 @@ pub(crate) struct Warp {
     pub(crate) live: u32,
     pub(crate) exited: u32,
     pub(crate) at_bar: u32,
+    /// Lanes waiting at a warp collective (`collective.rs`); `pc` holds its instruction.
+    pub(crate) at_coll: u32,
     pub(crate) bar_id: [u8; WARP],
     /// The generation of its barrier each waiting lane waits to complete.
     pub(crate) bar_gen: [u32; WARP],
@@ -161,6 +181,7 @@ impl Warp {
             live,
             exited: 0,
             at_bar: 0,
+            at_coll: 0,
             bar_id: [0; WARP],
             bar_gen: [0; WARP],
             group: 0,
@@ -212,6 +233,7 @@ impl Warp {
             live,
             exited: 0,
             at_bar: 0,
+            at_coll: 0,
             bar_id: [0; WARP],
             bar_gen: [0; WARP],
             group: 0,
@@ -232,7 +254,7 @@ impl Warp {
 
     /// Lanes that can run now.
     pub(crate) fn runnable(&self) -> u32 {
-        self.live & !self.exited & !self.at_bar
+        self.live & !self.exited & !self.at_bar & !self.at_coll
     }
 
     /// Writes the group's PC back to its lanes and picks the new lowest-PC group; false when
@@ -273,19 +295,6 @@ impl Warp {
         self.deferred = self.group;
         self.defer_left = 1024;
         self.reselect();
-    }
-
-    /// Adds `lanes_here` (runnable lanes at the group's PC, perhaps set aside) to the group.
-    pub(crate) fn join(&mut self, lanes_here: u32) {
-        self.group |= lanes_here;
-        self.deferred &= !lanes_here;
-        let rest = self.runnable() & !self.group;
-        let run = if rest & !self.deferred != 0 {
-            rest & !self.deferred
-        } else {
-            rest
-        };
-        self.others_min = lanes(run).map(|l| self.pc[l]).min().unwrap_or(u32::MAX);
     }
 
     /// Moves the whole group to `pc`, merging with lanes waiting there.

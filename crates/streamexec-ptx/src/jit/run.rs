@@ -479,93 +479,88 @@ fn run_threads(
     }
 }
 
-/// Resolves one group of lanes of the warp `lo..hi` waiting at the same warp collective (the
-/// lowest instruction first); false when none waits at one.
+/// Resolves one group of lanes of the warp `lo..hi` waiting at a warp collective, by the
+/// interpreter's rules (`interp/collective.rs`): called when every thread of the warp has
+/// exited or waits (the state in which the interpreter resolves too), it resolves the
+/// lowest-PC group whose members all wait in it, else the lowest-PC group; each lane's result
+/// covers its member mask's lanes that arrived. Lanes of one instruction form one group
+/// whatever inlined copy they wait in. False when no lane waits at a collective, so every
+/// thread the barrier release sees waits at a barrier or has exited.
 fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -> bool {
+    use crate::interp::collective::Waiters;
+    use crate::interp::sync::redux_result;
     // SAFETY: the driver's buffers of `n >= hi` threads; compiled code is not running.
     let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, hi) };
     // SAFETY: as above, `COLL_WIDTH` u64s per thread.
     let coll = unsafe { std::slice::from_raw_parts_mut(ctx.coll, hi * COLL_WIDTH) };
-    let mut best: Option<(u32, u32)> = None; // (pc, resume index)
-    for s in &state[lo..hi] {
-        if *s == EXITED || *s & WAIT == 0 {
+    let operand = |lane: usize, j: usize| coll[(lo + lane) * COLL_WIDTH + j];
+    // Where the member mask sits in a waiting thread's operand row (`lower.rs` stores
+    // `a, b, c, mask` for `shfl`, `a, mask` for the others; `activemask` has none).
+    let mask_at = |op: &Op| match op {
+        Op::Shfl { .. } => Some(3),
+        Op::Vote { .. } | Op::Match { .. } | Op::Redux { .. } => Some(1),
+        _ => None,
+    };
+    let live = hi - lo;
+    let mut w = Waiters {
+        waiting: 0,
+        pc: [0; WARP],
+        members: [0; WARP],
+        // Lanes past the block's last thread do not exist.
+        gone: if live >= WARP {
+            0
+        } else {
+            !((1u32 << live) - 1)
+        },
+    };
+    for (lane, s) in state[lo..hi].iter().enumerate() {
+        if *s == EXITED {
+            w.gone |= 1 << lane;
             continue;
         }
-        let idx = *s & !WAIT;
-        let Some(&(pc, PointKind::Warp)) =
-            (idx as usize).checked_sub(1).and_then(|i| k.resumes.get(i))
+        if *s & WAIT == 0 {
+            continue;
+        }
+        let Some(&(pc, PointKind::Warp)) = ((*s & !WAIT) as usize)
+            .checked_sub(1)
+            .and_then(|i| k.resumes.get(i))
         else {
             continue;
         };
-        if best.is_none_or(|(bp, _)| pc < bp) {
-            best = Some((pc, idx));
+        w.waiting |= 1 << lane;
+        w.pc[lane] = pc;
+        if let Some(j) = l.prog.code.get(pc as usize).and_then(|i| mask_at(&i.op)) {
+            w.members[lane] = operand(lane, j) as u32;
         }
     }
-    let Some((pc, idx)) = best else {
+    let Some((pc, group, _complete)) = w.pick() else {
         return false;
     };
-    let mut group = 0u32;
-    for (lane, s) in state[lo..hi].iter().enumerate() {
-        if *s == idx | WAIT {
-            group |= 1 << lane;
-        }
+    let mut a = [0u64; WARP];
+    for lane in lanes(group) {
+        a[lane] = operand(lane, 0);
     }
-    let op = &l.prog.code[pc as usize].op;
-    let operand = |lane: usize, j: usize| coll[(lo + lane) * COLL_WIDTH + j];
+    let m = &w.members;
     let mut out = [(0u64, 0u64); WARP];
-    match op {
-        Op::Shfl { mode, .. } => {
-            let mut src = [0u64; WARP];
-            for lane in lanes(group) {
-                src[lane] = operand(lane, 0);
+    for lane in lanes(group) {
+        out[lane] = match &l.prog.code[pc as usize].op {
+            Op::Shfl { mode, .. } => {
+                let (b, c) = (operand(lane, 1), operand(lane, 2));
+                let (j, ok) = shfl_source(*mode, lane, b, c, m[lane], group);
+                (a[j] & 0xFFFF_FFFF, ok as u64)
             }
-            for lane in lanes(group) {
-                let (j, ok) = shfl_source(*mode, lane, operand(lane, 1), operand(lane, 2));
-                out[lane] = (src[j] & 0xFFFF_FFFF, ok as u64);
-            }
-        }
-        Op::Vote { mode, neg, .. } => {
-            let first = lanes(group).next().unwrap_or(0);
-            let active = group & operand(first, 1) as u32;
-            let mut ballot = 0u32;
-            for lane in lanes(active) {
-                if (operand(lane, 0) != 0) != *neg {
-                    ballot |= 1 << lane;
-                }
-            }
-            let r = vote_result(*mode, ballot, active);
-            for lane in lanes(group) {
-                out[lane] = (r, 0);
-            }
-        }
-        Op::Redux { op, .. } => {
-            let first = lanes(group).next().unwrap_or(0);
-            let active = group & operand(first, 1) as u32;
-            let r = op.fold(lanes(active).map(|lane| operand(lane, 0) as u32)) as u64;
-            for lane in lanes(group) {
-                out[lane] = (r, 0);
-            }
-        }
-        Op::Match { mode, wide, .. } => {
-            let first = lanes(group).next().unwrap_or(0);
-            let active = group & operand(first, 1) as u32;
-            let mut vals = [0u64; WARP];
-            for lane in lanes(active) {
-                let v = operand(lane, 0);
-                vals[lane] = if *wide { v } else { v as u32 as u64 };
-            }
-            out = match_result(*mode, &vals, active);
-        }
-        _ => {
-            for lane in lanes(group) {
-                out[lane] = (group as u64, 0);
-            }
-        }
+            Op::Vote { mode, neg, .. } => (vote_result(*mode, *neg, &a, m[lane], group), 0),
+            Op::Redux { op, .. } => (redux_result(*op, &a, m[lane], group), 0),
+            Op::Match { mode, wide, .. } => match_result(*mode, *wide, &a, m[lane], group, lane),
+            // `activemask`: the lanes that arrived.
+            _ => (group as u64, 0),
+        };
     }
     for lane in lanes(group) {
         coll[(lo + lane) * COLL_WIDTH] = out[lane].0;
         coll[(lo + lane) * COLL_WIDTH + 1] = out[lane].1;
-        state[lo + lane] = idx;
+        // Each thread resumes from its own suspension (its inlined copy of the instruction).
+        state[lo + lane] &= !WAIT;
     }
     true
 }

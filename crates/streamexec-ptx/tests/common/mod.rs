@@ -165,12 +165,24 @@ impl Device {
         k: &TypedKernel<A>,
         args: A,
     ) -> Result<()> {
+        let engine = *self.0.engine.lock();
+        self.launch_with(engine, threads, blocks, k, args)
+    }
+
+    fn launch_with<A: KernelArgs>(
+        &self,
+        engine: PtxEngine,
+        threads: Dim3,
+        blocks: Dim3,
+        k: &TypedKernel<A>,
+        args: A,
+    ) -> Result<()> {
         let owned = args.args(self)?;
         let args: Vec<Arg<'_>> = owned.iter().map(OwnedArg::as_arg).collect();
         let config = LaunchConfig {
             grid: blocks,
             block: threads,
-            engine: *self.0.engine.lock(),
+            engine,
             race_check: self.0.race.load(Ordering::Relaxed),
             ..LaunchConfig::default()
         };
@@ -463,6 +475,29 @@ pub fn launch<A: KernelArgs>(
     stream
         .then_launch(threads, blocks, kernel, args)
         .block_host_until_done()
+}
+
+/// One launch on `engine`, whatever the device's switch says: for tests that run both engines
+/// in one process and compare them.
+pub fn launch_on<A: KernelArgs>(
+    exec: &Device,
+    engine: PtxEngine,
+    threads: impl Into<Dim3>,
+    blocks: impl Into<Dim3>,
+    kernel: &TypedKernel<A>,
+    args: A,
+) -> Result<()> {
+    let _shared = RACE_CHECK.read().unwrap_or_else(|p| p.into_inner());
+    exec.launch_with(engine, threads.into(), blocks.into(), kernel, args)
+}
+
+/// The engines a test compares: the JIT (where the crate has it) and the interpreter.
+pub fn engines() -> Vec<PtxEngine> {
+    if cfg!(feature = "jit") {
+        vec![PtxEngine::Jit, PtxEngine::Interpreter]
+    } else {
+        vec![PtxEngine::Interpreter]
+    }
 }
 
 /// `launch`, panicking with the stream's error.
