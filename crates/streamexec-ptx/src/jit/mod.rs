@@ -51,11 +51,11 @@
 //!   thread has exited. Exited threads count as arrived at a whole-block barrier (as on the
 //!   hardware); a barrier no thread set can release is the interpreter's "barrier divergence"
 //!   error. Kernels with warp collectives run one warp at a time: after each call the lanes of the
-//!   warp waiting at the same collective (the lowest instruction first) are resolved together (the
-//!   shuffle source, the ballot, the active mask: COX's warp-level treatment, with the warp as the
-//!   unit instead of the block) and the warp goes on. Collectives act on the lanes that arrive
-//!   together, as in the interpreter. Kernels with no suspension point run in one pass with no
-//!   state words at all.
+//!   warp waiting at the same collective are resolved together (the lowest-PC group whose member
+//!   masks are all satisfied first; the shuffle source, the ballot, the active mask: COX's
+//!   warp-level treatment, with the warp as the unit instead of the block) and the warp goes on.
+//!   Member masks act as in the interpreter (`interp/collective.rs`). Kernels with no
+//!   suspension point and no vector function run in one pass with no state words at all.
 //! - **Calls** to `.func`s are inlined (16 deep; recursion goes to the interpreter); arguments and
 //!   return values move through the thread's call-parameter row as in the interpreter.
 //! - **Lane semantics are the interpreter's.** An ALU instruction in the IR is a Rust function
@@ -82,7 +82,8 @@
 //!   barriers. `Jit` fails a launch it cannot compile with `Unsupported`; `Interpreter` never
 //!   compiles. The race checker is interpreter-only, so `set_race_check(true)` interprets.
 //!   `STREAMEXEC_PTX_JIT_LOG=1` prints each compile (instructions, time, calls left, points);
-//!   `STREAMEXEC_PTX_JIT_DUMP=1` prints the Cranelift IR before code generation.
+//!   `STREAMEXEC_PTX_JIT_DUMP=1` prints the Cranelift IR before code generation,
+//!   `STREAMEXEC_PTX_JIT_ASM=1` the machine code after it.
 //! - **Limits.** A thread that waits for another thread of its block outside a barrier (a spin lock
 //!   on shared or global memory) would wait forever, since threads of a block run one after
 //!   another; CUDA before Volta had the same rule. `Auto` interprets only the `nanosleep` and
@@ -232,12 +233,20 @@ fn build<T>(
             ctx.func.display()
         );
     }
+    let asm = std::env::var_os("STREAMEXEC_PTX_JIT_ASM").is_some();
+    ctx.set_disasm(asm);
     let id = module
         .declare_function("kernel", Linkage::Local, &ctx.func.signature)
         .map_err(|e| format!("Cranelift: {e}"))?;
     module
         .define_function(id, &mut ctx)
         .map_err(|e| format!("Cranelift could not compile the {what}: {e:?}"))?;
+    if let Some(code) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()).filter(|_| asm) {
+        eprintln!(
+            "streamexec PTX JIT: machine code of `{}` ({what}):\n{code}",
+            prog.name
+        );
+    }
     module.clear_context(&mut ctx);
     module
         .finalize_definitions()
