@@ -163,6 +163,9 @@ pub(crate) struct Lower<'a, 'b> {
     pub(super) slots: Slots,
     /// Whether threads keep state words.
     states: bool,
+    /// Kernel parameters the program loads, loaded once in the entry block: `(byte
+    /// offset, type)` and the value.
+    pub(super) params_at_entry: Vec<((u32, Ty), Value)>,
 }
 
 /// Signatures of the runtime helpers and trampolines.
@@ -261,6 +264,31 @@ impl<'a, 'b> Lower<'a, 'b> {
         b.def_var(tid[0], x);
         b.def_var(tid[1], y);
         b.def_var(tid[2], z);
+        // Every in-bounds kernel parameter the program reads, once (not per thread or group).
+        let mut params_at_entry: Vec<((u32, Ty), Value)> = Vec::new();
+        for i in &prog.code {
+            if let Op::Ld {
+                space: Space::Param,
+                ty,
+                n,
+                addr: Addr { base: None, offset },
+                ..
+            } = i.op
+            {
+                let size = ty.bytes();
+                for k in 0..n as u32 {
+                    let at = offset as u64 + (k * size) as u64;
+                    let key = (at as u32, ty);
+                    if at + size as u64 <= prog.param_bytes as u64
+                        && !params_at_entry.iter().any(|(x, _)| *x == key)
+                    {
+                        let p = b.ins().iadd_imm_s(u.params, at as i64);
+                        let v = load_typed(b, ty, p, 0, flags());
+                        params_at_entry.push((key, v));
+                    }
+                }
+            }
+        }
         let next = b.create_block();
         let fault = b.create_block();
         let sigs = Sigs::import(b);
@@ -286,6 +314,7 @@ impl<'a, 'b> Lower<'a, 'b> {
             sigs,
             slots,
             states,
+            params_at_entry,
         };
         (lw, begin64, end64)
     }
@@ -753,10 +782,10 @@ impl<'a, 'b> Lower<'a, 'b> {
                         continue;
                     }
                     let off = (k as u32 * size) as i32;
-                    let v = if param {
-                        self.load_with(*ty, ptr, off, fixed_flags())
-                    } else {
-                        self.load(*ty, ptr, off)
+                    let at = (addr.offset as u64 + off as u64) as u32;
+                    let v = match self.param(at, *ty).filter(|_| param) {
+                        Some(v) => v,
+                        None => self.load(*ty, ptr, off),
                     };
                     self.set(*dk, v);
                 }
@@ -1189,19 +1218,15 @@ impl<'a, 'b> Lower<'a, 'b> {
 
     /// As [`Self::load`] with the given memory flags.
     pub(super) fn load_with(&mut self, ty: Ty, ptr: Value, off: i32, f: MemFlagsData) -> Value {
-        let size = ty.bytes();
-        if size == 8 {
-            return self.b.ins().load(I64, f, ptr, off);
-        }
-        let v = self.b.ins().load(mem_ty(size), f, ptr, off);
-        match ty {
-            Ty::S8 | Ty::S16 | Ty::S32 => self.b.ins().sextend(I64, v),
-            Ty::Pred => {
-                let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
-                self.b.ins().uextend(I64, nz)
-            }
-            _ => self.b.ins().uextend(I64, v),
-        }
+        load_typed(self.b, ty, ptr, off, f)
+    }
+
+    /// Kernel parameter bytes `at..` as `ty`: the entry block's load.
+    pub(super) fn param(&mut self, at: u32, ty: Ty) -> Option<Value> {
+        self.params_at_entry
+            .iter()
+            .find(|(k, _)| *k == (at, ty))
+            .map(|(_, v)| *v)
     }
 
     /// The host pointer of an access of `total` bytes at `addr` in `space`: an inline check
@@ -1330,5 +1355,22 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().jump(done, &[r.into()]);
         self.b.switch_to_block(done);
         ptr
+    }
+}
+
+/// Loads a `ty` at `ptr + off` into a register slot value (extended as `ty` says).
+fn load_typed(b: &mut FunctionBuilder<'_>, ty: Ty, ptr: Value, off: i32, f: MemFlagsData) -> Value {
+    let size = ty.bytes();
+    if size == 8 {
+        return b.ins().load(I64, f, ptr, off);
+    }
+    let v = b.ins().load(mem_ty(size), f, ptr, off);
+    match ty {
+        Ty::S8 | Ty::S16 | Ty::S32 => b.ins().sextend(I64, v),
+        Ty::Pred => {
+            let nz = b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
+            b.ins().uextend(I64, nz)
+        }
+        _ => b.ins().uextend(I64, v),
     }
 }

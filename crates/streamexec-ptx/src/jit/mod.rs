@@ -241,7 +241,11 @@ fn build<T>(
     module
         .define_function(id, &mut ctx)
         .map_err(|e| format!("Cranelift could not compile the {what}: {e:?}"))?;
-    if let Some(code) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()).filter(|_| asm) {
+    if let Some(code) = ctx
+        .compiled_code()
+        .and_then(|c| c.vcode.as_ref())
+        .filter(|_| asm)
+    {
         eprintln!(
             "streamexec PTX JIT: machine code of `{}` ({what}):\n{code}",
             prog.name

@@ -79,6 +79,9 @@ struct VLower<'l, 'a, 'b> {
     resumes: HashMap<u32, Block>,
     /// `[0, 1, 2, 3]`.
     iota: Value,
+    /// 0/1 predicate lanes made from a lane mask, and that mask (a guard on a fresh
+    /// comparison uses the mask directly).
+    masks: HashMap<Value, Value>,
     fma: bool,
 }
 
@@ -203,6 +206,7 @@ pub(crate) fn emit(
         entry_index: HashMap::new(),
         resumes: HashMap::new(),
         iota,
+        masks: HashMap::new(),
         fma: cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("fma")
             || cfg!(target_arch = "aarch64"),
     };
@@ -467,6 +471,9 @@ impl<'b> VLower<'_, '_, 'b> {
     /// predicates (whose slots are 0 or 1).
     fn pred_mask(&mut self, v: VVal, neg: bool) -> Value {
         let x = self.i32x4(v);
+        if let Some(m) = self.masks.get(&x).copied() {
+            return if neg { self.b().ins().bnot(m) } else { m };
+        }
         let z = self.b().ins().iconst(I32, 0);
         let z = self.b().ins().splat(I32X4, z);
         let cc = if neg { IntCC::Equal } else { IntCC::NotEqual };
@@ -477,7 +484,9 @@ impl<'b> VLower<'_, '_, 'b> {
     fn mask_pred(&mut self, m: Value) -> VVal {
         let one = self.b().ins().iconst(I32, 1);
         let one = self.b().ins().splat(I32X4, one);
-        VVal::V32(self.b().ins().band(m, one), false)
+        let p = self.b().ins().band(m, one);
+        self.masks.insert(p, m);
+        VVal::V32(p, false)
     }
 
     // ---- instructions ----
@@ -1098,9 +1107,7 @@ impl<'b> VLower<'_, '_, 'b> {
             && let Some(VVal::V32(r, _)) = native::kind(f).and_then(|n| self.vector_op(n, &[a, b]))
         {
             // `r` is 0/1 per lane.
-            let z = self.b().ins().iconst(I32, 0);
-            let z = self.b().ins().splat(I32X4, z);
-            let c = self.b().ins().icmp(IntCC::NotEqual, r, z);
+            let c = self.pred_mask(VVal::V32(r, false), false);
             let nc = self.b().ins().bnot(c);
             let (c, nc) = match comb {
                 None => (c, nc),
@@ -1277,9 +1284,11 @@ impl<'b> VLower<'_, '_, 'b> {
             let ptr = self.b().ins().iadd_imm_s(params, at as i64);
             for (k, dk) in d.iter().enumerate().take(n) {
                 if *dk != u32::MAX {
-                    let v = self
-                        .lw
-                        .load_with(ty, ptr, (k as u32 * size) as i32, fixed_flags());
+                    let off = k as u32 * size;
+                    let v = match self.lw.param(at as u32 + off, ty) {
+                        Some(v) => v,
+                        None => self.lw.load(ty, ptr, off as i32),
+                    };
                     self.set(*dk, VVal::U(v))?;
                 }
             }
