@@ -1101,6 +1101,22 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().store(flags(), e, ctx, off!(exits));
     }
 
+    /// Counts `k` threads waiting at a block barrier for the driver; `id | count` non-zero
+    /// (or `None`: not a plain `bar.sync`) marks the pass as needing the full barrier scan.
+    pub(super) fn count_wait(&mut self, k: i64, id_or_count: Option<Value>) {
+        let ctx = self.u.ctx;
+        let w = self.b.ins().load(I64, flags(), ctx, off!(waits));
+        let w = self.b.ins().iadd_imm_s(w, k);
+        self.b.ins().store(flags(), w, ctx, off!(waits));
+        let odd = match id_or_count {
+            Some(v) => v,
+            None => self.b.ins().iconst(I64, 1),
+        };
+        let o = self.b.ins().load(I64, flags(), ctx, off!(odd_waits));
+        let o = self.b.ins().bor(o, odd);
+        self.b.ins().store(flags(), o, ctx, off!(odd_waits));
+    }
+
     /// Tells the driver that some thread needs the scalar code.
     pub(super) fn mark_handed(&mut self) {
         let one = self.b.ins().iconst(I64, 1);
@@ -1147,6 +1163,14 @@ impl<'a, 'b> Lower<'a, 'b> {
         let index = self.resume_index(inst, pc);
         self.resumes[index as usize - 1] = Some(Resume { pc, kind });
         self.set_state(index | WAIT);
+        if kind == PointKind::Barrier {
+            // `bar.sync 0` with no count is the driver's fast case; `bar.red` never is.
+            let plain = match operands {
+                [id, count] => Some(self.b.ins().bor(*id, *count)),
+                _ => None,
+            };
+            self.count_wait(1, plain);
+        }
         self.b.ins().jump(self.next, &[]);
         // The resume block.
         let rb = self.b.create_block();

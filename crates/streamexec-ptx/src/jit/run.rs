@@ -60,6 +60,10 @@ pub(crate) struct Ctx {
     pub(crate) cache: [[u64; 3]; WAYS],
     /// Threads that exited (counted by compiled code that keeps state words).
     pub(crate) exits: u64,
+    /// Threads that began waiting at a block barrier since the driver last released one,
+    /// and whether any of those waits is not a plain `bar.sync 0`.
+    pub(crate) waits: u64,
+    pub(crate) odd_waits: u64,
     /// Set by the vector code when some thread needs the scalar code.
     pub(crate) handed: u64,
     /// Set by a runtime function that recorded a fault.
@@ -378,6 +382,8 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
             c
         },
         exits: 0,
+        waits: 0,
+        odd_waits: 0,
         handed: 0,
         faulted: 0,
         next_way: if bufs.cache_launch == l.id {
@@ -472,6 +478,21 @@ fn run_threads(
         }
         if ctx.exits == n as u64 {
             return Ok(());
+        }
+        let (waits, odd) = (ctx.waits, ctx.odd_waits);
+        ctx.waits = 0;
+        ctx.odd_waits = 0;
+        if odd == 0 && waits + ctx.exits == n as u64 && ctx.arrivals.iter().all(|a| *a == 0) {
+            // Every thread left waits at a plain `bar.sync 0` (exited ones count as arrived,
+            // as in `barriers`): release them all without the full scan.
+            // SAFETY: the driver's buffer of `n` state words; compiled code is not running.
+            let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, n) };
+            for s in state.iter_mut() {
+                if *s != EXITED {
+                    *s &= !WAIT;
+                }
+            }
+            continue;
         }
         if !barriers(k, l, block_idx, ctx, n)? {
             return Ok(());

@@ -716,6 +716,8 @@ impl<'b> VLower<'_, '_, 'b> {
             self.b().ins().store(flags(), count, p, 8);
         }
         self.set_states(index | WAIT);
+        let plain = self.b().ins().bor(id, count);
+        self.lw.count_wait(LANES as i64, Some(plain));
         let next = self.lw.next;
         self.b().ins().jump(next, &[]);
         // The group resume block: uniform registers must still agree (lanes may have run on
