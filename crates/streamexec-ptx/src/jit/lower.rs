@@ -1117,10 +1117,17 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().store(flags(), o, ctx, off!(odd_waits));
     }
 
-    /// Tells the driver that some thread needs the scalar code.
+    /// Tells the driver that threads `t..t + LANES` (the current group) need the scalar code.
     pub(super) fn mark_handed(&mut self) {
-        let one = self.b.ins().iconst(I64, 1);
-        self.b.ins().store(flags(), one, self.u.ctx, off!(handed));
+        let ctx = self.u.ctx;
+        let t = self.b.use_var(self.t);
+        let lo = self.b.ins().load(I64, flags(), ctx, off!(handed_lo));
+        let lo = self.b.ins().umin(lo, t);
+        self.b.ins().store(flags(), lo, ctx, off!(handed_lo));
+        let end = self.b.ins().iadd_imm_s(t, crate::jit::vector::LANES as i64);
+        let hi = self.b.ins().load(I64, flags(), ctx, off!(handed_hi));
+        let hi = self.b.ins().umax(hi, end);
+        self.b.ins().store(flags(), hi, ctx, off!(handed_hi));
     }
 
     /// The resume index of the point at `pc` in instance `inst`: the analysis's numbering

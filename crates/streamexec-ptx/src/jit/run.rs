@@ -64,8 +64,10 @@ pub(crate) struct Ctx {
     /// and whether any of those waits is not a plain `bar.sync 0`.
     pub(crate) waits: u64,
     pub(crate) odd_waits: u64,
-    /// Set by the vector code when some thread needs the scalar code.
-    pub(crate) handed: u64,
+    /// The threads `handed_lo..handed_hi` include every one the vector code left to the
+    /// scalar code in this pass (empty: none).
+    pub(crate) handed_lo: u64,
+    pub(crate) handed_hi: u64,
     /// Set by a runtime function that recorded a fault.
     pub(crate) faulted: u64,
     next_way: usize,
@@ -384,7 +386,8 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         exits: 0,
         waits: 0,
         odd_waits: 0,
-        handed: 0,
+        handed_lo: u64::MAX,
+        handed_hi: 0,
         faulted: 0,
         next_way: if bufs.cache_launch == l.id {
             bufs.next_way
@@ -445,10 +448,10 @@ fn run_threads(
         // only the threads groups handed over (the others' states say exited).
         // SAFETY: the driver's buffer of `n` state words; compiled code is not running.
         unsafe { std::slice::from_raw_parts_mut(ctx.state, n) }.fill(EXITED);
-        ctx.handed = 0;
+        (ctx.handed_lo, ctx.handed_hi) = (u64::MAX, 0);
         call(ctx, v, 0, n)?;
-        if ctx.handed != 0 {
-            call(ctx, k.func, 0, n)?;
+        if ctx.handed_lo < ctx.handed_hi {
+            call(ctx, k.func, ctx.handed_lo as usize, ctx.handed_hi as usize)?;
         }
         return Ok(());
     }
@@ -464,16 +467,16 @@ fn run_threads(
                 }
             }
         } else {
-            let scalar = match vector {
+            let (lo, hi) = match vector {
                 Some(v) => {
-                    ctx.handed = 0;
+                    (ctx.handed_lo, ctx.handed_hi) = (u64::MAX, 0);
                     call(ctx, v, 0, n)?;
-                    ctx.handed != 0
+                    (ctx.handed_lo as usize, ctx.handed_hi as usize)
                 }
-                None => true,
+                None => (0, n),
             };
-            if scalar {
-                call(ctx, k.func, 0, n)?;
+            if lo < hi {
+                call(ctx, k.func, lo, hi)?;
             }
         }
         if ctx.exits == n as u64 {
@@ -488,9 +491,8 @@ fn run_threads(
             // SAFETY: the driver's buffer of `n` state words; compiled code is not running.
             let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, n) };
             for s in state.iter_mut() {
-                if *s != EXITED {
-                    *s &= !WAIT;
-                }
+                // Branch-free, so the loop vectorises.
+                *s &= if *s == EXITED { u32::MAX } else { !WAIT };
             }
             continue;
         }
