@@ -54,7 +54,7 @@ BASELINES = [
     ("rpc.rs", r"throughput", r"(?:rpc|crossbeam)/(\d+)", r"crossbeam/\1"),
     ("rpc.rs", r"spin_clients", r"(?:ours|polling)/(\d+)", r"polling/\1"),
     ("mpi.rs", r"all_reduce_64MiB|ping_pong/.+|message_rate/.+", r".+", "plain_host"),
-    ("ptx.rs", r"ptx_.+", r"rust|jit|interpreter", "rust"),
+    ("ptx.rs", r"ptx_.+", r"rust|pocl|jit|interpreter", "rust"),
 ]
 
 # The order of the bench sections.

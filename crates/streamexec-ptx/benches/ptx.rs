@@ -1,375 +1,136 @@
-//! The two PTX engines, the JIT and the interpreter, against plain Rust doing the same work, in
-//! one run: saxpy (1M and 16M f32), a 16x16-tiled shared-memory matmul (256 and
-//! 512), a shared-memory tree reduction with a barrier per level and a `shfl.sync.down` warp
-//! reduction (kernels/bench.cu, compiled by clang-19 -O3 to kernels/ptx/bench.O3.ptx).
+//! The two PTX engines, the JIT and the interpreter, against plain Rust and against PoCL
+//! (OpenCL on the CPU) doing the same work, in one run. The kernels: saxpy (1M and 16M f32), a
+//! 16x16-tiled shared-memory matmul (256 and 512), a shared-memory tree reduction with a
+//! barrier per level, a `shfl.sync.down` warp reduction, and two workload-shaped kernels: a 3x3
+//! blur of a 1920x1080 image through shared-memory tiles with a halo, and a layer
+//! normalisation of 1024 rows of 1024 (mean and variance by block reductions). The PTX is
+//! kernels/bench.cu compiled by clang-19 -O3 (kernels/ptx/bench.O3.ptx), the OpenCL C is its
+//! twin kernels/cl/bench.cl.
 //!
-//! Each case is a criterion group `ptx_<case>` with three benches: `rust` (rayon loops, no
-//! streamexec), `jit` and `interpreter` (the same PTX on one device of the tests' harness,
-//! `tests/common/mod.rs`, over this crate's API; the engine is switched right before each
-//! bench's measurements, so both share the device). Before
-//! timing, each engine's result is checked once against the Rust result. An engine that cannot
-//! run a kernel (`PtxEngine::Jit` on a kernel the JIT does not support) is reported and skipped.
-//! The run ends with the JIT's compile time per kernel and a table of time ratios computed from
-//! this run's criterion medians (target/criterion/<group>/<bench>/new/estimates.json).
+//! Each case is a criterion group `ptx_<case>` with four benches: `rust` (rayon loops, no
+//! streamexec; `ptx/baselines.rs`), `pocl` (the OpenCL C on the first OpenCL device through raw
+//! `opencl3`, enqueue + `clFinish` of the CUDA launch's shape; `ptx/pocl.rs`), and `jit` and
+//! `interpreter` (the same PTX on one device of the tests' harness, `tests/common/mod.rs`, over
+//! this crate's API; the engine is switched right before each bench's measurements, so both
+//! share the device). Before timing, each engine's result is checked once against the Rust
+//! result. An engine that cannot run a kernel (`PtxEngine::Jit` on a kernel the JIT does not
+//! support, an OpenCL build or launch failure) is reported and skipped; without an OpenCL
+//! platform every `pocl` bench is skipped with the reason, and the rest runs.
+//!
+//! The run ends with the JIT's compile time per kernel, PoCL's build and first-launch times,
+//! and a table of time ratios (JIT / Rust and JIT / PoCL with their geometric means over the
+//! cases) computed from this run's criterion medians
+//! (target/criterion/<group>/<bench>/new/estimates.json; `ptx/report.rs`).
 //!
 //! Run with `cargo bench -p streamexec-ptx --bench ptx` (`-- matmul` for one case; the checks
 //! still run for all).
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use criterion::{BenchmarkGroup, Criterion, SamplingMode, Throughput, measurement::WallTime};
+use bytemuck::Pod;
+use criterion::{BenchmarkGroup, Criterion, SamplingMode, measurement::WallTime};
 use criterion::{criterion_group, criterion_main};
+use opencl3::memory::Buffer;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use rayon::prelude::*;
+
+#[path = "ptx/baselines.rs"]
+mod baselines;
+#[path = "ptx/cases.rs"]
+mod cases;
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "ptx/pocl.rs"]
+mod pocl;
+#[path = "ptx/report.rs"]
+mod report;
+#[path = "ptx/workloads.rs"]
+mod workloads;
 
-use common::{Device, DeviceMemory, DevicePtr, KernelArgs, PtxEngine, Spec, TypedKernel};
+use common::{Device, DeviceMemory, KernelArgs, PtxEngine, Spec, TypedKernel};
+use pocl::Pocl;
+use streamexec_ptx::Dim3;
 
-const SAXPY_THREADS: u32 = 256;
-const TILE: usize = 16;
-const RED_THREADS: usize = 256;
-const REDUCE_N: usize = 1 << 22;
-
-/// Loads `name` with `engine` chosen, runs it once with `launch`, and returns the kernel if the
-/// output `check` reads afterwards is right; `None` (reported) if the engine cannot run it.
-fn checked_kernel<A: KernelArgs>(
-    exec: &Device,
-    engine: (&str, PtxEngine),
-    name: &str,
-    launch: &dyn Fn(&TypedKernel<A>) -> common::Result<()>,
-    check: &dyn Fn(),
-) -> Option<TypedKernel<A>> {
-    exec.set_ptx_engine(engine.1).expect("set_ptx_engine");
-    let run = load(exec, name).and_then(|k| {
-        let before = streamexec_ptx::warp_instructions_executed();
-        launch(&k)?;
-        Ok((k, streamexec_ptx::warp_instructions_executed() - before))
-    });
-    match run {
-        Ok((k, wi)) => {
-            check();
-            eprintln!(
-                "{name} on {}: checked; {wi} interpreted warp instructions",
-                engine.0
-            );
-            Some(k)
-        }
-        Err(e) => {
-            eprintln!("{name} on {}: skipped, it cannot run there: {e}", engine.0);
-            None
-        }
-    }
-}
-
-/// Times `launch` on each engine that passed its check, setting that engine first.
-fn bench_engines<A: KernelArgs>(
-    group: &mut BenchmarkGroup<'_, WallTime>,
-    exec: &Device,
-    kernels: &[Option<TypedKernel<A>>],
-    launch: &dyn Fn(&TypedKernel<A>) -> common::Result<()>,
-) {
-    for ((label, engine), kernel) in ENGINES.iter().zip(kernels) {
-        let Some(kernel) = kernel else { continue };
-        group.bench_function(*label, |b| {
-            exec.set_ptx_engine(*engine).expect("set_ptx_engine");
-            b.iter(|| launch(kernel).expect("launch"));
-        });
-    }
-}
-
-fn saxpy_rust(a: f32, x: &[f32], y: &mut [f32]) {
-    y.par_chunks_mut(1 << 14)
-        .zip(x.par_chunks(1 << 14))
-        .for_each(|(y, x)| saxpy_chunk(a, x, y));
-}
-
-/// `mul_add`: the PTX is one `fma.rn.f32` per element, so both round once (bit-identical).
-#[inline(always)]
-fn saxpy_body(a: f32, x: &[f32], y: &mut [f32]) {
-    for (y, x) in y.iter_mut().zip(x) {
-        *y = a.mul_add(*x, *y);
-    }
-}
-
-fn saxpy(c: &mut Criterion, case: Case) {
-    let (exec, n, a) = (executor(), case.n, 0.75f32);
-    let (x, y0) = (random_f32(n, 1), random_f32(n, 2));
-    let mut want = y0.clone();
-    saxpy_rust(a, &x, &mut want);
-    let (dx, dy) = (upload(&exec, &x), upload(&exec, &y0));
-    type Args = (u32, f32, DevicePtr<f32>, DevicePtr<f32>);
-    let args: Args = (n as u32, a, dx.ptr(), dy.ptr());
-    let blocks = (n as u32).div_ceil(SAXPY_THREADS);
-    let launch = |k: &TypedKernel<Args>| launch_1d(&exec, SAXPY_THREADS, blocks, k, args);
-    let kernels = ENGINES.map(|engine| {
-        exec.synchronous_memcpy_h2d(&y0, &dy).expect("reset y");
-        let check = || {
-            let got = exec.copy_to_vec(&dy).expect("y");
-            let bad = got
-                .iter()
-                .zip(&want)
-                .position(|(g, w)| g.to_bits() != w.to_bits());
-            assert!(bad.is_none(), "saxpy on {}: y[{bad:?}] differs", engine.0);
-        };
-        checked_kernel(&exec, engine, "bench_saxpy", &launch, &check)
-    });
-    let mut group = case.group(c);
-    group.throughput(Throughput::Elements(n as u64));
-    let mut y = y0.clone();
-    group.bench_function("rust", |b| b.iter(|| saxpy_rust(a, &x, &mut y)));
-    bench_engines(&mut group, &exec, &kernels, &launch);
-    group.finish();
-}
-
-/// C = A * B (n x n, row-major), tiled like the kernel: rayon over TILE-row blocks of C.
-fn matmul_rust(a: &[f32], b: &[f32], c: &mut [f32], n: usize) {
-    c.par_chunks_mut(TILE * n)
-        .enumerate()
-        .for_each(|(rb, rows)| matmul_rows(a, b, rows, rb * TILE, n));
-}
-
-/// Rows `row0..` of C (`rows`), TILE x TILE blocks of A and B in i-k-j order (the j loop
-/// vectorizes). Each C element is an fma chain over k = 0..n in order, as in the kernel, so the
-/// two agree bit for bit.
-#[inline(always)]
-fn matmul_rows_body(a: &[f32], b: &[f32], rows: &mut [f32], row0: usize, n: usize) {
-    rows.fill(0.0);
-    for kk in (0..n).step_by(TILE) {
-        for jj in (0..n).step_by(TILE) {
-            for (i, crow) in rows.chunks_mut(n).enumerate() {
-                let arow = &a[(row0 + i) * n..][..n];
-                let cblk = &mut crow[jj..jj + TILE];
-                for k in kk..kk + TILE {
-                    let (aik, brow) = (arow[k], &b[k * n + jj..][..TILE]);
-                    for (c, b) in cblk.iter_mut().zip(brow) {
-                        *c = aik.mul_add(*b, *c);
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn matmul(c: &mut Criterion, case: Case) {
-    let (exec, n) = (executor(), case.n);
-    let (a, b) = (random_f32(n * n, 3), random_f32(n * n, 4));
-    let mut want = vec![0.0f32; n * n];
-    matmul_rust(&a, &b, &mut want, n);
-    let (da, db) = (upload(&exec, &a), upload(&exec, &b));
-    let dc = upload(&exec, &vec![f32::NAN; n * n]);
-    type Args = (DevicePtr<f32>, DevicePtr<f32>, DevicePtr<f32>, u32);
-    let args: Args = (da.ptr(), db.ptr(), dc.ptr(), n as u32);
-    let g = (n / TILE) as u32;
-    let launch = |k: &TypedKernel<Args>| {
-        let mut stream = exec.create_stream()?;
-        stream
-            .then_launch((TILE as u32, TILE as u32), (g, g), k, args)
-            .block_host_until_done()
-    };
-    let kernels = ENGINES.map(|engine| {
-        exec.synchronous_memcpy_h2d(&vec![f32::NAN; n * n], &dc)
-            .expect("poison c");
-        let check = || {
-            let got = exec.copy_to_vec(&dc).expect("c");
-            let bad = got
-                .iter()
-                .zip(&want)
-                .position(|(g, w)| g.to_bits() != w.to_bits());
-            assert!(bad.is_none(), "matmul on {}: c[{bad:?}] differs", engine.0);
-        };
-        checked_kernel(&exec, engine, "bench_matmul", &launch, &check)
-    });
-    let mut group = case.group(c);
-    group.throughput(Throughput::Elements((n * n * n) as u64));
-    let mut out = vec![0.0f32; n * n];
-    group.bench_function("rust", |bn| bn.iter(|| matmul_rust(&a, &b, &mut out, n)));
-    bench_engines(&mut group, &exec, &kernels, &launch);
-    group.finish();
-}
-
-fn block_reduce_rust(x: &[f32], partial: &mut [f32]) {
-    partial
-        .par_iter_mut()
-        .zip(x.par_chunks(RED_THREADS))
-        .with_min_len(64)
-        .for_each(|(p, c)| *p = c.iter().sum());
-}
-
-fn block_reduce(c: &mut Criterion, case: Case) {
-    let (exec, n) = (executor(), case.n);
-    let blocks = n.div_ceil(RED_THREADS);
-    let x = random_f32(n, 5);
-    let mut want = vec![0.0f32; blocks];
-    block_reduce_rust(&x, &mut want);
-    // A sum of m = 256 terms in any order is within gamma_(m-1) * sum |x| of the exact sum; the
-    // tree's depth is 8, so Rust's left-to-right sum and the tree differ by at most
-    // (gamma_255 + gamma_8) * sum |x| <= 264 u (1.01) * sum |x|.
-    let abs_sums: Vec<f64> = x
-        .chunks(RED_THREADS)
-        .map(|c| c.iter().map(|v| f64::from(v.abs())).sum())
-        .collect();
-    let factor = 264.0 * f64::from(f32::EPSILON) / 2.0 * 1.01;
-    let dx = upload(&exec, &x);
-    let dp = upload(&exec, &vec![f32::NAN; blocks]);
-    type Args = (DevicePtr<f32>, DevicePtr<f32>, u32);
-    let args: Args = (dx.ptr(), dp.ptr(), n as u32);
-    let launch =
-        |k: &TypedKernel<Args>| launch_1d(&exec, RED_THREADS as u32, blocks as u32, k, args);
-    let kernels = ENGINES.map(|engine| {
-        exec.synchronous_memcpy_h2d(&vec![f32::NAN; blocks], &dp)
-            .expect("poison partials");
-        let check = || {
-            let got = exec.copy_to_vec(&dp).expect("partials");
-            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-                let tol = factor * abs_sums[i];
-                let ok = (f64::from(*g) - f64::from(*w)).abs() <= tol;
-                assert!(ok, "block reduce on {}: [{i}] = {g}, Rust {w}", engine.0);
-            }
-        };
-        checked_kernel(&exec, engine, "bench_block_reduce", &launch, &check)
-    });
-    let mut group = case.group(c);
-    group.throughput(Throughput::Elements(n as u64));
-    let mut out = vec![0.0f32; blocks];
-    group.bench_function("rust", |b| b.iter(|| block_reduce_rust(&x, &mut out)));
-    bench_engines(&mut group, &exec, &kernels, &launch);
-    group.finish();
-}
-
-fn warp_reduce_rust(x: &[i32], partial: &mut [i32]) {
-    partial
-        .par_iter_mut()
-        .zip(x.par_chunks(32))
-        .with_min_len(512)
-        .for_each(|(p, c)| *p = c.iter().fold(0, |s, v| s.wrapping_add(*v)));
-}
-
-fn warp_reduce(c: &mut Criterion, case: Case) {
-    let (exec, n) = (executor(), case.n);
-    let warps = n.div_ceil(32);
-    let x = random_i32(n, 6);
-    let mut want = vec![0i32; warps];
-    warp_reduce_rust(&x, &mut want);
-    let dx = upload(&exec, &x);
-    let dp = upload(&exec, &vec![i32::MIN; warps]);
-    type Args = (DevicePtr<i32>, DevicePtr<i32>, u32);
-    let args: Args = (dx.ptr(), dp.ptr(), n as u32);
-    let blocks = (n as u32).div_ceil(256);
-    let launch = |k: &TypedKernel<Args>| launch_1d(&exec, 256, blocks, k, args);
-    let kernels = ENGINES.map(|engine| {
-        exec.synchronous_memcpy_h2d(&vec![i32::MIN; warps], &dp)
-            .expect("poison partials");
-        let check = || {
-            let got = exec.copy_to_vec(&dp).expect("partials");
-            let bad = got.iter().zip(&want).position(|(g, w)| g != w);
-            assert!(
-                bad.is_none(),
-                "warp reduce on {}: [{bad:?}] differs",
-                engine.0
-            );
-        };
-        checked_kernel(&exec, engine, "bench_warp_reduce", &launch, &check)
-    });
-    let mut group = case.group(c);
-    group.throughput(Throughput::Elements(n as u64));
-    let mut out = vec![0i32; warps];
-    group.bench_function("rust", |b| b.iter(|| warp_reduce_rust(&x, &mut out)));
-    bench_engines(&mut group, &exec, &kernels, &launch);
-    group.finish();
-}
-
-fn upload<T: bytemuck::Pod>(exec: &Device, data: &[T]) -> DeviceMemory<T> {
-    exec.copy_to_device(data).expect("copy to device")
-}
-
-fn launch_1d<A: KernelArgs>(
-    exec: &Device,
-    threads: u32,
-    blocks: u32,
-    k: &TypedKernel<A>,
-    args: A,
-) -> common::Result<()> {
-    let mut stream = exec.create_stream()?;
-    stream
-        .then_launch(threads, blocks, k, args)
-        .block_host_until_done()
-}
-
-/// The cases, in run order: group name and size.
-const CASES: [(&str, usize); 6] = [
-    ("saxpy_1m", 1 << 20),
-    ("saxpy_16m", 1 << 24),
-    ("matmul_256", 256),
-    ("matmul_512", 512),
-    ("block_reduce_4m", REDUCE_N),
-    ("warp_reduce_4m", REDUCE_N),
+/// The cases, in run order.
+const CASES: [Case; 8] = [
+    Case::new("saxpy_1m", (1 << 20, 1), cases::saxpy),
+    Case::new("saxpy_16m", (1 << 24, 1), cases::saxpy),
+    Case::new("matmul_256", (256, 256), cases::matmul),
+    Case::new("matmul_512", (512, 512), cases::matmul),
+    Case::new("block_reduce_4m", (1 << 22, 1), cases::block_reduce),
+    Case::new("warp_reduce_4m", (1 << 22, 1), cases::warp_reduce),
+    Case::new("blur_1920x1080", (1920, 1080), workloads::blur),
+    Case::new("layernorm_1024x1024", (1024, 1024), workloads::layernorm),
 ];
 
 fn all_cases(c: &mut Criterion) {
-    mark_start();
-    for (name, n) in CASES {
-        let case = Case { name, n };
-        match name.split('_').next() {
-            Some("saxpy") => saxpy(c, case),
-            Some("matmul") => matmul(c, case),
-            Some("block") => block_reduce(c, case),
-            _ => warp_reduce(c, case),
-        }
+    report::mark_start();
+    let env = Env::open();
+    for case in CASES {
+        (case.run)(c, &env, case);
     }
-    print_summary(&CASES.map(|(name, ..)| name));
+    report::print_summary(&CASES.map(|case| case.name), &env);
 }
 
 criterion_group!(benches, all_cases);
 criterion_main!(benches);
 
-/// Defines `$name(args)`, which runs `$body(args)` (an `#[inline(always)]` function) compiled
-/// with the CPU's FMA instructions where it has them (checked at run time), else as is:
-/// `f32::mul_add` without them is a libm call per element, too slow for a fair baseline.
-macro_rules! with_fma {
-    ($name:ident => $body:ident($($arg:ident: $ty:ty),*)) => {
-        fn $name($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "fma")]
-                fn fma($($arg: $ty),*) {
-                    $body($($arg),*)
-                }
-                if std::arch::is_x86_feature_detected!("fma") {
-                    // SAFETY: the CPU has FMA (checked just above), the one feature `fma` needs.
-                    return unsafe { fma($($arg),*) };
-                }
-            }
-            $body($($arg),*)
-        }
-    };
-}
-
-with_fma!(saxpy_chunk => saxpy_body(a: f32, x: &[f32], y: &mut [f32]));
-with_fma!(matmul_rows => matmul_rows_body(a: &[f32], b: &[f32], rows: &mut [f32], row0: usize, n: usize));
-
 const PTX: &str = include_str!("../../../kernels/ptx/bench.O3.ptx");
 
-/// The engines each case runs on, with their bench names.
+/// The PTX engines each case runs on, with their bench names.
 const ENGINES: [(&str, PtxEngine); 2] = [
     ("jit", PtxEngine::Jit),
     ("interpreter", PtxEngine::Interpreter),
 ];
 
-/// The bench names of a group, in table order.
-const BENCHES: [&str; 3] = ["rust", "jit", "interpreter"];
+/// What every case shares: the PTX engines' device, and the OpenCL device with bench.cl built
+/// (or why there is none).
+pub struct Env {
+    exec: Device,
+    pocl: Result<Pocl, String>,
+}
 
-/// One case: its group is `ptx_<name>`; `n` is its size (elements, or the matrix order).
+impl Env {
+    fn open() -> Env {
+        let pocl = Pocl::open();
+        match &pocl {
+            Ok(p) => eprintln!(
+                "pocl: {}; kernels/cl/bench.cl built in {:.1} ms",
+                p.name,
+                p.build.as_secs_f64() * 1e3
+            ),
+            Err(e) => println!("pocl: skipped ({e})"),
+        }
+        Env {
+            exec: common::host(),
+            pocl,
+        }
+    }
+
+    /// The OpenCL device, if there is one.
+    fn pocl(&self) -> Option<&Pocl> {
+        self.pocl.as_ref().ok()
+    }
+}
+
+/// One case: its group is `ptx_<name>`; `dims` its size (elements and 1, a matrix's order
+/// twice, an image's width and height, a matrix's rows and columns); `run` checks and times it.
 #[derive(Clone, Copy)]
-struct Case {
+pub struct Case {
     name: &'static str,
-    n: usize,
+    dims: (usize, usize),
+    run: fn(&mut Criterion, &Env, Case),
 }
 
 impl Case {
+    const fn new(
+        name: &'static str,
+        dims: (usize, usize),
+        run: fn(&mut Criterion, &Env, Case),
+    ) -> Case {
+        Case { name, dims, run }
+    }
+
     /// The case's group: 10 samples of equal iteration counts in about 2 s. An interpreter
     /// launch takes 0.1 s to several seconds, so its bench costs the minimum, 1 warm-up launch
     /// and 10 timed ones (criterion says it could not finish in 2 s; that is expected).
@@ -384,9 +145,119 @@ impl Case {
     }
 }
 
-/// The device every case shares.
-fn executor() -> Device {
-    common::host()
+/// A case's launch on the PTX engines.
+type PtxLaunch<'a, A> = &'a dyn Fn(&TypedKernel<A>) -> common::Result<()>;
+
+/// Checks kernel `name` once on each PTX engine: `reset` (inputs back, output poisoned), the
+/// launch, then `verify(engine, output)`, which panics on a wrong result. An engine that cannot
+/// run the kernel is reported and skipped (`None`).
+fn check_ptx<A: KernelArgs, T: Pod>(
+    env: &Env,
+    name: &str,
+    launch: PtxLaunch<'_, A>,
+    reset: &dyn Fn(),
+    out: &DeviceMemory<T>,
+    verify: &dyn Fn(&str, &[T]),
+) -> [Option<TypedKernel<A>>; 2] {
+    let exec = &env.exec;
+    ENGINES.map(|engine| {
+        reset();
+        exec.set_ptx_engine(engine.1).expect("set_ptx_engine");
+        let run = load(exec, name).and_then(|k| {
+            let before = streamexec_ptx::warp_instructions_executed();
+            launch(&k)?;
+            Ok((k, streamexec_ptx::warp_instructions_executed() - before))
+        });
+        match run {
+            Ok((k, wi)) => {
+                verify(engine.0, &exec.copy_to_vec(out).expect("download"));
+                eprintln!(
+                    "{name} on {}: checked; {wi} interpreted warp instructions",
+                    engine.0
+                );
+                Some(k)
+            }
+            Err(e) => {
+                eprintln!("{name} on {}: skipped, it cannot run there: {e}", engine.0);
+                None
+            }
+        }
+    })
+}
+
+/// Checks the OpenCL twin once: its first launch (which PoCL's compile for the local size
+/// lands in), then `verify("pocl", the first len elements of out)`. A kernel that cannot be set
+/// up or launched is reported and skipped (`None`).
+fn check_pocl<'a, T: Pod>(
+    launch: Result<pocl::Launch<'a>, String>,
+    name: &str,
+    read: impl FnOnce() -> Vec<T>,
+    verify: &dyn Fn(&str, &[T]),
+) -> Option<pocl::Launch<'a>> {
+    match launch.and_then(|l| l.run_first().map(|()| l)) {
+        Ok(l) => {
+            verify("pocl", &read());
+            eprintln!("{name} on pocl: checked");
+            Some(l)
+        }
+        Err(e) => {
+            eprintln!("{name} on pocl: skipped, it cannot run there: {e}");
+            None
+        }
+    }
+}
+
+/// The case's OpenCL buffers, uploaded from `inputs` on the OpenCL device (if any).
+fn pocl_buffers<T: Pod, const N: usize>(env: &Env, inputs: [&[T]; N]) -> Option<[Buffer<T>; N]> {
+    env.pocl().map(|p| inputs.map(|data| p.upload(data)))
+}
+
+/// Times the Rust baseline, then PoCL and each PTX engine that passed its check.
+fn bench_all<A: KernelArgs>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    env: &Env,
+    mut rust: impl FnMut(),
+    pocl: Option<pocl::Launch<'_>>,
+    kernels: &[Option<TypedKernel<A>>; 2],
+    launch: PtxLaunch<'_, A>,
+) {
+    group.bench_function("rust", |b| b.iter(&mut rust));
+    if let Some(pocl) = pocl {
+        group.bench_function("pocl", |b| b.iter(|| pocl.run().expect("pocl launch")));
+    }
+    for ((label, engine), kernel) in ENGINES.iter().zip(kernels) {
+        let Some(kernel) = kernel else { continue };
+        group.bench_function(*label, |b| {
+            env.exec.set_ptx_engine(*engine).expect("set_ptx_engine");
+            b.iter(|| launch(kernel).expect("launch"));
+        });
+    }
+}
+
+/// The index of the first element whose bits differ, if any.
+fn first_difference(got: &[f32], want: &[f32]) -> Option<usize> {
+    assert_eq!(got.len(), want.len(), "output lengths differ");
+    got.iter()
+        .zip(want)
+        .position(|(g, w)| g.to_bits() != w.to_bits())
+}
+
+fn upload<T: Pod>(exec: &Device, data: &[T]) -> DeviceMemory<T> {
+    exec.copy_to_device(data).expect("copy to device")
+}
+
+/// One launch of `threads` x `blocks` on a fresh stream, waited for.
+fn launch<A: KernelArgs>(
+    exec: &Device,
+    threads: impl Into<Dim3>,
+    blocks: impl Into<Dim3>,
+    k: &TypedKernel<A>,
+    args: A,
+) -> common::Result<()> {
+    let mut stream = exec.create_stream()?;
+    stream
+        .then_launch(threads, blocks, k, args)
+        .block_host_until_done()
 }
 
 fn load<A: KernelArgs>(exec: &Device, name: &str) -> common::Result<TypedKernel<A>> {
@@ -403,67 +274,4 @@ fn random_f32(n: usize, seed: u64) -> Vec<f32> {
 fn random_i32(n: usize, seed: u64) -> Vec<i32> {
     let mut rng = StdRng::seed_from_u64(seed);
     (0..n).map(|_| rng.random_range(-1000..=1000)).collect()
-}
-
-/// When this run started: estimates older than this are another run's.
-static START: OnceLock<SystemTime> = OnceLock::new();
-
-fn mark_start() {
-    START.get_or_init(SystemTime::now);
-}
-
-/// Where criterion writes (its own rule, less `cargo metadata`: `cargo bench` runs here).
-fn criterion_dir() -> PathBuf {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return home.into();
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or("target".into(), PathBuf::from);
-    target.join("criterion")
-}
-
-/// The median time per iteration, in seconds, criterion measured for `group/bench` in this
-/// run (`None` if it did not run this time: filtered out, skipped, or `cargo test` mode).
-fn median_s(group: &str, bench: &str) -> Option<f64> {
-    let path = criterion_dir()
-        .join(group)
-        .join(bench)
-        .join("new/estimates.json");
-    let fresh = std::fs::metadata(&path).and_then(|m| m.modified()).ok()? >= *START.get()?;
-    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-    let ns = json["median"]["point_estimate"].as_f64()?;
-    fresh.then_some(ns * 1e-9)
-}
-
-fn print_summary(cases: &[&str]) {
-    println!("\nPTX JIT compile times (kernel: time):");
-    let compiles = streamexec_ptx::jit_compile_times();
-    if compiles.is_empty() {
-        println!("  none: the JIT compiled no kernel in this run");
-    }
-    for (kernel, t) in compiles {
-        println!("  {kernel}: {:.2} ms", t.as_secs_f64() * 1e3);
-    }
-    println!("\nMedians of this run and their ratios (- : not run this time):");
-    println!(
-        "| case | rust | jit | interpreter | jit / rust | interpreter / rust | interpreter / jit |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    let time = |t: Option<f64>| t.map_or("-".into(), |t| format!("{:.3} ms", t * 1e3));
-    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => format!("{:.1}x", a / b),
-        _ => "-".into(),
-    };
-    for case in cases {
-        let group = format!("ptx_{case}");
-        let [rust, jit, interp] = BENCHES.map(|b| median_s(&group, b));
-        println!(
-            "| {case} | {} | {} | {} | {} | {} | {} |",
-            time(rust),
-            time(jit),
-            time(interp),
-            ratio(jit, rust),
-            ratio(interp, rust),
-            ratio(interp, jit)
-        );
-    }
 }
