@@ -39,11 +39,9 @@ fn the_committed_corpus_compiles() {
             match r {
                 Ok(called) => {
                     ok += 1;
-                    // The bench kernels use only lane functions with native code, but for
-                    // the three of bench_layernorm outside its loops.
+                    // The bench kernels use only lane functions with native code.
                     if path.to_string_lossy().contains("bench.O3") {
-                        let allowed = if name == "bench_layernorm" { 3 } else { 0 };
-                        assert!(called <= allowed, "`{name}` calls {called} lane functions");
+                        assert_eq!(called, 0, "`{name}` calls {called} lane functions");
                     }
                 }
                 Err(why) => {

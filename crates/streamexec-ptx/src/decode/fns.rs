@@ -383,7 +383,7 @@ pub(crate) fn cvt_ii_to<D: Int, S: Int, const SAT: bool>(a: u64) -> u64 {
 pub(super) fn cvt_fi_to<D: Int, S: Float, const IR: u8, const FTZ: bool>(a: u64) -> u64 {
     cvt_fi::<S, D, IR, FTZ>(a)
 }
-pub(super) fn cvt_if_to<D: Float, S: Int, const R: u8, const SAT: bool>(a: u64) -> u64 {
+pub(crate) fn cvt_if_to<D: Float, S: Int, const R: u8, const SAT: bool>(a: u64) -> u64 {
     cvt_if::<S, D, R, SAT>(a)
 }
 pub(super) fn cvt_ff_to<

@@ -13,7 +13,7 @@ mod fns;
 mod frames;
 mod half;
 #[cfg(feature = "jit")]
-pub(crate) use fns::cvt_ii_to;
+pub(crate) use fns::{cvt_if_to, cvt_ii_to};
 mod inst;
 mod mem;
 mod service;

@@ -52,6 +52,12 @@ pub(crate) enum N {
     Mov,
     /// Predicate and/or/xor.
     PBin { k: u8 },
+    /// `sqrt.rn` without `.ftz`.
+    Sqrt { f64: bool },
+    /// `rcp.rn` without `.ftz` (`1 / x`, IEEE).
+    Rcp { f64: bool },
+    /// `cvt.rn` from a 32-bit integer to a float, without `.sat`.
+    CvtIF { signed: bool, f64: bool },
 }
 
 fn int_entries<I: Int>(t: &mut HashMap<usize, N>) {
@@ -148,6 +154,24 @@ fn float_entries<F: Float>(t: &mut HashMap<usize, N>, f64: bool) {
         t.insert(f as usize, N::FArith { op: op as u8, f64 });
     }
     t.insert(ffma::<F, 0, false, false> as Fn3 as usize, N::Fma { f64 });
+    t.insert(fsqrt::<F, 0, false> as Fn1 as usize, N::Sqrt { f64 });
+    t.insert(frcp::<F, 0, false> as Fn1 as usize, N::Rcp { f64 });
+    let cvts: [(Fn1, Fn1, bool); 2] = [
+        (
+            cvt_if::<u32, F, 0, false>,
+            crate::decode::cvt_if_to::<F, u32, 0, false>,
+            false,
+        ),
+        (
+            cvt_if::<i32, F, 0, false>,
+            crate::decode::cvt_if_to::<F, i32, 0, false>,
+            true,
+        ),
+    ];
+    for (a, b, signed) in cvts {
+        t.insert(a as usize, N::CvtIF { signed, f64 });
+        t.insert(b as usize, N::CvtIF { signed, f64 });
+    }
     let cmps: [Fn2; 14] = [
         fcmp::<F, 0, false>,
         fcmp::<F, 1, false>,
@@ -371,6 +395,31 @@ pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: usize, args: &[Value]) -> Opt
             let (x, y) = (float_in(b, a, f64), float_in(b, args[1], f64));
             let r = b.ins().fcmp(float_cc(c), x, y);
             flag(b, r)
+        }
+        N::Sqrt { f64 } => {
+            let x = float_in(b, a, f64);
+            let r = b.ins().sqrt(x);
+            float_out(b, r, f64)
+        }
+        N::Rcp { f64 } => {
+            let x = float_in(b, a, f64);
+            let one = if f64 {
+                b.ins().f64const(1.0)
+            } else {
+                b.ins().f32const(1.0)
+            };
+            let r = b.ins().fdiv(one, x);
+            float_out(b, r, f64)
+        }
+        N::CvtIF { signed, f64 } => {
+            let x = b.ins().ireduce(types::I32, a);
+            let ty = if f64 { types::F64 } else { types::F32 };
+            let r = if signed {
+                b.ins().fcvt_from_sint(ty, x)
+            } else {
+                b.ins().fcvt_from_uint(ty, x)
+            };
+            float_out(b, r, f64)
         }
         N::Selp => {
             let c = b.ins().icmp_imm_s(IntCC::NotEqual, args[2], 0);

@@ -124,7 +124,11 @@ pub(crate) fn fn_class(f: usize, args: &[Class]) -> Class {
             narrow(bits * 2, signed)
         }
         Some(N::CvtII { dbits, dsigned, .. }) => narrow(dbits, dsigned),
-        Some(N::FArith { f64, .. }) | Some(N::Fma { f64 }) => {
+        Some(N::FArith { f64, .. })
+        | Some(N::Fma { f64 })
+        | Some(N::Sqrt { f64 })
+        | Some(N::Rcp { f64 })
+        | Some(N::CvtIF { f64, .. }) => {
             if f64 {
                 Class::W64
             } else {

@@ -986,6 +986,27 @@ impl<'b> VLower<'_, '_, 'b> {
                 let r = self.b().ins().fma(x, y, z);
                 VVal::V32(self.b().ins().bitcast(I32X4, vflags(), r), false)
             }
+            N::Sqrt { f64: false } => {
+                let x = self.f32x4(args[0]);
+                let r = self.b().ins().sqrt(x);
+                VVal::V32(self.b().ins().bitcast(I32X4, vflags(), r), false)
+            }
+            N::Rcp { f64: false } => {
+                let x = self.f32x4(args[0]);
+                let one = self.b().ins().f32const(1.0);
+                let one = self.b().ins().splat(F32X4, one);
+                let r = self.b().ins().fdiv(one, x);
+                VVal::V32(self.b().ins().bitcast(I32X4, vflags(), r), false)
+            }
+            N::CvtIF { signed, f64: false } => {
+                let x = self.i32x4(args[0]);
+                let r = if signed {
+                    self.b().ins().fcvt_from_sint(F32X4, x)
+                } else {
+                    self.b().ins().fcvt_from_uint(F32X4, x)
+                };
+                VVal::V32(self.b().ins().bitcast(I32X4, vflags(), r), false)
+            }
             N::FCmp { c, f64: false } if matches!(c, 0 | 2 | 3 | 4 | 5 | 7 | 12 | 13) => {
                 let (x, y) = (self.f32x4(args[0]), self.f32x4(args[1]));
                 let cc = match c {
