@@ -181,6 +181,7 @@ pub(super) struct Sigs {
     sleep: ir::SigRef,
     arrive: ir::SigRef,
     service: ir::SigRef,
+    pub(super) lanes: ir::SigRef,
 }
 
 impl Sigs {
@@ -197,6 +198,10 @@ impl Sigs {
             sleep: b.import_signature(sig(&[I64], None)),
             arrive: b.import_signature(sig(&[I64, I64, I64, I64, I32], None)),
             service: b.import_signature(sig(&[I64, I64, I64, I32], None)),
+            lanes: b.import_signature(sig(
+                &[I64, I32, I64, I64, I32, I64, I32, I64],
+                Some(I32),
+            )),
         }
     }
 }

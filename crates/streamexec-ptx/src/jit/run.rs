@@ -173,6 +173,45 @@ pub(crate) extern "C" fn resolve(
     }
 }
 
+/// The host pointers of a vector group's per-lane access: lane `j` (thread `t0 + j`) at
+/// `addrs[j]` into `out[j]`, in lane order, through the cached ranges or [`resolve`]. At the
+/// first lane that faults its pointer is null, the fault is recorded and 1 returned (the
+/// lanes before it keep theirs, so a store still happens for them as on the scalar code).
+pub(crate) extern "C" fn group_access(
+    ctx: *mut Ctx,
+    space: u32,
+    addrs: *const u64,
+    total: u64,
+    write: u32,
+    t0: u64,
+    pc: u32,
+    out: *mut u64,
+) -> u32 {
+    use super::vector::LANES;
+    for j in 0..LANES {
+        // SAFETY: compiled code passes two stack arrays of `LANES` u64s.
+        let a = unsafe { *addrs.add(j) };
+        let cached = (space_of(space) == Space::Global || space_of(space) == Space::Generic)
+            && a % total == 0;
+        // SAFETY: as in `resolve`.
+        let hit = cached
+            .then(|| {
+                unsafe { &(*ctx).cache }
+                    .iter()
+                    .find(|[lo, hi, _]| a >= *lo && a < *hi && hi - a >= total)
+                    .map(|[lo, _, host]| (host + (a - lo)) as *mut u8)
+            })
+            .flatten();
+        let p = hit.unwrap_or_else(|| resolve(ctx, space, a, total, write, t0 + j as u64, pc));
+        // SAFETY: as above.
+        unsafe { *out.add(j) = p as u64 };
+        if p.is_null() {
+            return 1;
+        }
+    }
+    0
+}
+
 /// `atom`/`red` at `addr` for thread `t`: the old value (extended), or a recorded fault.
 pub(crate) extern "C" fn atom(
     ctx: *mut Ctx,

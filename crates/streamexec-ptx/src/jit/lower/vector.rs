@@ -726,6 +726,7 @@ impl<'b> VLower<'_, '_, 'b> {
         self.resumes.insert(index, rb);
         self.b().switch_to_block(rb);
         let f = vflags().with_notrap();
+        let mut agree: Option<Value> = None;
         for r in &live {
             if let VReg::U(_) = self.regs[*r as usize] {
                 let p = self.lw.spill_at(*r);
@@ -736,16 +737,22 @@ impl<'b> VLower<'_, '_, 'b> {
                 let ea = self.b().ins().icmp(IntCC::Equal, a, s);
                 let eb = self.b().ins().icmp(IntCC::Equal, b, s);
                 let e = self.b().ins().band(ea, eb);
-                let ok = self.b().ins().vall_true(e);
-                let go = self.b().create_block();
-                let hand = self.b().create_block();
-                self.b().ins().brif(ok, go, &[], hand, &[]);
-                self.b().switch_to_block(hand);
-                self.lw.mark_handed();
-                let next = self.lw.next;
-                self.b().ins().jump(next, &[]);
-                self.b().switch_to_block(go);
+                agree = Some(match agree {
+                    Some(x) => self.b().ins().band(x, e),
+                    None => e,
+                });
             }
+        }
+        if let Some(e) = agree {
+            let ok = self.b().ins().vall_true(e);
+            let go = self.b().create_block();
+            let hand = self.b().create_block();
+            self.b().ins().brif(ok, go, &[], hand, &[]);
+            self.b().switch_to_block(hand);
+            self.lw.mark_handed();
+            let next = self.lw.next;
+            self.b().ins().jump(next, &[]);
+            self.b().switch_to_block(go);
         }
         for r in &live {
             let p = self.lw.spill_at(*r);
@@ -1270,19 +1277,48 @@ impl<'b> VLower<'_, '_, 'b> {
         hit
     }
 
-    /// The host pointer of lane `j`'s access at `a`: the scalar code's check and fault.
-    fn lane_access(
+    /// The host pointers of the lanes' accesses at `addrs` (lane order, the scalar code's
+    /// checks and faults, through `run::group_access`): four values, and the status (non-zero after
+    /// a fault at the lane whose pointer is null).
+    fn lane_pointers(
         &mut self,
         space: Space,
-        a: Value,
+        (a, b): (Value, Value),
         total: u64,
         write: bool,
         pc: u32,
-        j: usize,
-    ) -> Value {
+    ) -> ([Value; LANES], Value) {
+        let slot = |me: &mut Self| {
+            me.b().create_sized_stack_slot(ir::StackSlotData::new(
+                ir::StackSlotKind::ExplicitSlot,
+                (LANES * 8) as u32,
+                4,
+            ))
+        };
+        let (sa, so) = (slot(self), slot(self));
+        let pa = self.b().ins().stack_addr(I64, sa, 0);
+        let po = self.b().ins().stack_addr(I64, so, 0);
+        let f = vflags().with_notrap();
+        self.b().ins().store(f, a, pa, 0);
+        self.b().ins().store(f, b, pa, 16);
+        let ctx = self.lw.u.ctx;
+        let sp = self
+            .b()
+            .ins()
+            .iconst(I32, run::space_code(space) as i64);
+        let tot = self.lw.imm(total);
+        let w = self.b().ins().iconst(I32, write as i64);
         let t0 = self.use_var(self.lw.t);
-        let t = self.b().ins().iadd_imm_s(t0, j as i64);
-        self.lw.access_at(space, a, total, write, pc, t)
+        let p = self.b().ins().iconst(I32, pc as i64);
+        let fnp = self.lw.imm(run::group_access as *const () as u64);
+        let sig = self.lw.sigs.lanes;
+        let call = self
+            .b()
+            .ins()
+            .call_indirect(sig, fnp, &[ctx, sp, pa, tot, w, t0, p, po]);
+        let status = self.b().inst_results(call)[0];
+        let ptrs = std::array::from_fn(|j| self.lw.b.ins().load(I64, flags(), po, (j * 8) as i32));
+        (ptrs, status)
     }
 
     fn lower_ld(
@@ -1335,17 +1371,18 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         let addrs = self.addresses(base, addr.offset);
         let per_lane = |me: &mut Self| -> Vec<VVal> {
-            // In lane order, each with the scalar code's check and fault.
-            let mut vals = vec![[None; LANES]; n];
-            for j in 0..LANES {
-                let aj = me.lane(VVal::V64(addrs.0, addrs.1), j);
-                let ptr = me.lane_access(space, aj, total, false, pc, j);
-                for (k, v) in vals.iter_mut().enumerate() {
-                    v[j] = Some(me.lw.load(ty, ptr, (k as u32 * size) as i32));
-                }
-            }
-            vals.into_iter()
-                .map(|v| VVal::Lanes(v.map(|x| x.expect("lane"))))
+            // Every lane's pointer first (a fault leaves), then the loads.
+            let (ptrs, status) = me.lane_pointers(space, addrs, total, false, pc);
+            let ok = me.b().create_block();
+            let fault = me.lw.fault;
+            me.b().ins().brif(status, fault, &[], ok, &[]);
+            me.b().switch_to_block(ok);
+            (0..n)
+                .map(|k| {
+                    VVal::Lanes(std::array::from_fn(|j| {
+                        me.lw.load(ty, ptrs[j], (k as u32 * size) as i32)
+                    }))
+                })
                 .collect()
         };
         let vector = n == 1
@@ -1493,9 +1530,13 @@ impl<'b> VLower<'_, '_, 'b> {
             self.b().ins().jump(lanes_blk, &[]);
         }
         self.b().switch_to_block(lanes_blk);
-        for j in 0..LANES {
-            let aj = self.lane(VVal::V64(addrs.0, addrs.1), j);
-            let ptr = self.lane_access(space, aj, total, true, pc, j);
+        // In lane order: the lanes before a faulting one store, as on the scalar code.
+        let (ptrs, _) = self.lane_pointers(space, addrs, total, true, pc);
+        for (j, ptr) in ptrs.into_iter().enumerate() {
+            let go = self.b().create_block();
+            let fault = self.lw.fault;
+            self.b().ins().brif(ptr, go, &[], fault, &[]);
+            self.b().switch_to_block(go);
             store_lane(self, ptr, j, &vals);
         }
         self.b().ins().jump(merge, &[]);
