@@ -12,7 +12,8 @@ where the bench declares one, and its time as a multiple of the group's baseline
 data. BASELINES below says, for each bench, which case is the baseline of which. The section
 also records the machine (CPU model, core count, OS: run this on the machine that ran the
 benches) and the time criterion wrote each table's data (the estimates files' modification
-times, UTC).
+times, UTC). A bench with no data in the criterion directory keeps the tables the section had
+for it (so one bench can be rerun alone); the Machine line describes this run's machine.
 
 The criterion directory is --criterion DIR, else $CRITERION_HOME, else
 $CARGO_TARGET_DIR/criterion, else target/criterion at the repository root (where `cargo bench`
@@ -22,6 +23,7 @@ puts it). Python 3 standard library only.
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import re
@@ -192,8 +194,50 @@ def table(rows):
     return lines
 
 
-def report(root):
+def ptx_summary(groups):
+    """The PTX bench's goal table: JIT / Rust and JIT / PoCL per kernel and their geometric
+    means (issue 26 sets them against 2 and 1)."""
+    lines = ["PTX JIT against plain Rust and PoCL (this table's medians):", "",
+             "| kernel | jit / rust | jit / pocl |", "|---|---|---|"]
+    logs = {"rust": [], "pocl": []}
+    for group in sorted(groups, key=natural):
+        by = {r["case"]: r["median"] for r in groups[group]}
+        if "jit" not in by:
+            continue
+        cols = []
+        for base in ("rust", "pocl"):
+            if base in by:
+                ratio = by["jit"] / by[base]
+                logs[base].append(ratio)
+                cols.append(f"{ratio:.3g}×")
+            else:
+                cols.append("–")
+        lines.append(f"| `{cell(group)}` | " + " | ".join(cols) + " |")
+    geo = []
+    for base in ("rust", "pocl"):
+        v = logs[base]
+        geo.append(f"{pow(2, sum(map(math.log2, v)) / len(v)):.3g}× ({len(v)})" if v else "–")
+    lines.append("| geometric mean | " + " | ".join(geo) + " |")
+    return lines + [""]
+
+
+def old_sections(text):
+    """The `### ...` subsections of an existing generated section, by heading line."""
+    blocks, head = {}, None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            head = line
+            blocks[head] = []
+        elif line.strip() == END:
+            head = None
+        elif head is not None:
+            blocks[head].append(line)
+    return blocks
+
+
+def report(root, previous=""):
     results = read_results(root)
+    kept = old_sections(previous)
     out = [
         BEGIN,
         "",
@@ -222,9 +266,16 @@ def report(root):
     ]
     for bench in BENCH_ORDER:
         groups = sections.get(bench)
+        head = f"### `{bench_path(bench)}`"
         if not groups:
+            # No data of this bench here: its tables from the last run stay (each names
+            # when its data was written).
+            if head in kept:
+                out += [head] + kept[head]
             continue
-        out += [f"### `{bench_path(bench)}`", ""]
+        out += [head, ""]
+        if bench == "ptx.rs":
+            out += ptx_summary(groups)
         for group in sorted(groups):
             rows = groups[group]
             when = fmt_utc(max(r["mtime"] for r in rows))
@@ -247,13 +298,14 @@ def main():
     ap.add_argument("--readme", default=str(repo_root() / "benches" / "README.md"))
     ap.add_argument("--print", action="store_true", help="print the section, change nothing")
     args = ap.parse_args()
-    section = report(criterion_dir(args.criterion))
+    readme = Path(args.readme)
+    text = readme.read_text() if readme.exists() else ""
+    start, end = text.find(BEGIN), text.find(END)
+    previous = text[start:end + len(END)] if 0 <= start < end else ""
+    section = report(criterion_dir(args.criterion), previous)
     if args.print:
         print(section)
         return 0
-    readme = Path(args.readme)
-    text = readme.read_text()
-    start, end = text.find(BEGIN), text.find(END)
     if start < 0 or end < start:
         print(f"{readme}: no {BEGIN} ... {END} section", file=sys.stderr)
         return 1
