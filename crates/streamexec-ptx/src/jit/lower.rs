@@ -198,10 +198,7 @@ impl Sigs {
             sleep: b.import_signature(sig(&[I64], None)),
             arrive: b.import_signature(sig(&[I64, I64, I64, I64, I32], None)),
             service: b.import_signature(sig(&[I64, I64, I64, I32], None)),
-            lanes: b.import_signature(sig(
-                &[I64, I32, I64, I64, I32, I64, I32, I64],
-                Some(I32),
-            )),
+            lanes: b.import_signature(sig(&[I64, I32, I64, I64, I32, I64, I32, I64], Some(I32))),
         }
     }
 }

@@ -193,9 +193,9 @@ pub(crate) extern "C" fn group_access(
         let a = unsafe { *addrs.add(j) };
         let cached = (space_of(space) == Space::Global || space_of(space) == Space::Generic)
             && a % total == 0;
-        // SAFETY: as in `resolve`.
         let hit = cached
             .then(|| {
+                // SAFETY: as in `resolve`.
                 unsafe { &(*ctx).cache }
                     .iter()
                     .find(|[lo, hi, _]| a >= *lo && a < *hi && hi - a >= total)

@@ -1302,10 +1302,7 @@ impl<'b> VLower<'_, '_, 'b> {
         self.b().ins().store(f, a, pa, 0);
         self.b().ins().store(f, b, pa, 16);
         let ctx = self.lw.u.ctx;
-        let sp = self
-            .b()
-            .ins()
-            .iconst(I32, run::space_code(space) as i64);
+        let sp = self.b().ins().iconst(I32, run::space_code(space) as i64);
         let tot = self.lw.imm(total);
         let w = self.b().ins().iconst(I32, write as i64);
         let t0 = self.use_var(self.lw.t);
