@@ -1,9 +1,9 @@
 //! The PTX JIT: a kernel's decoded IR compiled to native code with Cranelift.
 //!
 //! `analysis.rs` finds basic blocks, suspension points and the registers live across them;
-//! `lower.rs` emits the scalar function that runs a range of a block's threads, each as plain
+//! `lower/` emits the scalar function that runs a range of a block's threads, each as plain
 //! scalar code until it exits or suspends; `vector.rs` (uniform/varying registers and their
-//! shapes) and `lower/vector.rs` emit the vector function that runs groups of 4 threads in
+//! shapes) and `lower/vector/` emit the vector function that runs groups of 4 threads in
 //! SIMD; `native.rs` gives the common lane functions native code; `run.rs` holds the runtime
 //! functions compiled code calls and the block driver.
 //!
@@ -26,7 +26,7 @@
 //!   suspension points, found at run time; this handles unstructured control flow and barriers
 //!   inside loops or device functions without a CFG transformation.
 //! - **Groups of lanes as vectors.** Kernels without calls, warp collectives or `nanosleep`
-//!   also get a vector function (`lower/vector.rs`) that runs 4 consecutive threads of a block
+//!   also get a vector function (`lower/vector/`) that runs 4 consecutive threads of a block
 //!   row at once: registers the same in every lane (parameters, block ids and what is computed
 //!   from them) are scalars, the others `i32x4` (32-bit values, zero- or sign-extended in their
 //!   slots) or two `i64x2`. The group never diverges: a branch or guard taken by all or by none

@@ -556,7 +556,7 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
     // SAFETY: as above, `COLL_WIDTH` u64s per thread.
     let coll = unsafe { std::slice::from_raw_parts_mut(ctx.coll, hi * COLL_WIDTH) };
     let operand = |lane: usize, j: usize| coll[(lo + lane) * COLL_WIDTH + j];
-    // Where the member mask sits in a waiting thread's operand row (`lower.rs` stores
+    // Where the member mask sits in a waiting thread's operand row (`lower/` stores
     // `a, b, c, mask` for `shfl`, `a, mask` for the others; `activemask` has none).
     let mask_at = |op: &Op| match op {
         Op::Shfl { .. } => Some(3),

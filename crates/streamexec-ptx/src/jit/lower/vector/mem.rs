@@ -1,0 +1,387 @@
+//! Memory accesses of a group: uniform addresses once, consecutive lanes in one known range
+//! as one vector load or store, anything else lane by lane through the scalar code's checks
+//! (`run::group_access`), with its exact faults.
+
+use super::*;
+
+impl<'b> VLower<'_, '_, 'b> {
+    /// The lanes' addresses `[base + offset]` as two `i64x2`.
+    pub(super) fn addresses(&mut self, base: VVal, offset: i64) -> (Value, Value) {
+        let (a, b) = self.u64x2(base);
+        if offset == 0 {
+            return (a, b);
+        }
+        let o = self.lw.imm(offset as u64);
+        let o = self.b().ins().splat(I64X2, o);
+        (self.b().ins().iadd(a, o), self.b().ins().iadd(b, o))
+    }
+
+    /// Whether lane `j`'s address is the first lane's plus `j * size`: `(first, test)`.
+    pub(super) fn consecutive(&mut self, (a, b): (Value, Value), size: u64) -> (Value, Value) {
+        let a0 = self.b().ins().extractlane(a, 0);
+        let s = self.b().ins().splat(I64X2, a0);
+        let steps = |v: [u64; 2], b: &mut FunctionBuilder<'_>| {
+            let c = b.func.dfg.constants.insert(ConstantData::from(
+                v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
+            ));
+            b.ins().vconst(I64X2, c)
+        };
+        let s0 = steps([0, size], self.lw.b);
+        let s1 = steps([2 * size, 3 * size], self.lw.b);
+        let e0 = self.b().ins().iadd(s, s0);
+        let e1 = self.b().ins().iadd(s, s1);
+        let c0 = self.b().ins().icmp(IntCC::Equal, a, e0);
+        let c1 = self.b().ins().icmp(IntCC::Equal, b, e1);
+        let c = self.b().ins().band(c0, c1);
+        (a0, self.b().ins().vall_true(c))
+    }
+
+    /// The host address of `total` bytes at `a` when an inline check covers them (aligned
+    /// to `size`; one cached device range, or the block's shared memory): jumps to the
+    /// returned block with it, otherwise to `miss`.
+    pub(super) fn range(
+        &mut self,
+        space: Space,
+        a: Value,
+        total: u64,
+        size: u64,
+        miss: Block,
+    ) -> Block {
+        let hit = self.b().create_block();
+        self.b().append_block_param(hit, I64);
+        let misaligned = self.b().ins().band_imm_s(a, (size - 1) as i64);
+        let go = self.b().create_block();
+        self.b().ins().brif(misaligned, miss, &[], go, &[]);
+        self.b().switch_to_block(go);
+        match space {
+            Space::Global => {
+                for way in 0..run::WAYS {
+                    let o = off!(cache) + (way * 24) as i32;
+                    let ctx = self.lw.u.ctx;
+                    let b = self.b();
+                    let lo = b.ins().load(I64, fixed_flags(), ctx, o);
+                    let hi = b.ins().load(I64, fixed_flags(), ctx, o + 8);
+                    let c1 = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, lo);
+                    let c2 = b.ins().icmp(IntCC::UnsignedLessThan, a, hi);
+                    let room = b.ins().isub(hi, a);
+                    let c3 =
+                        b.ins()
+                            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, total as i64);
+                    let c = b.ins().band(c1, c2);
+                    let c = b.ins().band(c, c3);
+                    let yes = b.create_block();
+                    let no = b.create_block();
+                    b.ins().brif(c, yes, &[], no, &[]);
+                    b.switch_to_block(yes);
+                    let host = b.ins().load(I64, fixed_flags(), ctx, o + 16);
+                    let off = b.ins().isub(a, lo);
+                    let p = b.ins().iadd(host, off);
+                    b.ins().jump(hit, &[p.into()]);
+                    b.switch_to_block(no);
+                }
+                self.b().ins().jump(miss, &[]);
+            }
+            _ => {
+                let st = self.lw.prog.static_shared_bytes as u64;
+                let shared = self.lw.u.shared;
+                let len = self.lw.u.fixed[&off!(dynamic_len)];
+                let dyn_at = self.lw.u.fixed[&off!(dynamic_at)];
+                let b = self.b();
+                let dynamic = b.create_block();
+                if total <= st {
+                    let c =
+                        b.ins()
+                            .icmp_imm_s(IntCC::UnsignedLessThanOrEqual, a, (st - total) as i64);
+                    let yes = b.create_block();
+                    b.ins().brif(c, yes, &[], dynamic, &[]);
+                    b.switch_to_block(yes);
+                    let p = b.ins().iadd(shared, a);
+                    b.ins().jump(hit, &[p.into()]);
+                } else {
+                    b.ins().jump(dynamic, &[]);
+                }
+                b.switch_to_block(dynamic);
+                let o = b
+                    .ins()
+                    .iadd_imm_s(a, (DYNAMIC_SHARED_BASE as i64).wrapping_neg());
+                let c1 = b.ins().icmp(IntCC::UnsignedLessThan, o, len);
+                let room = b.ins().isub(len, o);
+                let c2 = b
+                    .ins()
+                    .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, total as i64);
+                let c = b.ins().band(c1, c2);
+                let yes = b.create_block();
+                b.ins().brif(c, yes, &[], miss, &[]);
+                b.switch_to_block(yes);
+                let p = b.ins().iadd(shared, dyn_at);
+                let p = b.ins().iadd(p, o);
+                b.ins().jump(hit, &[p.into()]);
+            }
+        }
+        hit
+    }
+
+    /// The host pointers of the lanes' accesses at `addrs` (lane order, the scalar code's
+    /// checks and faults, through `run::group_access`): four values, and the status (non-zero after
+    /// a fault at the lane whose pointer is null).
+    pub(super) fn lane_pointers(
+        &mut self,
+        space: Space,
+        (a, b): (Value, Value),
+        total: u64,
+        write: bool,
+        pc: u32,
+    ) -> ([Value; LANES], Value) {
+        let slot = |me: &mut Self| {
+            me.b().create_sized_stack_slot(ir::StackSlotData::new(
+                ir::StackSlotKind::ExplicitSlot,
+                (LANES * 8) as u32,
+                4,
+            ))
+        };
+        let (sa, so) = (slot(self), slot(self));
+        let pa = self.b().ins().stack_addr(I64, sa, 0);
+        let po = self.b().ins().stack_addr(I64, so, 0);
+        let f = vflags().with_notrap();
+        self.b().ins().store(f, a, pa, 0);
+        self.b().ins().store(f, b, pa, 16);
+        let ctx = self.lw.u.ctx;
+        let sp = self.b().ins().iconst(I32, run::space_code(space) as i64);
+        let tot = self.lw.imm(total);
+        let w = self.b().ins().iconst(I32, write as i64);
+        let t0 = self.use_var(self.lw.t);
+        let p = self.b().ins().iconst(I32, pc as i64);
+        let fnp = self.lw.imm(run::group_access as *const () as u64);
+        let sig = self.lw.sigs.lanes;
+        let call = self
+            .b()
+            .ins()
+            .call_indirect(sig, fnp, &[ctx, sp, pa, tot, w, t0, p, po]);
+        let status = self.b().inst_results(call)[0];
+        let ptrs = std::array::from_fn(|j| self.lw.b.ins().load(I64, flags(), po, (j * 8) as i32));
+        (ptrs, status)
+    }
+
+    pub(super) fn lower_ld(
+        &mut self,
+        pc: u32,
+        space: Space,
+        ty: Ty,
+        n: usize,
+        d: &[u32],
+        addr: &crate::ir::Addr,
+    ) -> Result<bool, String> {
+        let size = ty.bytes();
+        let total = size as u64 * n as u64;
+        if space == Space::Param && addr.base.is_none() && (addr.offset as u64) < THREAD_PARAM_BASE
+        {
+            // Kernel parameters: uniform.
+            let at = addr.offset as u64;
+            if at.saturating_add(total) > self.lw.prog.param_bytes as u64 {
+                return self.over(pc);
+            }
+            let params = self.lw.u.params;
+            let ptr = self.b().ins().iadd_imm_s(params, at as i64);
+            for (k, dk) in d.iter().enumerate().take(n) {
+                if *dk != u32::MAX {
+                    let off = k as u32 * size;
+                    let v = match self.lw.param(at as u32 + off, ty) {
+                        Some(v) => v,
+                        None => self.lw.load(ty, ptr, off as i32),
+                    };
+                    self.set(*dk, VVal::U(v))?;
+                }
+            }
+            return Ok(false);
+        }
+        let base = match addr.base {
+            Some(r) => self.get(r),
+            None => VVal::U(self.lw.imm(0)),
+        };
+        if let (VVal::U(bv), false) = (base, per_thread(space, addr)) {
+            let a = self.b().ins().iadd_imm_s(bv, addr.offset);
+            let t = self.use_var(self.lw.t);
+            let ptr = self.lw.access_at(space, a, total, false, pc, t);
+            for (k, dk) in d.iter().enumerate().take(n) {
+                if *dk != u32::MAX {
+                    let v = self.lw.load(ty, ptr, (k as u32 * size) as i32);
+                    self.set(*dk, VVal::U(v))?;
+                }
+            }
+            return Ok(false);
+        }
+        let addrs = self.addresses(base, addr.offset);
+        let per_lane = |me: &mut Self| -> Vec<VVal> {
+            // Every lane's pointer first (a fault leaves), then the loads.
+            let (ptrs, status) = me.lane_pointers(space, addrs, total, false, pc);
+            let ok = me.b().create_block();
+            let fault = me.lw.fault;
+            me.b().ins().brif(status, fault, &[], ok, &[]);
+            me.b().switch_to_block(ok);
+            (0..n)
+                .map(|k| {
+                    VVal::Lanes(std::array::from_fn(|j| {
+                        me.lw.load(ty, ptrs[j], (k as u32 * size) as i32)
+                    }))
+                })
+                .collect()
+        };
+        let vector = n == 1
+            && matches!(space, Space::Global | Space::Shared)
+            && matches!(
+                ty,
+                Ty::U32 | Ty::S32 | Ty::F32 | Ty::U64 | Ty::S64 | Ty::F64
+            );
+        if !vector {
+            for (dk, v) in d.iter().zip(per_lane(self)) {
+                if *dk != u32::MAX {
+                    self.set(*dk, v)?;
+                }
+            }
+            return Ok(false);
+        }
+        // Consecutive elements in one known range: one vector load; else per lane.
+        let merge = self.b().create_block();
+        let lanes_blk = self.b().create_block();
+        let (a0, ok) = self.consecutive(addrs, size as u64);
+        let try_blk = self.b().create_block();
+        self.b().ins().brif(ok, try_blk, &[], lanes_blk, &[]);
+        self.b().switch_to_block(try_blk);
+        let hit = self.range(
+            space,
+            a0,
+            size as u64 * LANES as u64,
+            size as u64,
+            lanes_blk,
+        );
+        self.b().switch_to_block(hit);
+        let p = self.b().block_params(hit)[0];
+        let f = vflags().with_notrap();
+        let signed = ty == Ty::S32;
+        if size == 4 {
+            let v = self.b().ins().load(I32X4, f, p, 0);
+            self.b().ins().jump(merge, &[v.into()]);
+            self.b().switch_to_block(lanes_blk);
+            let l = per_lane(self)[0];
+            let v = self.i32x4(l);
+            self.b().ins().jump(merge, &[v.into()]);
+            let v = self.b().append_block_param(merge, I32X4);
+            self.b().switch_to_block(merge);
+            if d[0] != u32::MAX {
+                self.set(d[0], VVal::V32(v, signed))?;
+            }
+        } else {
+            let x = self.b().ins().load(I64X2, f, p, 0);
+            let y = self.b().ins().load(I64X2, f, p, 16);
+            self.b().ins().jump(merge, &[x.into(), y.into()]);
+            self.b().switch_to_block(lanes_blk);
+            let l = per_lane(self)[0];
+            let (x, y) = self.u64x2(l);
+            self.b().ins().jump(merge, &[x.into(), y.into()]);
+            let x = self.b().append_block_param(merge, I64X2);
+            let y = self.b().append_block_param(merge, I64X2);
+            self.b().switch_to_block(merge);
+            if d[0] != u32::MAX {
+                self.set(d[0], VVal::V64(x, y))?;
+            }
+        }
+        Ok(false)
+    }
+
+    pub(super) fn lower_st(
+        &mut self,
+        pc: u32,
+        space: Space,
+        ty: Ty,
+        n: usize,
+        s: &[Src],
+        addr: &crate::ir::Addr,
+    ) -> Result<bool, String> {
+        let size = ty.bytes();
+        let total = size as u64 * n as u64;
+        let mut vals = Vec::new();
+        for x in s.iter().take(n) {
+            match *x {
+                Src::Sreg(_) => vals.push(VVal::U(self.lw.imm(0))),
+                x => match self.val(x) {
+                    Some(v) => vals.push(v),
+                    None => return self.over(pc),
+                },
+            }
+        }
+        let base = match addr.base {
+            Some(r) => self.get(r),
+            None => VVal::U(self.lw.imm(0)),
+        };
+        let store_lane = |me: &mut Self, ptr: Value, j: usize, vals: &[VVal]| {
+            for (k, v) in vals.iter().enumerate() {
+                let x = me.lane(*v, j);
+                let x = if size == 8 {
+                    x
+                } else {
+                    me.b().ins().ireduce(mem_ty(size), x)
+                };
+                me.b()
+                    .ins()
+                    .store(flags(), x, ptr, (k as u32 * size) as i32);
+            }
+        };
+        if let (VVal::U(bv), false) = (base, per_thread(space, addr)) {
+            // Every lane stores to the same place, in lane order: the last lane's value stays.
+            let a = self.b().ins().iadd_imm_s(bv, addr.offset);
+            let t = self.use_var(self.lw.t);
+            let ptr = self.lw.access_at(space, a, total, true, pc, t);
+            store_lane(self, ptr, LANES - 1, &vals);
+            return Ok(false);
+        }
+        let addrs = self.addresses(base, addr.offset);
+        let vector = n == 1
+            && matches!(space, Space::Global | Space::Shared)
+            && matches!(
+                ty,
+                Ty::U32 | Ty::S32 | Ty::F32 | Ty::U64 | Ty::S64 | Ty::F64
+            );
+        let merge = self.b().create_block();
+        let lanes_blk = self.b().create_block();
+        if vector {
+            let (a0, ok) = self.consecutive(addrs, size as u64);
+            let try_blk = self.b().create_block();
+            self.b().ins().brif(ok, try_blk, &[], lanes_blk, &[]);
+            self.b().switch_to_block(try_blk);
+            let hit = self.range(
+                space,
+                a0,
+                size as u64 * LANES as u64,
+                size as u64,
+                lanes_blk,
+            );
+            self.b().switch_to_block(hit);
+            let p = self.b().block_params(hit)[0];
+            let f = vflags().with_notrap();
+            if size == 4 {
+                let v = self.i32x4(vals[0]);
+                self.b().ins().store(f, v, p, 0);
+            } else {
+                let (x, y) = self.u64x2(vals[0]);
+                self.b().ins().store(f, x, p, 0);
+                self.b().ins().store(f, y, p, 16);
+            }
+            self.b().ins().jump(merge, &[]);
+        } else {
+            self.b().ins().jump(lanes_blk, &[]);
+        }
+        self.b().switch_to_block(lanes_blk);
+        // In lane order: the lanes before a faulting one store, as on the scalar code.
+        let (ptrs, _) = self.lane_pointers(space, addrs, total, true, pc);
+        for (j, ptr) in ptrs.into_iter().enumerate() {
+            let go = self.b().create_block();
+            let fault = self.lw.fault;
+            self.b().ins().brif(ptr, go, &[], fault, &[]);
+            self.b().switch_to_block(go);
+            store_lane(self, ptr, j, &vals);
+        }
+        self.b().ins().jump(merge, &[]);
+        self.b().switch_to_block(merge);
+        Ok(false)
+    }
+}

@@ -1,0 +1,637 @@
+//! The vector function of a kernel: `fn(ctx, begin, end) -> status` like the scalar one,
+//! but it runs groups of [`LANES`] consecutive threads of a block row together, uniform
+//! registers as scalars and the others as SIMD vectors (`vector.rs` says which).
+//!
+//! A group runs while its lanes agree: a branch or guard taken by all or by none is one
+//! scalar branch; where they part, or at an instruction with no vector form (atomics, calls of
+//! device services, ...), the group stores its live registers lane by lane in the spill area,
+//! marks each lane with the resume index of that instruction, and the scalar function (called
+//! next by the driver) continues each thread on its own. A memory access whose lanes touch
+//! consecutive elements of one known range is one vector load or store; any other address
+//! pattern (or a range the inline checks do not cover) takes the per-lane path, which is the
+//! scalar code's exact check and fault. Block barriers suspend the whole group; when its lanes
+//! are released together and their uniform registers still agree it resumes as a group,
+//! otherwise on the scalar code.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    self, Block, ConstantData, Endianness, InstBuilder, JumpTableData, MemFlagsData, Value, types,
+};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+use super::{I32, I64, Lower, Slots, fixed_flags, flags, mem_ty};
+use crate::DYNAMIC_SHARED_BASE;
+use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
+use crate::jit::analysis::Analysis;
+use crate::jit::native::{self, N};
+use crate::jit::run::{self, EXITED, WAIT};
+use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying};
+
+const I32X4: ir::Type = types::I32X4;
+const I64X2: ir::Type = types::I64X2;
+const F32X4: ir::Type = types::F32X4;
+const F64X2: ir::Type = types::F64X2;
+
+/// Byte offset of a `Ctx` field.
+macro_rules! off {
+    ($f:ident) => {
+        std::mem::offset_of!(run::Ctx, $f) as i32
+    };
+}
+
+mod arith;
+mod mem;
+mod values;
+
+use arith::lop3;
+
+/// Where a register lives in the vector code.
+#[derive(Clone, Copy)]
+enum VReg {
+    /// The same in every lane: one 64-bit slot.
+    U(Variable),
+    /// Lanes of 32-bit values whose slots extend them (with sign when `true`).
+    V32(Variable, bool),
+    /// Lanes of 64-bit slots, two per vector.
+    V64(Variable, Variable),
+}
+
+/// A value in the vector code.
+#[derive(Clone, Copy)]
+enum VVal {
+    U(Value),
+    V32(Value, bool),
+    V64(Value, Value),
+    /// One 64-bit slot per lane (from per-lane code).
+    Lanes([Value; LANES]),
+}
+
+/// What the vector lowering leaves for the scalar function.
+pub(crate) struct VectorOut {
+    /// Instructions where groups hand their threads to the scalar code.
+    pub(crate) entries: Vec<u32>,
+    pub(crate) slots: Slots,
+}
+
+/// Lowering state of the vector function.
+struct VLower<'l, 'a, 'b> {
+    lw: &'l mut Lower<'a, 'b>,
+    regs: Vec<VReg>,
+    entries: Vec<u32>,
+    entry_index: HashMap<u32, u32>,
+    /// Group resume blocks by resume index (barriers).
+    resumes: HashMap<u32, Block>,
+    /// `[0, 1, 2, 3]`.
+    iota: Value,
+    /// 0/1 predicate lanes made from a lane mask, and that mask (a guard on a fresh
+    /// comparison uses the mask directly).
+    masks: HashMap<Value, Value>,
+    fma: bool,
+}
+
+fn vflags() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+/// Emits the vector function of `prog` into `b`.
+pub(crate) fn emit(
+    b: &mut FunctionBuilder<'_>,
+    prog: &Program,
+    an: &Analysis,
+    shape: &Shape,
+) -> Result<VectorOut, String> {
+    let (mut lw, _, end64) = Lower::start(b, prog, an, Slots::default(), true);
+    let regs = (0..prog.regs as usize)
+        .map(|r| {
+            let b = &mut *lw.b;
+            if !shape.varying[r] {
+                return VReg::U(b.declare_var(I64));
+            }
+            match shape.class[r] {
+                Class::W64 => VReg::V64(b.declare_var(I64X2), b.declare_var(I64X2)),
+                Class::S32 => VReg::V32(b.declare_var(I32X4), true),
+                _ => VReg::V32(b.declare_var(I32X4), false),
+            }
+        })
+        .collect();
+    let iota = {
+        let c = lw.b.func.dfg.constants.insert(ConstantData::from(
+            [0u32, 1, 2, 3]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        ));
+        lw.b.ins().vconst(I32X4, c)
+    };
+    let ntx = lw.u.fixed[&off!(ntid)];
+    let nty = lw.u.fixed[&(off!(ntid) + 8)];
+    let (t, tid, next, fault) = (lw.t, lw.tid, lw.next, lw.fault);
+    let head = lw.b.create_block();
+    let body = lw.b.create_block();
+    let dispatch = lw.b.create_block();
+    let done = lw.b.create_block();
+    {
+        let b = &mut *lw.b;
+        b.ins().jump(head, &[]);
+        b.switch_to_block(head);
+        let tv = b.use_var(t);
+        let last = b.ins().iadd_imm_s(tv, LANES as i64);
+        let more = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, end64);
+        b.ins().brif(more, body, &[], done, &[]);
+
+        b.switch_to_block(done);
+        let ok = b.ins().iconst(I32, 0);
+        b.ins().return_(&[ok]);
+
+        b.switch_to_block(fault);
+        let one = b.ins().iconst(I32, 1);
+        b.ins().return_(&[one]);
+
+        // The next group: `tid.x` steps by LANES, which divides `ntid.x`.
+        b.switch_to_block(next);
+        let tv = b.use_var(t);
+        let t1 = b.ins().iadd_imm_s(tv, LANES as i64);
+        b.def_var(t, t1);
+        let (x, y, z) = (b.use_var(tid[0]), b.use_var(tid[1]), b.use_var(tid[2]));
+        let x1 = b.ins().iadd_imm_s(x, LANES as i64);
+        let wrap_x = b.ins().icmp(IntCC::Equal, x1, ntx);
+        let zero = b.ins().iconst(I64, 0);
+        let x2 = b.ins().select(wrap_x, zero, x1);
+        let wx = b.ins().uextend(I64, wrap_x);
+        let y1 = b.ins().iadd(y, wx);
+        let wrap_y = b.ins().icmp(IntCC::Equal, y1, nty);
+        let wrap_y = b.ins().band(wrap_y, wrap_x);
+        let y2 = b.ins().select(wrap_y, zero, y1);
+        let wy = b.ins().uextend(I64, wrap_y);
+        let z1 = b.ins().iadd(z, wy);
+        b.def_var(tid[0], x2);
+        b.def_var(tid[1], y2);
+        b.def_var(tid[2], z1);
+        b.ins().jump(head, &[]);
+    }
+    lw.b.switch_to_block(body);
+    // Without suspension points every group starts at the top (the driver marks the state
+    // words exited, so the scalar code runs only what groups hand over).
+    let stateless = an.points.is_empty();
+    let check = if stateless {
+        lw.b.ins().jump(dispatch, &[]);
+        None
+    } else {
+        // A group runs when its lanes' state words agree.
+        let sp = lw.state_ptr();
+        let st = lw.b.ins().load(I32X4, vflags().with_notrap(), sp, 0);
+        let s0 = lw.b.ins().extractlane(st, 0);
+        let all = lw.b.ins().splat(I32X4, s0);
+        let eq = lw.b.ins().icmp(IntCC::Equal, st, all);
+        let same = lw.b.ins().vall_true(eq);
+        let mixed = lw.b.create_block();
+        lw.b.ins().brif(same, dispatch, &[], mixed, &[]);
+        // Lanes in different states: the scalar code sorts them out.
+        lw.b.switch_to_block(mixed);
+        lw.mark_handed();
+        lw.b.ins().jump(next, &[]);
+        // A state the vector code does not resume: unless waiting or exited, the scalar
+        // code's.
+        let skip = lw.b.create_block();
+        lw.b.switch_to_block(skip);
+        let waits = lw.b.ins().band_imm_s(s0, WAIT as i64);
+        let hand = lw.b.create_block();
+        lw.b.ins().brif(waits, next, &[], hand, &[]);
+        lw.b.switch_to_block(hand);
+        lw.mark_handed();
+        lw.b.ins().jump(next, &[]);
+        Some((s0, skip))
+    };
+
+    let mut v = VLower {
+        lw: &mut lw,
+        regs,
+        entries: Vec::new(),
+        entry_index: HashMap::new(),
+        resumes: HashMap::new(),
+        iota,
+        masks: HashMap::new(),
+        fma: cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("fma")
+            || cfg!(target_arch = "aarch64"),
+    };
+    let start = v.lw.block_for(0, 0);
+    while let Some((_, pc)) = v.lw.work.pop() {
+        v.lower_block(pc)?;
+    }
+    let resumes = std::mem::take(&mut v.resumes);
+    let entries = std::mem::take(&mut v.entries);
+    lw.b.switch_to_block(dispatch);
+    match check {
+        None => {
+            lw.b.ins().jump(start, &[]);
+        }
+        Some((s0, skip)) => {
+            let max = resumes.keys().copied().max().unwrap_or(0);
+            let targets: Vec<Block> = (0..=max)
+                .map(|i| match i {
+                    0 => start,
+                    i => resumes.get(&i).copied().unwrap_or(skip),
+                })
+                .collect();
+            let pool = &mut lw.b.func.dfg.value_lists;
+            let calls: Vec<_> = targets
+                .iter()
+                .map(|blk| ir::BlockCall::new(*blk, [], pool))
+                .collect();
+            let def = ir::BlockCall::new(skip, [], pool);
+            let jt = lw.b.create_jump_table(JumpTableData::new(def, &calls));
+            lw.b.ins().br_table(s0, jt);
+        }
+    }
+    lw.b.seal_all_blocks();
+    Ok(VectorOut {
+        entries,
+        slots: std::mem::take(&mut lw.slots),
+    })
+}
+
+impl Lower<'_, '_> {
+    /// The address of the current thread's (group's first lane's) state word.
+    fn state_ptr(&mut self) -> Value {
+        let tv = self.b.use_var(self.t);
+        let at = self.b.ins().ishl_imm_s(tv, 2);
+        self.b.ins().iadd(self.u.state, at)
+    }
+}
+
+impl<'b> VLower<'_, '_, 'b> {
+    fn b(&mut self) -> &mut FunctionBuilder<'b> {
+        self.lw.b
+    }
+
+    fn use_var(&mut self, v: Variable) -> Value {
+        self.lw.b.use_var(v)
+    }
+
+    fn lower_block(&mut self, start: u32) -> Result<(), String> {
+        let blk = self.lw.blocks[&(0, start)];
+        self.lw.b.switch_to_block(blk);
+        let mut pc = start;
+        loop {
+            let Some(i) = self.lw.prog.code.get(pc as usize) else {
+                // Running off the end faults: the scalar code reports it.
+                self.hand_over(pc.saturating_sub(1));
+                return Ok(());
+            };
+            if self.lower_inst(pc, i)? {
+                return Ok(());
+            }
+            let next = pc + 1;
+            if self
+                .lw
+                .an
+                .leader
+                .get(next as usize)
+                .copied()
+                .unwrap_or(true)
+            {
+                let nb = self.lw.block_for(0, next);
+                self.b().ins().jump(nb, &[]);
+                return Ok(());
+            }
+            pc = next;
+        }
+    }
+
+    /// Hands the group to the scalar code at `pc`: live registers stored per lane, each
+    /// lane's state the entry's resume index.
+    fn hand_over(&mut self, pc: u32) {
+        let npoints = self.lw.an.points.len() as u32;
+        let index = match self.entry_index.get(&pc) {
+            Some(i) => *i,
+            None => {
+                let i = npoints + 1 + self.entries.len() as u32;
+                self.entries.push(pc);
+                self.entry_index.insert(pc, i);
+                i
+            }
+        };
+        for r in self.lw.an.live_at(pc) {
+            self.store_lanes(r);
+        }
+        self.set_states(index);
+        self.lw.mark_handed();
+        let next = self.lw.next;
+        self.b().ins().jump(next, &[]);
+    }
+
+    fn set_states(&mut self, v: u32) {
+        let sp = self.lw.state_ptr();
+        let c = self.b().ins().iconst(I32, v as i64);
+        let s = self.b().ins().splat(I32X4, c);
+        self.b().ins().store(vflags().with_notrap(), s, sp, 0);
+    }
+
+    /// Register `r`'s slots of the group's lanes in the spill area.
+    fn store_lanes(&mut self, r: u32) {
+        let p = self.lw.spill_at(r);
+        let v = self.get(r);
+        let (a, b) = self.u64x2(v);
+        let f = vflags().with_notrap();
+        self.b().ins().store(f, a, p, 0);
+        self.b().ins().store(f, b, p, 16);
+    }
+
+    // ---- values ----
+
+    // ---- instructions ----
+
+    /// Lowers one instruction; true when it ended the block.
+    fn lower_inst(&mut self, pc: u32, i: &Inst) -> Result<bool, String> {
+        let Some((g, neg)) = i.guard else {
+            return self.lower_op(pc, i);
+        };
+        let gv = self.get(g);
+        if let VVal::U(gv) = gv {
+            // A uniform guard: one scalar branch, as in the scalar code.
+            if let Op::Bra { target } = i.op {
+                let tb = self.lw.block_for(0, target);
+                let fb = self.lw.block_for(0, pc + 1);
+                if neg {
+                    self.b().ins().brif(gv, fb, &[], tb, &[]);
+                } else {
+                    self.b().ins().brif(gv, tb, &[], fb, &[]);
+                }
+                return Ok(true);
+            }
+            let (yes, no) = (self.b().create_block(), self.b().create_block());
+            if neg {
+                self.b().ins().brif(gv, no, &[], yes, &[]);
+            } else {
+                self.b().ins().brif(gv, yes, &[], no, &[]);
+            }
+            self.b().switch_to_block(yes);
+            if !self.lower_op(pc, i)? {
+                self.b().ins().jump(no, &[]);
+            }
+            self.b().switch_to_block(no);
+            return Ok(false);
+        }
+        // A guard that may differ between lanes: all, none, or hand over.
+        let m = self.pred_mask(gv, neg);
+        let all = self.b().ins().vall_true(m);
+        let any = self.b().ins().vany_true(m);
+        let (yes, not_all, mixed) = (
+            self.b().create_block(),
+            self.b().create_block(),
+            self.b().create_block(),
+        );
+        self.b().ins().brif(all, yes, &[], not_all, &[]);
+        self.b().switch_to_block(mixed);
+        self.hand_over(pc);
+        if let Op::Bra { target } = i.op {
+            let tb = self.lw.block_for(0, target);
+            let fb = self.lw.block_for(0, pc + 1);
+            self.b().switch_to_block(yes);
+            self.b().ins().jump(tb, &[]);
+            self.b().switch_to_block(not_all);
+            self.b().ins().brif(any, mixed, &[], fb, &[]);
+            return Ok(true);
+        }
+        let no = self.b().create_block();
+        self.b().switch_to_block(not_all);
+        self.b().ins().brif(any, mixed, &[], no, &[]);
+        self.b().switch_to_block(yes);
+        if !self.lower_op(pc, i)? {
+            self.b().ins().jump(no, &[]);
+        }
+        self.b().switch_to_block(no);
+        Ok(false)
+    }
+
+    /// Hands over at `pc` and ends the block.
+    fn over(&mut self, pc: u32) -> Result<bool, String> {
+        self.hand_over(pc);
+        Ok(true)
+    }
+
+    fn lower_op(&mut self, pc: u32, i: &Inst) -> Result<bool, String> {
+        match &i.op {
+            Op::Un { f, d, a } => {
+                let Some(a) = self.val(*a) else {
+                    return self.over(pc);
+                };
+                let r = self.apply(*f as usize, &[a]);
+                self.set(*d, r)?;
+            }
+            Op::Bin { f, d, a, b } => {
+                let (Some(a), Some(b)) = (self.val(*a), self.val(*b)) else {
+                    return self.over(pc);
+                };
+                let r = self.apply(*f as usize, &[a, b]);
+                self.set(*d, r)?;
+            }
+            Op::Tern { f, d, a, b, c } => {
+                let (Some(a), Some(b), Some(c)) = (self.val(*a), self.val(*b), self.val(*c)) else {
+                    return self.over(pc);
+                };
+                let r = self.apply(*f as usize, &[a, b, c]);
+                self.set(*d, r)?;
+            }
+            Op::Lop3 { lut, d, a, b, c } => {
+                let (Some(a), Some(b), Some(c)) = (self.val(*a), self.val(*b), self.val(*c)) else {
+                    return self.over(pc);
+                };
+                let r = match (a, b, c) {
+                    (VVal::U(a), VVal::U(b), VVal::U(c)) => {
+                        VVal::U(native::lop3(self.lw.b, *lut, a, b, c))
+                    }
+                    _ => {
+                        let (a, b, c) = (self.i32x4(a), self.i32x4(b), self.i32x4(c));
+                        VVal::V32(lop3(self.lw.b, *lut, a, b, c), false)
+                    }
+                };
+                self.set(*d, r)?;
+            }
+            Op::Setp {
+                f,
+                p,
+                q,
+                a,
+                b,
+                comb,
+                hi,
+            } => {
+                let (Some(a), Some(b)) = (self.val(*a), self.val(*b)) else {
+                    return self.over(pc);
+                };
+                let comb = match comb {
+                    Some((op, s, neg)) => match self.val(*s) {
+                        Some(v) => Some((*op, v, *neg)),
+                        None => return self.over(pc),
+                    },
+                    None => None,
+                };
+                let (x, y) = self.setp(*f as usize, hi.map(|h| h as usize), a, b, comb);
+                self.set(*p, x)?;
+                if let Some(q) = q {
+                    self.set(*q, y)?;
+                }
+            }
+            Op::Cvta { to, space, d, a } => {
+                let window = match space {
+                    Space::Shared => crate::ir::SHARED_WINDOW,
+                    Space::Local => crate::ir::LOCAL_WINDOW,
+                    Space::Param => crate::ir::PARAM_WINDOW,
+                    _ => 0,
+                };
+                let w = if *to { window.wrapping_neg() } else { window };
+                let Some(a) = self.val(*a) else {
+                    return self.over(pc);
+                };
+                let r = match a {
+                    VVal::U(a) => VVal::U(self.b().ins().iadd_imm_s(a, w as i64)),
+                    a => {
+                        let (x, y) = self.u64x2(a);
+                        let wv = self.lw.imm(w);
+                        let wv = self.b().ins().splat(I64X2, wv);
+                        VVal::V64(self.b().ins().iadd(x, wv), self.b().ins().iadd(y, wv))
+                    }
+                };
+                self.set(*d, r)?;
+            }
+            Op::Ld {
+                space,
+                ty,
+                n,
+                d,
+                addr,
+            } => return self.lower_ld(pc, *space, *ty, *n as usize, d, addr),
+            Op::St {
+                space,
+                ty,
+                n,
+                s,
+                addr,
+            } => return self.lower_st(pc, *space, *ty, *n as usize, s, addr),
+            Op::Bra { target } => {
+                let tb = self.lw.block_for(0, *target);
+                self.b().ins().jump(tb, &[]);
+                return Ok(true);
+            }
+            Op::Exit => {
+                if !self.lw.an.points.is_empty() {
+                    self.set_states(EXITED);
+                    self.lw.count_exits(LANES as i64);
+                }
+                let next = self.lw.next;
+                self.b().ins().jump(next, &[]);
+                return Ok(true);
+            }
+            Op::Nop => {
+                self.b().ins().fence();
+            }
+            Op::Bar {
+                id,
+                count,
+                kind: BarKind::Sync,
+            } => {
+                let id = self.val(*id);
+                let count = match count {
+                    Some(c) => self.val(*c),
+                    None => Some(VVal::U(self.lw.imm(0))),
+                };
+                let (Some(VVal::U(id)), Some(VVal::U(count))) = (id, count) else {
+                    return self.over(pc);
+                };
+                self.suspend(pc, id, count);
+                return Ok(true);
+            }
+            _ => return self.over(pc),
+        }
+        Ok(false)
+    }
+
+    /// `bar.sync` for the whole group: live registers and the barrier's operands stored per
+    /// lane, as the scalar code stores them, and a group resume block.
+    fn suspend(&mut self, pc: u32, id: Value, count: Value) {
+        let k = self.lw.an.point_at[&pc];
+        let live = self.lw.an.points[k].live.clone();
+        let index = k as u32 + 1;
+        for r in &live {
+            self.store_lanes(*r);
+        }
+        let t0 = self.use_var(self.lw.t);
+        let coll = self.lw.u.coll;
+        for j in 0..LANES {
+            let row = self.b().ins().iadd_imm_s(t0, j as i64);
+            let row = self.b().ins().imul_imm_s(row, (run::COLL_WIDTH * 8) as i64);
+            let p = self.b().ins().iadd(coll, row);
+            self.b().ins().store(flags(), id, p, 0);
+            self.b().ins().store(flags(), count, p, 8);
+        }
+        self.set_states(index | WAIT);
+        let plain = self.b().ins().bor(id, count);
+        self.lw.count_wait(LANES as i64, Some(plain));
+        let next = self.lw.next;
+        self.b().ins().jump(next, &[]);
+        // The group resume block: uniform registers must still agree (lanes may have run on
+        // the scalar code since), else the lanes resume there.
+        let rb = self.b().create_block();
+        self.resumes.insert(index, rb);
+        self.b().switch_to_block(rb);
+        let f = vflags().with_notrap();
+        let mut agree: Option<Value> = None;
+        for r in &live {
+            if let VReg::U(_) = self.regs[*r as usize] {
+                let p = self.lw.spill_at(*r);
+                let a = self.b().ins().load(I64X2, f, p, 0);
+                let b = self.b().ins().load(I64X2, f, p, 16);
+                let x0 = self.b().ins().extractlane(a, 0);
+                let s = self.b().ins().splat(I64X2, x0);
+                let ea = self.b().ins().icmp(IntCC::Equal, a, s);
+                let eb = self.b().ins().icmp(IntCC::Equal, b, s);
+                let e = self.b().ins().band(ea, eb);
+                agree = Some(match agree {
+                    Some(x) => self.b().ins().band(x, e),
+                    None => e,
+                });
+            }
+        }
+        if let Some(e) = agree {
+            let ok = self.b().ins().vall_true(e);
+            let go = self.b().create_block();
+            let hand = self.b().create_block();
+            self.b().ins().brif(ok, go, &[], hand, &[]);
+            self.b().switch_to_block(hand);
+            self.lw.mark_handed();
+            let next = self.lw.next;
+            self.b().ins().jump(next, &[]);
+            self.b().switch_to_block(go);
+        }
+        for r in &live {
+            let p = self.lw.spill_at(*r);
+            let v = match self.regs[*r as usize] {
+                VReg::U(_) => VVal::U(self.b().ins().load(I64, flags(), p, 0)),
+                _ => {
+                    let a = self.b().ins().load(I64X2, f, p, 0);
+                    let b = self.b().ins().load(I64X2, f, p, 16);
+                    VVal::V64(a, b)
+                }
+            };
+            self.set(*r, v)
+                .expect("a uniform register gets a uniform value");
+        }
+        let after = self.lw.block_for(0, pc + 1);
+        self.b().ins().jump(after, &[]);
+    }
+
+    // ---- arithmetic ----
+
+    // ---- memory ----
+}
+
+impl VVal {
+    /// A 32-bit value widened to 64-bit lanes by its own extension.
+    fn widen_to_64(self, v: &mut VLower<'_, '_, '_>) -> VVal {
+        let (a, b) = v.u64x2(self);
+        VVal::V64(a, b)
+    }
+}
