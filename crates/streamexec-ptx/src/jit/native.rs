@@ -309,19 +309,7 @@ pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: usize, args: &[Value]) -> Opt
         }
         N::Cmp { c, bits, signed } => {
             let (x, y) = (norm(b, a, bits, signed), norm(b, args[1], bits, signed));
-            let cc = match (c, signed) {
-                (0, _) => IntCC::Equal,
-                (1, _) => IntCC::NotEqual,
-                (2, true) => IntCC::SignedLessThan,
-                (3, true) => IntCC::SignedLessThanOrEqual,
-                (4, true) => IntCC::SignedGreaterThan,
-                (_, true) => IntCC::SignedGreaterThanOrEqual,
-                (2, false) => IntCC::UnsignedLessThan,
-                (3, false) => IntCC::UnsignedLessThanOrEqual,
-                (4, false) => IntCC::UnsignedGreaterThan,
-                _ => IntCC::UnsignedGreaterThanOrEqual,
-            };
-            let r = b.ins().icmp(cc, x, y);
+            let r = b.ins().icmp(int_cc(c, signed), x, y);
             flag(b, r)
         }
         N::MadLo { bits, signed } => {
@@ -372,16 +360,7 @@ pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: usize, args: &[Value]) -> Opt
         }
         N::FArith { op, f64 } => {
             let (x, y) = (float_in(b, a, f64), float_in(b, args[1], f64));
-            let r = match op {
-                0 => b.ins().fadd(x, y),
-                1 => {
-                    // `fsub` is `a + (-b)`, which differs from `a - b` only in NaN payloads.
-                    let ny = b.ins().fneg(y);
-                    b.ins().fadd(x, ny)
-                }
-                2 => b.ins().fmul(x, y),
-                _ => b.ins().fdiv(x, y),
-            };
+            let r = farith(b, op, x, y);
             float_out(b, r, f64)
         }
         N::Fma { f64 } => {
@@ -438,10 +417,55 @@ pub(crate) fn emit(b: &mut FunctionBuilder<'_>, f: usize, args: &[Value]) -> Opt
     })
 }
 
+/// `add`/`sub`/`mul`/`div` (0..4) rounded to nearest on floats or float vectors. `fsub` is
+/// `a + (-b)`, which differs from `a - b` only in NaN payloads.
+pub(crate) fn farith(b: &mut FunctionBuilder<'_>, op: u8, x: Value, y: Value) -> Value {
+    match op {
+        0 => b.ins().fadd(x, y),
+        1 => {
+            let ny = b.ins().fneg(y);
+            b.ins().fadd(x, ny)
+        }
+        2 => b.ins().fmul(x, y),
+        _ => b.ins().fdiv(x, y),
+    }
+}
+
+/// The integer comparison of the engine's `Cmp` number `c`.
+pub(crate) fn int_cc(c: u8, signed: bool) -> IntCC {
+    match (c, signed) {
+        (0, _) => IntCC::Equal,
+        (1, _) => IntCC::NotEqual,
+        (2, true) => IntCC::SignedLessThan,
+        (3, true) => IntCC::SignedLessThanOrEqual,
+        (4, true) => IntCC::SignedGreaterThan,
+        (_, true) => IntCC::SignedGreaterThanOrEqual,
+        (2, false) => IntCC::UnsignedLessThan,
+        (3, false) => IntCC::UnsignedLessThanOrEqual,
+        (4, false) => IntCC::UnsignedGreaterThan,
+        _ => IntCC::UnsignedGreaterThanOrEqual,
+    }
+}
+
 /// `lop3.b32`: the lookup table applied bit by bit, as a sum of the minterms it selects.
 pub(crate) fn lop3(b: &mut FunctionBuilder<'_>, lut: u8, a: Value, x: Value, c: Value) -> Value {
+    let zero = b.ins().iconst(I64, 0);
+    let acc = minterms(b, lut, a, x, c, zero);
+    b.ins().band_imm_s(acc, 0xFFFF_FFFF)
+}
+
+/// The minterms `lut` selects of `a`, `x`, `c`, summed onto `zero` (a scalar or vector zero:
+/// the same bit logic serves both).
+pub(crate) fn minterms(
+    b: &mut FunctionBuilder<'_>,
+    lut: u8,
+    a: Value,
+    x: Value,
+    c: Value,
+    zero: Value,
+) -> Value {
     let (na, nx, nc) = (b.ins().bnot(a), b.ins().bnot(x), b.ins().bnot(c));
-    let mut acc = b.ins().iconst(I64, 0);
+    let mut acc = zero;
     for idx in 0..8u8 {
         if lut >> idx & 1 == 0 {
             continue;
@@ -453,7 +477,7 @@ pub(crate) fn lop3(b: &mut FunctionBuilder<'_>, lut: u8, a: Value, x: Value, c: 
         let t = b.ins().band(t, r);
         acc = b.ins().bor(acc, t);
     }
-    b.ins().band_imm_s(acc, 0xFFFF_FFFF)
+    acc
 }
 
 /// Float comparisons Cranelift has, by the engine's `Cmp` number.

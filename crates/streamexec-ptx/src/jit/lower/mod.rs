@@ -325,6 +325,57 @@ impl<'a, 'b> Lower<'a, 'b> {
         (lw, begin64, end64)
     }
 
+    /// The loop over threads (`step` at a time: 1, or a vector group) from the entry block:
+    /// the head (`t + step <= end`), the `done` and `fault` returns, and `next`, which steps
+    /// `t` and its coordinates (`step` divides `ntid.x`). Returns the body (the loop's work
+    /// starts there) and a fresh dispatch block.
+    pub(super) fn thread_loop(&mut self, step: u32, end64: Value) -> (Block, Block) {
+        let (ntx, nty) = (self.u.fixed[&off!(ntid)], self.u.fixed[&(off!(ntid) + 8)]);
+        let (t, tid, next, fault) = (self.t, self.tid, self.next, self.fault);
+        let b = &mut *self.b;
+        let head = b.create_block();
+        let body = b.create_block();
+        let dispatch = b.create_block();
+        let done = b.create_block();
+        b.ins().jump(head, &[]);
+
+        b.switch_to_block(head);
+        let tv = b.use_var(t);
+        let last = b.ins().iadd_imm_s(tv, step as i64);
+        let more = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, end64);
+        b.ins().brif(more, body, &[], done, &[]);
+
+        b.switch_to_block(done);
+        let ok = b.ins().iconst(I32, 0);
+        b.ins().return_(&[ok]);
+
+        b.switch_to_block(fault);
+        let one = b.ins().iconst(I32, 1);
+        b.ins().return_(&[one]);
+
+        b.switch_to_block(next);
+        let tv = b.use_var(t);
+        let t1 = b.ins().iadd_imm_s(tv, step as i64);
+        b.def_var(t, t1);
+        let (x, y, z) = (b.use_var(tid[0]), b.use_var(tid[1]), b.use_var(tid[2]));
+        let x1 = b.ins().iadd_imm_s(x, step as i64);
+        let wrap_x = b.ins().icmp(IntCC::Equal, x1, ntx);
+        let zero = b.ins().iconst(I64, 0);
+        let x2 = b.ins().select(wrap_x, zero, x1);
+        let wx = b.ins().uextend(I64, wrap_x);
+        let y1 = b.ins().iadd(y, wx);
+        let wrap_y = b.ins().icmp(IntCC::Equal, y1, nty);
+        let wrap_y = b.ins().band(wrap_y, wrap_x);
+        let y2 = b.ins().select(wrap_y, zero, y1);
+        let wy = b.ins().uextend(I64, wrap_y);
+        let z1 = b.ins().iadd(z, wy);
+        b.def_var(tid[0], x2);
+        b.def_var(tid[1], y2);
+        b.def_var(tid[2], z1);
+        b.ins().jump(head, &[]);
+        (body, dispatch)
+    }
+
     /// Emits the scalar function into `b` (whose signature is `(i64, i32, i32) -> i32`):
     /// threads `begin..end` one after another. Returns the resume places and the spill
     /// slots (those the vector code assigned, `slots`, and more).
@@ -337,51 +388,9 @@ impl<'a, 'b> Lower<'a, 'b> {
     ) -> Result<(Vec<Option<Resume>>, Slots), String> {
         let states = !an.points.is_empty() || handoff.states || !handoff.entries.is_empty();
         let (mut lw, _, end64) = Lower::start(b, prog, an, slots, states);
-        let (ntx, nty) = (lw.u.fixed[&off!(ntid)], lw.u.fixed[&(off!(ntid) + 8)]);
-        let (t, tid, next, fault) = (lw.t, lw.tid, lw.next, lw.fault);
+        let (body, dispatch) = lw.thread_loop(1, end64);
+        let (t, next) = (lw.t, lw.next);
         let b = &mut *lw.b;
-        let head = b.create_block();
-        let body = b.create_block();
-        let dispatch = b.create_block();
-        let done = b.create_block();
-        b.ins().jump(head, &[]);
-
-        b.switch_to_block(head);
-        let tv = b.use_var(t);
-        let more = b.ins().icmp(IntCC::UnsignedLessThan, tv, end64);
-        b.ins().brif(more, body, &[], done, &[]);
-
-        b.switch_to_block(done);
-        let ok = b.ins().iconst(I32, 0);
-        b.ins().return_(&[ok]);
-
-        b.switch_to_block(fault);
-        let one = b.ins().iconst(I32, 1);
-        b.ins().return_(&[one]);
-
-        b.switch_to_block(next);
-        {
-            let tv = b.use_var(t);
-            let t1 = b.ins().iadd_imm_s(tv, 1);
-            b.def_var(t, t1);
-            let (x, y, z) = (b.use_var(tid[0]), b.use_var(tid[1]), b.use_var(tid[2]));
-            let x1 = b.ins().iadd_imm_s(x, 1);
-            let wrap_x = b.ins().icmp(IntCC::Equal, x1, ntx);
-            let zero = b.ins().iconst(I64, 0);
-            let x2 = b.ins().select(wrap_x, zero, x1);
-            let wx = b.ins().uextend(I64, wrap_x);
-            let y1 = b.ins().iadd(y, wx);
-            let wrap_y = b.ins().icmp(IntCC::Equal, y1, nty);
-            let wrap_y = b.ins().band(wrap_y, wrap_x);
-            let y2 = b.ins().select(wrap_y, zero, y1);
-            let wy = b.ins().uextend(I64, wrap_y);
-            let z1 = b.ins().iadd(z, wy);
-            b.def_var(tid[0], x2);
-            b.def_var(tid[1], y2);
-            b.def_var(tid[2], z1);
-            b.ins().jump(head, &[]);
-        }
-
         b.switch_to_block(body);
         // Without suspension points or a vector function every thread runs once from the
         // start: no state words.

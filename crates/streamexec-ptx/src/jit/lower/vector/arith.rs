@@ -85,7 +85,7 @@ impl<'b> VLower<'_, '_, 'b> {
                 signed,
             } => {
                 let (x, y) = (self.i32x4(args[0]), self.i32x4(args[1]));
-                let m = self.b().ins().icmp(int_cc(c, signed), x, y);
+                let m = self.b().ins().icmp(native::int_cc(c, signed), x, y);
                 self.mask_pred(m)
             }
             N::Shift {
@@ -173,30 +173,14 @@ impl<'b> VLower<'_, '_, 'b> {
             N::FArith { op, f64: false } => {
                 let (x, y) = (self.f32x4(args[0]), self.f32x4(args[1]));
                 let b = self.b();
-                let r = match op {
-                    0 => b.ins().fadd(x, y),
-                    1 => {
-                        let ny = b.ins().fneg(y);
-                        b.ins().fadd(x, ny)
-                    }
-                    2 => b.ins().fmul(x, y),
-                    _ => b.ins().fdiv(x, y),
-                };
+                let r = native::farith(b, op, x, y);
                 VVal::V32(b.ins().bitcast(I32X4, vflags(), r), false)
             }
             N::FArith { op, f64: true } => {
                 let (x0, x1) = self.f64x2(args[0]);
                 let (y0, y1) = self.f64x2(args[1]);
                 let op = |b: &mut FunctionBuilder<'_>, x, y| {
-                    let r = match op {
-                        0 => b.ins().fadd(x, y),
-                        1 => {
-                            let ny = b.ins().fneg(y);
-                            b.ins().fadd(x, ny)
-                        }
-                        2 => b.ins().fmul(x, y),
-                        _ => b.ins().fdiv(x, y),
-                    };
+                    let r = native::farith(b, op, x, y);
                     b.ins().bitcast(I64X2, vflags(), r)
                 };
                 let r0 = op(self.lw.b, x0, y0);
@@ -386,36 +370,9 @@ impl<'b> VLower<'_, '_, 'b> {
     }
 }
 
-fn int_cc(c: u8, signed: bool) -> IntCC {
-    match (c, signed) {
-        (0, _) => IntCC::Equal,
-        (1, _) => IntCC::NotEqual,
-        (2, true) => IntCC::SignedLessThan,
-        (3, true) => IntCC::SignedLessThanOrEqual,
-        (4, true) => IntCC::SignedGreaterThan,
-        (_, true) => IntCC::SignedGreaterThanOrEqual,
-        (2, false) => IntCC::UnsignedLessThan,
-        (3, false) => IntCC::UnsignedLessThanOrEqual,
-        (4, false) => IntCC::UnsignedGreaterThan,
-        _ => IntCC::UnsignedGreaterThanOrEqual,
-    }
-}
-
-/// `lop3.b32` on `i32x4` lanes: the sum of the minterms the table selects.
+/// `lop3.b32` on `i32x4` lanes.
 pub(super) fn lop3(b: &mut FunctionBuilder<'_>, lut: u8, a: Value, x: Value, c: Value) -> Value {
-    let (na, nx, nc) = (b.ins().bnot(a), b.ins().bnot(x), b.ins().bnot(c));
     let z = b.ins().iconst(I32, 0);
-    let mut acc = b.ins().splat(I32X4, z);
-    for idx in 0..8u8 {
-        if lut >> idx & 1 == 0 {
-            continue;
-        }
-        let p = if idx & 4 != 0 { a } else { na };
-        let q = if idx & 2 != 0 { x } else { nx };
-        let r = if idx & 1 != 0 { c } else { nc };
-        let t = b.ins().band(p, q);
-        let t = b.ins().band(t, r);
-        acc = b.ins().bor(acc, t);
-    }
-    acc
+    let zero = b.ins().splat(I32X4, z);
+    native::minterms(b, lut, a, x, c, zero)
 }

@@ -121,9 +121,28 @@ impl<'b> VLower<'_, '_, 'b> {
         hit
     }
 
+    /// The host pointer of a vector access of `size`-byte elements at `addrs`, when the lanes
+    /// are consecutive in one range the inline checks cover (the code goes on there), else
+    /// a jump to `lanes` (the per-lane path).
+    pub(super) fn vector_pointer(
+        &mut self,
+        space: Space,
+        addrs: (Value, Value),
+        size: u64,
+        lanes: Block,
+    ) -> Value {
+        let (a0, ok) = self.consecutive(addrs, size);
+        let try_blk = self.b().create_block();
+        self.b().ins().brif(ok, try_blk, &[], lanes, &[]);
+        self.b().switch_to_block(try_blk);
+        let hit = self.range(space, a0, size * LANES as u64, size, lanes);
+        self.b().switch_to_block(hit);
+        self.b().block_params(hit)[0]
+    }
+
     /// The host pointers of the lanes' accesses at `addrs` (lane order, the scalar code's
-    /// checks and faults, through `run::group_access`): four values, and the status (non-zero after
-    /// a fault at the lane whose pointer is null).
+    /// checks and faults, through `run::group_access`): four values, and the status
+    /// (non-zero after a fault at the lane whose pointer is null).
     pub(super) fn lane_pointers(
         &mut self,
         space: Space,
@@ -243,19 +262,7 @@ impl<'b> VLower<'_, '_, 'b> {
         // Consecutive elements in one known range: one vector load; else per lane.
         let merge = self.b().create_block();
         let lanes_blk = self.b().create_block();
-        let (a0, ok) = self.consecutive(addrs, size as u64);
-        let try_blk = self.b().create_block();
-        self.b().ins().brif(ok, try_blk, &[], lanes_blk, &[]);
-        self.b().switch_to_block(try_blk);
-        let hit = self.range(
-            space,
-            a0,
-            size as u64 * LANES as u64,
-            size as u64,
-            lanes_blk,
-        );
-        self.b().switch_to_block(hit);
-        let p = self.b().block_params(hit)[0];
+        let p = self.vector_pointer(space, addrs, size as u64, lanes_blk);
         let f = vflags().with_notrap();
         let signed = ty == Ty::S32;
         if size == 4 {
@@ -344,19 +351,7 @@ impl<'b> VLower<'_, '_, 'b> {
         let merge = self.b().create_block();
         let lanes_blk = self.b().create_block();
         if vector {
-            let (a0, ok) = self.consecutive(addrs, size as u64);
-            let try_blk = self.b().create_block();
-            self.b().ins().brif(ok, try_blk, &[], lanes_blk, &[]);
-            self.b().switch_to_block(try_blk);
-            let hit = self.range(
-                space,
-                a0,
-                size as u64 * LANES as u64,
-                size as u64,
-                lanes_blk,
-            );
-            self.b().switch_to_block(hit);
-            let p = self.b().block_params(hit)[0];
+            let p = self.vector_pointer(space, addrs, size as u64, lanes_blk);
             let f = vflags().with_notrap();
             if size == 4 {
                 let v = self.i32x4(vals[0]);

@@ -125,52 +125,8 @@ pub(crate) fn emit(
         ));
         lw.b.ins().vconst(I32X4, c)
     };
-    let ntx = lw.u.fixed[&off!(ntid)];
-    let nty = lw.u.fixed[&(off!(ntid) + 8)];
-    let (t, tid, next, fault) = (lw.t, lw.tid, lw.next, lw.fault);
-    let head = lw.b.create_block();
-    let body = lw.b.create_block();
-    let dispatch = lw.b.create_block();
-    let done = lw.b.create_block();
-    {
-        let b = &mut *lw.b;
-        b.ins().jump(head, &[]);
-        b.switch_to_block(head);
-        let tv = b.use_var(t);
-        let last = b.ins().iadd_imm_s(tv, LANES as i64);
-        let more = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, end64);
-        b.ins().brif(more, body, &[], done, &[]);
-
-        b.switch_to_block(done);
-        let ok = b.ins().iconst(I32, 0);
-        b.ins().return_(&[ok]);
-
-        b.switch_to_block(fault);
-        let one = b.ins().iconst(I32, 1);
-        b.ins().return_(&[one]);
-
-        // The next group: `tid.x` steps by LANES, which divides `ntid.x`.
-        b.switch_to_block(next);
-        let tv = b.use_var(t);
-        let t1 = b.ins().iadd_imm_s(tv, LANES as i64);
-        b.def_var(t, t1);
-        let (x, y, z) = (b.use_var(tid[0]), b.use_var(tid[1]), b.use_var(tid[2]));
-        let x1 = b.ins().iadd_imm_s(x, LANES as i64);
-        let wrap_x = b.ins().icmp(IntCC::Equal, x1, ntx);
-        let zero = b.ins().iconst(I64, 0);
-        let x2 = b.ins().select(wrap_x, zero, x1);
-        let wx = b.ins().uextend(I64, wrap_x);
-        let y1 = b.ins().iadd(y, wx);
-        let wrap_y = b.ins().icmp(IntCC::Equal, y1, nty);
-        let wrap_y = b.ins().band(wrap_y, wrap_x);
-        let y2 = b.ins().select(wrap_y, zero, y1);
-        let wy = b.ins().uextend(I64, wrap_y);
-        let z1 = b.ins().iadd(z, wy);
-        b.def_var(tid[0], x2);
-        b.def_var(tid[1], y2);
-        b.def_var(tid[2], z1);
-        b.ins().jump(head, &[]);
-    }
+    let next = lw.next;
+    let (body, dispatch) = lw.thread_loop(LANES as u32, end64);
     lw.b.switch_to_block(body);
     // Without suspension points every group starts at the top (the driver marks the state
     // words exited, so the scalar code runs only what groups hand over).
