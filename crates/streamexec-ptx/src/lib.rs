@@ -143,3 +143,30 @@ pub fn check_jit_compiles(module: &ast::Module, data_base: u64) -> Result<Vec<Ji
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
 }
+
+/// An entry's name and whether the JIT gave it a vector function (else why not).
+#[doc(hidden)]
+pub type JitVectorCheck = (String, std::result::Result<(), String>);
+
+/// Decodes and compiles every entry of `module` as [`check_jit_compiles`] does: per entry
+/// (sorted by name), `Ok` when the JIT gave it a vector function (groups of threads in SIMD
+/// registers), else why not. For tests; not part of the supported API.
+#[cfg(feature = "jit")]
+#[doc(hidden)]
+pub fn check_jit_vector(
+    module: &ast::Module,
+    data_base: u64,
+) -> Result<Vec<JitVectorCheck>, PtxError> {
+    let data = module_data(module)?;
+    let decoded = decode_module(module, &data, data_base)?;
+    let mut out: Vec<_> = decoded
+        .programs
+        .values()
+        .map(|p| {
+            let r = jit::compile(p).and_then(|k| k.vector_refused.clone().map_or(Ok(()), Err));
+            (p.name.clone(), r)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}

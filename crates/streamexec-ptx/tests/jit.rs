@@ -15,6 +15,27 @@ use common::*;
 
 const POISON_U32: u32 = 0xDEAD_BEEF;
 
+/// The bench kernels get a vector function (their groups of threads run in SIMD registers),
+/// but the warp reduction, whose warp collectives still run on the scalar code.
+#[test]
+fn the_bench_kernels_get_a_vector_function() {
+    let path = common::committed_ptx()
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with("bench.O3.ptx"))
+        .expect("kernels/ptx/bench.O3.ptx");
+    let ast = streamexec_ptx::parse_module(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let checks = streamexec_ptx::check_jit_vector(&ast, 0x1000).unwrap();
+    assert!(checks.len() >= 6, "{checks:?}");
+    for (name, r) in checks {
+        if name == "bench_warp_reduce" {
+            let why = r.expect_err("the warp reduction has no vector function yet");
+            assert!(why.contains("warp collectives"), "{why}");
+        } else {
+            assert_eq!(r, Ok(()), "`{name}`");
+        }
+    }
+}
+
 /// The engine is a per-executor setting and the tests of this file share the host executor.
 static ENGINE: Mutex<()> = Mutex::new(());
 
@@ -27,8 +48,7 @@ fn with_engine<R>(exec: &Device, e: PtxEngine, f: impl FnOnce() -> R) -> R {
 
 /// Every entry of the committed clang corpus compiles, except the few that use what the JIT
 /// leaves to the interpreter, and none makes the compiler fail internally; the bench kernels
-/// get native code for every ALU instruction but the layer normalisation's three once-per-thread
-/// conversions and roots (`cvt.rn.f32.u32`, `sqrt.rn.f32`, `rcp.rn.f32`), which have none yet.
+/// get native code for every ALU instruction.
 #[test]
 fn the_committed_corpus_compiles() {
     let (mut ok, mut refused) = (0, Vec::new());
