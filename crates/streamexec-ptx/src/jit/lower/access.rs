@@ -20,23 +20,23 @@ impl<'b> Lower<'_, 'b> {
         self.access_at(space, a, total, write, pc, t)
     }
 
-    /// As [`Self::access`], for the address `a` and thread `t`.
-    pub(super) fn access_at(
+    /// The inline checks of `total` bytes at `a` (aligned to `align`) in device memory (the
+    /// cached ranges; also for generic addresses) or the block's shared memory (static, then
+    /// dynamic): a jump to `done` with the host pointer, else to `miss`. Shared by the scalar
+    /// code (one thread's access) and the vector code (a group's consecutive lanes).
+    pub(super) fn inline_range(
         &mut self,
         space: Space,
         a: Value,
         total: u64,
-        write: bool,
-        pc: u32,
-        t: Value,
-    ) -> Value {
-        let done = self.b.create_block();
-        let ptr = self.b.append_block_param(done, I64);
-        let slow = self.b.create_block();
-        let aligned = self.b.ins().band_imm_s(a, (total - 1) as i64);
-        let fast = self.b.create_block();
-        self.b.ins().brif(aligned, slow, &[], fast, &[]);
-        self.b.switch_to_block(fast);
+        align: u64,
+        done: Block,
+        miss: Block,
+    ) {
+        let misaligned = self.b.ins().band_imm_s(a, (align - 1) as i64);
+        let go = self.b.create_block();
+        self.b.ins().brif(misaligned, miss, &[], go, &[]);
+        self.b.switch_to_block(go);
         match space {
             Space::Global | Space::Generic => {
                 for way in 0..run::WAYS {
@@ -54,20 +54,20 @@ impl<'b> Lower<'_, 'b> {
                     let c = self.b.ins().band(c1, c2);
                     let c = self.b.ins().band(c, c3);
                     let hit = self.b.create_block();
-                    let miss = self.b.create_block();
-                    self.b.ins().brif(c, hit, &[], miss, &[]);
+                    let next = self.b.create_block();
+                    self.b.ins().brif(c, hit, &[], next, &[]);
                     self.b.switch_to_block(hit);
                     let host = self.b.ins().load(I64, fixed_flags(), self.u.ctx, o + 16);
                     let off = self.b.ins().isub(a, lo);
                     let p = self.b.ins().iadd(host, off);
                     self.b.ins().jump(done, &[p.into()]);
-                    self.b.switch_to_block(miss);
+                    self.b.switch_to_block(next);
                 }
-                self.b.ins().jump(slow, &[]);
+                self.b.ins().jump(miss, &[]);
             }
             Space::Shared => {
                 let st = self.prog.static_shared_bytes as u64;
-                let dyn_hit = self.b.create_block();
+                let dynamic = self.b.create_block();
                 if total <= st {
                     let c = self.b.ins().icmp_imm_s(
                         IntCC::UnsignedLessThanOrEqual,
@@ -75,14 +75,14 @@ impl<'b> Lower<'_, 'b> {
                         (st - total) as i64,
                     );
                     let hit = self.b.create_block();
-                    self.b.ins().brif(c, hit, &[], dyn_hit, &[]);
+                    self.b.ins().brif(c, hit, &[], dynamic, &[]);
                     self.b.switch_to_block(hit);
                     let p = self.b.ins().iadd(self.u.shared, a);
                     self.b.ins().jump(done, &[p.into()]);
                 } else {
-                    self.b.ins().jump(dyn_hit, &[]);
+                    self.b.ins().jump(dynamic, &[]);
                 }
-                self.b.switch_to_block(dyn_hit);
+                self.b.switch_to_block(dynamic);
                 let len = self.ctx_u64(off!(dynamic_len));
                 let o = self
                     .b
@@ -96,14 +96,41 @@ impl<'b> Lower<'_, 'b> {
                         .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, total as i64);
                 let c = self.b.ins().band(c1, c2);
                 let hit = self.b.create_block();
-                self.b.ins().brif(c, hit, &[], slow, &[]);
+                self.b.ins().brif(c, hit, &[], miss, &[]);
                 self.b.switch_to_block(hit);
                 let at = self.ctx_u64(off!(dynamic_at));
                 let p = self.b.ins().iadd(self.u.shared, at);
                 let p = self.b.ins().iadd(p, o);
                 self.b.ins().jump(done, &[p.into()]);
             }
+            _ => {
+                self.b.ins().jump(miss, &[]);
+            }
+        }
+    }
+
+    /// As [`Self::access`], for the address `a` and thread `t`.
+    pub(super) fn access_at(
+        &mut self,
+        space: Space,
+        a: Value,
+        total: u64,
+        write: bool,
+        pc: u32,
+        t: Value,
+    ) -> Value {
+        let done = self.b.create_block();
+        let ptr = self.b.append_block_param(done, I64);
+        let slow = self.b.create_block();
+        match space {
+            Space::Global | Space::Generic | Space::Shared => {
+                self.inline_range(space, a, total, total, done, slow);
+            }
             Space::Local if total <= self.prog.local_bytes as u64 => {
+                let aligned = self.b.ins().band_imm_s(a, (total - 1) as i64);
+                let fast = self.b.create_block();
+                self.b.ins().brif(aligned, slow, &[], fast, &[]);
+                self.b.switch_to_block(fast);
                 let lb = self.prog.local_bytes as u64;
                 let c =
                     self.b

@@ -434,21 +434,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         lw.b.switch_to_block(dispatch);
         match st {
             Some(st) if !lw.resume_blocks.is_empty() => {
-                let max = lw.resumes.len() as u32;
-                let blocks: Vec<Block> = (0..=max)
-                    .map(|i| match i {
-                        0 => start,
-                        i => lw.resume_blocks.get(&i).copied().unwrap_or(start),
-                    })
-                    .collect();
-                let pool = &mut lw.b.func.dfg.value_lists;
-                let calls: Vec<_> = blocks
-                    .iter()
-                    .map(|blk| ir::BlockCall::new(*blk, [], pool))
-                    .collect();
-                let def = ir::BlockCall::new(start, [], pool);
-                let jt = lw.b.create_jump_table(JumpTableData::new(def, &calls));
-                lw.b.ins().br_table(st, jt);
+                let blocks = std::mem::take(&mut lw.resume_blocks);
+                lw.dispatch_on(st, start, &blocks, start);
             }
             _ => {
                 lw.b.ins().jump(start, &[]);
@@ -623,11 +610,40 @@ impl<'a, 'b> Lower<'a, 'b> {
     }
 
     pub(super) fn set_state(&mut self, v: u32) {
-        let t = self.b.use_var(self.t);
-        let at = self.b.ins().ishl_imm_s(t, 2);
-        let p = self.b.ins().iadd(self.u.state, at);
+        let p = self.state_ptr();
         let v = self.b.ins().iconst(I32, v as i64);
         self.b.ins().store(flags(), v, p, 0);
+    }
+
+    /// The address of the current thread's (in the vector code: the group's first lane's)
+    /// state word.
+    pub(super) fn state_ptr(&mut self) -> Value {
+        let tv = self.b.use_var(self.t);
+        let at = self.b.ins().ishl_imm_s(tv, 2);
+        self.b.ins().iadd(self.u.state, at)
+    }
+
+    /// A jump on the resume index `index`: 0 to `start`, index `i` to `resumes[i]`, any
+    /// other to `other`.
+    pub(super) fn dispatch_on(
+        &mut self,
+        index: Value,
+        start: Block,
+        resumes: &HashMap<u32, Block>,
+        other: Block,
+    ) {
+        let max = resumes.keys().copied().max().unwrap_or(0);
+        let pool = &mut self.b.func.dfg.value_lists;
+        let calls: Vec<_> = (0..=max)
+            .map(|i| match i {
+                0 => start,
+                i => resumes.get(&i).copied().unwrap_or(other),
+            })
+            .map(|blk| ir::BlockCall::new(blk, [], pool))
+            .collect();
+        let def = ir::BlockCall::new(other, [], pool);
+        let jt = self.b.create_jump_table(JumpTableData::new(def, &calls));
+        self.b.ins().br_table(index, jt);
     }
 
     /// The address of slot `i` of the current thread's row of `width` u64s at `base`.

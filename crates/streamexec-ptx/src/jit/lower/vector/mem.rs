@@ -36,7 +36,7 @@ impl<'b> VLower<'_, '_, 'b> {
         (a0, self.b().ins().vall_true(c))
     }
 
-    /// The host address of `total` bytes at `a` when an inline check covers them (aligned
+    /// The host address of `total` bytes at `a` when the inline checks cover them (aligned
     /// to `size`; one cached device range, or the block's shared memory): jumps to the
     /// returned block with it, otherwise to `miss`.
     pub(super) fn range(
@@ -49,75 +49,7 @@ impl<'b> VLower<'_, '_, 'b> {
     ) -> Block {
         let hit = self.b().create_block();
         self.b().append_block_param(hit, I64);
-        let misaligned = self.b().ins().band_imm_s(a, (size - 1) as i64);
-        let go = self.b().create_block();
-        self.b().ins().brif(misaligned, miss, &[], go, &[]);
-        self.b().switch_to_block(go);
-        match space {
-            Space::Global => {
-                for way in 0..run::WAYS {
-                    let o = off!(cache) + (way * 24) as i32;
-                    let ctx = self.lw.u.ctx;
-                    let b = self.b();
-                    let lo = b.ins().load(I64, fixed_flags(), ctx, o);
-                    let hi = b.ins().load(I64, fixed_flags(), ctx, o + 8);
-                    let c1 = b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, a, lo);
-                    let c2 = b.ins().icmp(IntCC::UnsignedLessThan, a, hi);
-                    let room = b.ins().isub(hi, a);
-                    let c3 =
-                        b.ins()
-                            .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, total as i64);
-                    let c = b.ins().band(c1, c2);
-                    let c = b.ins().band(c, c3);
-                    let yes = b.create_block();
-                    let no = b.create_block();
-                    b.ins().brif(c, yes, &[], no, &[]);
-                    b.switch_to_block(yes);
-                    let host = b.ins().load(I64, fixed_flags(), ctx, o + 16);
-                    let off = b.ins().isub(a, lo);
-                    let p = b.ins().iadd(host, off);
-                    b.ins().jump(hit, &[p.into()]);
-                    b.switch_to_block(no);
-                }
-                self.b().ins().jump(miss, &[]);
-            }
-            _ => {
-                let st = self.lw.prog.static_shared_bytes as u64;
-                let shared = self.lw.u.shared;
-                let len = self.lw.u.fixed[&off!(dynamic_len)];
-                let dyn_at = self.lw.u.fixed[&off!(dynamic_at)];
-                let b = self.b();
-                let dynamic = b.create_block();
-                if total <= st {
-                    let c =
-                        b.ins()
-                            .icmp_imm_s(IntCC::UnsignedLessThanOrEqual, a, (st - total) as i64);
-                    let yes = b.create_block();
-                    b.ins().brif(c, yes, &[], dynamic, &[]);
-                    b.switch_to_block(yes);
-                    let p = b.ins().iadd(shared, a);
-                    b.ins().jump(hit, &[p.into()]);
-                } else {
-                    b.ins().jump(dynamic, &[]);
-                }
-                b.switch_to_block(dynamic);
-                let o = b
-                    .ins()
-                    .iadd_imm_s(a, (DYNAMIC_SHARED_BASE as i64).wrapping_neg());
-                let c1 = b.ins().icmp(IntCC::UnsignedLessThan, o, len);
-                let room = b.ins().isub(len, o);
-                let c2 = b
-                    .ins()
-                    .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, room, total as i64);
-                let c = b.ins().band(c1, c2);
-                let yes = b.create_block();
-                b.ins().brif(c, yes, &[], miss, &[]);
-                b.switch_to_block(yes);
-                let p = b.ins().iadd(shared, dyn_at);
-                let p = b.ins().iadd(p, o);
-                b.ins().jump(hit, &[p.into()]);
-            }
-        }
+        self.lw.inline_range(space, a, total, size, hit, miss);
         hit
     }
 

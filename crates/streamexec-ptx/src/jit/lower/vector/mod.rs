@@ -17,12 +17,11 @@ use std::collections::HashMap;
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    self, Block, ConstantData, Endianness, InstBuilder, JumpTableData, MemFlagsData, Value, types,
+    self, Block, ConstantData, Endianness, InstBuilder, MemFlagsData, Value, types,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
-use super::{I32, I64, Lower, Slots, fixed_flags, flags, mem_ty};
-use crate::DYNAMIC_SHARED_BASE;
+use super::{I32, I64, Lower, Slots, flags, mem_ty};
 use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
 use crate::jit::analysis::Analysis;
 use crate::jit::native::{self, N};
@@ -33,13 +32,6 @@ const I32X4: ir::Type = types::I32X4;
 const I64X2: ir::Type = types::I64X2;
 const F32X4: ir::Type = types::F32X4;
 const F64X2: ir::Type = types::F64X2;
-
-/// Byte offset of a `Ctx` field.
-macro_rules! off {
-    ($f:ident) => {
-        std::mem::offset_of!(run::Ctx, $f) as i32
-    };
-}
 
 mod arith;
 mod mem;
@@ -184,21 +176,7 @@ pub(crate) fn emit(
             lw.b.ins().jump(start, &[]);
         }
         Some((s0, skip)) => {
-            let max = resumes.keys().copied().max().unwrap_or(0);
-            let targets: Vec<Block> = (0..=max)
-                .map(|i| match i {
-                    0 => start,
-                    i => resumes.get(&i).copied().unwrap_or(skip),
-                })
-                .collect();
-            let pool = &mut lw.b.func.dfg.value_lists;
-            let calls: Vec<_> = targets
-                .iter()
-                .map(|blk| ir::BlockCall::new(*blk, [], pool))
-                .collect();
-            let def = ir::BlockCall::new(skip, [], pool);
-            let jt = lw.b.create_jump_table(JumpTableData::new(def, &calls));
-            lw.b.ins().br_table(s0, jt);
+            lw.dispatch_on(s0, start, &resumes, skip);
         }
     }
     lw.b.seal_all_blocks();
@@ -206,15 +184,6 @@ pub(crate) fn emit(
         entries,
         slots: std::mem::take(&mut lw.slots),
     })
-}
-
-impl Lower<'_, '_> {
-    /// The address of the current thread's (group's first lane's) state word.
-    fn state_ptr(&mut self) -> Value {
-        let tv = self.b.use_var(self.t);
-        let at = self.b.ins().ishl_imm_s(tv, 2);
-        self.b.ins().iadd(self.u.state, at)
-    }
 }
 
 impl<'b> VLower<'_, '_, 'b> {
@@ -294,8 +263,6 @@ impl<'b> VLower<'_, '_, 'b> {
         self.b().ins().store(f, a, p, 0);
         self.b().ins().store(f, b, p, 16);
     }
-
-    // ---- values ----
 
     // ---- instructions ----
 
