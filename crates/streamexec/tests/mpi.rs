@@ -476,10 +476,14 @@ fn dead_peer(mpi: Mpi, how: &str) -> ! {
         start.elapsed().as_secs_f64()
     );
     eprint!("{line}");
-    // Finalize with a peer gone: must not hang either.
+    // Finalize with a peer gone: must not hang either (it is skipped, with an Err saying why).
     let rank = mpi.rank();
-    drop((s, mem, comm, mpi));
-    let line = format!("rank {rank}: finalized\n");
+    drop((s, mem, comm));
+    let done = match mpi.finalize() {
+        Ok(()) => "ok".to_string(),
+        Err(e) => e.to_string(),
+    };
+    let line = format!("rank {rank}: finalize: {done}\n");
     eprint!("{line}");
     std::process::exit(if r.is_err() { 4 } else { 0 })
 }

@@ -5,10 +5,11 @@
 //!   worker and an executor's RPC server thread call MPI while the main thread does too). A
 //!   second `init` in the same process, or a library that gives less than `MULTIPLE`, is an
 //!   `Err`.
-//! - Dropping the [`Mpi`] finalizes MPI, on the thread that initialized it (`Mpi` is not
-//!   `Send`). It first waits for MPI calls in progress (each is bounded by its timeout); after
-//!   it, every operation of a [`Communicator`] still around returns an `Err` that says MPI was
-//!   finalized, instead of calling into a finalized library.
+//! - Dropping the [`Mpi`] (or [`Mpi::finalize`]) finalizes MPI, on the thread that initialized
+//!   it (`Mpi` is not `Send`). It first waits for MPI calls in progress (each is bounded by its
+//!   timeout), then for every rank in a barrier bounded by the timeout (or skips finalize, see
+//!   dead peers below); after it, every operation of a [`Communicator`] still around returns an
+//!   `Err` that says MPI was finalized, instead of calling into a finalized library.
 //! - [`Communicator`] is the world communicator, duplicated at init (so this crate's traffic
 //!   never matches the application's own messages on `MPI_COMM_WORLD`) and set to
 //!   `MPI_ERRORS_RETURN`: an MPI failure becomes an `Err`, never an abort.
@@ -69,8 +70,12 @@
 //!   job within about 2 s when a rank dies (killed, or exits without `MPI_Finalize`, whatever its
 //!   status), so the survivors are killed and mpirun exits non-zero. With `--mca
 //!   orte_abort_on_non_zero_status 0` the survivors go on: their receives and collectives involving
-//!   the dead rank fail at the timeout with the messages above, and `MPI_Finalize` (dropping the
-//!   `Mpi`) still returns. No wait is unbounded.
+//!   the dead rank fail at the timeout with the messages above. OpenMPI's `MPI_Finalize` then waits
+//!   for the dead rank too, and in about one run of four it never returns; so finalize first meets
+//!   every rank in an `MPI_Ibarrier` bounded by the timeout, on a communicator of its own (a
+//!   collective another rank abandoned cannot match it; skipped when this rank's communicator is
+//!   poisoned), and if that fails MPI is left unfinalized and `Mpi::finalize` is an `Err` saying
+//!   why (a drop prints it). No wait is unbounded.
 
 mod collectives;
 mod emissary;
@@ -110,6 +115,9 @@ struct Session {
     live: RwLock<bool>,
     /// The duplicated world communicator.
     comm: raw::Comm,
+    /// A second duplicate, only for the barrier before finalize: a collective abandoned on
+    /// `comm` by another rank cannot match it.
+    finalize_comm: raw::Comm,
     rank: i32,
     size: i32,
     /// Set when a collective timed out: its request cannot be cancelled (MPI forbids it), so
@@ -221,10 +229,14 @@ impl Mpi {
         // universe); `world` is the valid world communicator.
         let (comm, rank, size) =
             unsafe { raw::dup_world(::mpi::raw::AsRaw::as_raw(&world)) }.map_err(init_error)?;
+        // SAFETY: as above.
+        let (finalize_comm, _, _) =
+            unsafe { raw::dup_world(::mpi::raw::AsRaw::as_raw(&world)) }.map_err(init_error)?;
         Ok(Mpi {
             session: Arc::new(Session {
                 live: RwLock::new(true),
                 comm,
+                finalize_comm,
                 rank,
                 size,
                 poisoned: RwLock::new(None),
@@ -255,16 +267,62 @@ impl Mpi {
     }
 }
 
-impl Drop for Mpi {
-    fn drop(&mut self) {
+impl Mpi {
+    /// Finalizes MPI now, on this thread (dropping the `Mpi` does the same and prints the `Err`
+    /// to stderr). Every rank first meets in a barrier bounded by the default timeout: OpenMPI's
+    /// `MPI_Finalize` waits for every rank of the job, so with a rank dead or stuck it would
+    /// never return. When the barrier times out, or a collective timed out earlier (the
+    /// communicator is poisoned, so a barrier could match the abandoned collective), MPI is
+    /// left unfinalized and this is an `Err` saying why; the process should then exit (under
+    /// mpirun's defaults, a rank that exits without finalizing ends the job).
+    pub fn finalize(mut self) -> Result<()> {
+        self.finalize_now()
+    }
+
+    fn finalize_now(&mut self) -> Result<()> {
+        let Some(universe) = self.universe.take() else {
+            return Ok(());
+        };
         // Waits for MPI calls in progress (each ends by its timeout at the latest); no call
         // starts after this.
         let mut live = self.session.live.write();
         *live = false;
-        // SAFETY: MPI is initialized and no other thread is inside an MPI call (write lock).
-        unsafe { raw::free_comm(self.session.comm) };
+        let poisoned = self.session.poisoned.read().clone();
+        let why = match poisoned {
+            Some(why) => Err(format!("an earlier collective timed out ({why})")),
+            // SAFETY: MPI is live and no other thread is inside an MPI call (write lock);
+            // `finalize_comm` serves only this barrier.
+            None => unsafe { raw::barrier(self.session.finalize_comm, self.default_timeout) },
+        };
+        if let Err(why) = why {
+            // Never finalized: rsmpi's Universe would call MPI_Finalize when it drops.
+            std::mem::forget(universe);
+            return Err(Error::Mpi {
+                rank: self.session.rank,
+                operation: "MPI_Finalize".into(),
+                detail: format!(
+                    "skipped: {why}; with a rank dead or stuck, MPI_Finalize would wait for it \
+                     forever. MPI stays initialized; exit the process"
+                ),
+            });
+        }
+        // SAFETY: MPI is initialized and no other thread is inside an MPI call (write lock);
+        // no request on either communicator is waited for again.
+        unsafe {
+            raw::free_comm(self.session.comm);
+            raw::free_comm(self.session.finalize_comm);
+        }
         // rsmpi's Universe calls MPI_Finalize when it drops.
-        drop(self.universe.take());
+        drop(universe);
+        Ok(())
+    }
+}
+
+impl Drop for Mpi {
+    fn drop(&mut self) {
+        if let Err(e) = self.finalize_now() {
+            eprintln!("streamexec: {e}");
+        }
     }
 }
 

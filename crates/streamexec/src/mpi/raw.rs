@@ -55,6 +55,28 @@ pub(super) unsafe fn free_comm(comm: Comm) {
     unsafe { ffi::MPI_Comm_free(&mut c) };
 }
 
+/// A barrier of every rank on `comm`, bounded by `timeout`: `Err` (why) when MPI fails or a
+/// rank does not arrive in time (dead, stuck, or still working). On timeout the barrier request
+/// is abandoned: the caller must not finalize MPI then (see `Mpi::finalize`).
+///
+/// # Safety
+/// MPI is live; `comm` is live and no other collective on it is in progress.
+pub(super) unsafe fn barrier(comm: Comm, timeout: Duration) -> Result<(), String> {
+    let mut req = null_request();
+    // SAFETY: `comm` is live (caller); `req` is a valid place for the request.
+    let rc = unsafe { ffi::MPI_Ibarrier(comm.0, &mut req) };
+    check(rc, "MPI_Ibarrier")?;
+    // SAFETY: `req` was just started and MPI stays live (caller).
+    match unsafe { wait(&mut req, timeout) } {
+        Waited::Done(_) => Ok(()),
+        Waited::Failed(e) => Err(format!("MPI_Ibarrier failed: {e}")),
+        Waited::TimedOut => Err(format!(
+            "not every rank reached finalize within {:.1} s",
+            timeout.as_secs_f64()
+        )),
+    }
+}
+
 /// `Err("<call> failed: <MPI's message> (code N)")` unless `rc` is `MPI_SUCCESS`.
 ///
 /// MPI must be live (the caller is inside the session's guard, or in `dup_world`).
