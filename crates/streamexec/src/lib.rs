@@ -48,6 +48,7 @@ pub mod diagnostics {
 }
 
 // The user-facing handles.
+mod allocations;
 mod blas;
 mod command_buffer;
 mod event;
@@ -81,7 +82,7 @@ pub use rng::{GaussianElement, MIN_SEED_BYTES, UniformElement};
 pub use stream::{Stream, StreamDone, Waitable};
 pub use types::philox;
 pub use types::{
-    ArgList, BlockDim, DeviceAddress, DeviceDescription, DevicePtr, Dim3, HostMemory, KernelArgs,
-    KernelParam, MemoryUsage, MultiKernelLoaderSpec, PrintfOutput, PtxEngine, PtxServices,
-    RandDistribution, SharedMemory, ThreadDim,
+    AllocatorStats, ArgList, BlockDim, DeviceAddress, DeviceDescription, DevicePtr, Dim3,
+    HostMemory, KernelArgs, KernelParam, MemoryUsage, MultiKernelLoaderSpec, PrintfOutput,
+    PtxEngine, PtxServices, RandDistribution, SharedMemory, ThreadDim,
 };

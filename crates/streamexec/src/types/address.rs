@@ -33,6 +33,22 @@ impl std::fmt::Display for DeviceAddress {
     }
 }
 
+/// What an executor's allocator holds and has held, as StreamExecutor's `AllocatorStats`:
+/// every allocation made through the executor (device, unified, its own internal buffers) and
+/// every host range registered with it, counted until the backend gets the memory back (a
+/// recorded command buffer can hold freed memory a while longer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AllocatorStats {
+    /// Bytes held now.
+    pub bytes_in_use: u64,
+    /// The most bytes held at once since the executor was made.
+    pub peak_bytes_in_use: u64,
+    /// How many allocations (and registrations) were made.
+    pub num_allocs: u64,
+    /// The largest one, in bytes.
+    pub largest_alloc_size: u64,
+}
+
 /// Free and total device memory in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryUsage {

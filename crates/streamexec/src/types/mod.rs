@@ -15,7 +15,7 @@ mod ptx_services;
 
 mod rpc_caps;
 
-pub use address::{DeviceAddress, MemoryUsage};
+pub use address::{AllocatorStats, DeviceAddress, MemoryUsage};
 #[cfg(any(feature = "cuda", feature = "hip"))]
 pub(crate) use args::Packable;
 pub(crate) use args::Token;
