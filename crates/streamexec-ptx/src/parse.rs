@@ -243,6 +243,7 @@ impl<'a> Parser<'_, 'a> {
                             m.variables.extend(vars);
                         }
                         Some(other) => {
+                            self.refuse_declaration(self.line(), other)?;
                             return self.err(
                                 self.line(),
                                 format!(
@@ -404,6 +405,7 @@ impl<'a> Parser<'_, 'a> {
                 }
                 Some(t) if t.starts_with('.') => {
                     let Some(s) = PtxScalar::from_directive(t) else {
+                        self.refuse_declaration(tline, t)?;
                         return self.err(tline, format!("`{t}` is not a type (.pred, .b8-.b64, .u8-.u64, .s8-.s64, .f16-.f64)"));
                     };
                     if ty.replace(VarType::Scalar(s)).is_some() {
@@ -586,6 +588,7 @@ impl<'a> Parser<'_, 'a> {
             None
         };
         let word = self.next("an instruction")?;
+        self.refuse_declaration(line, word)?;
         let mut parts = word.split('.');
         let opcode = parts.next().unwrap_or_default();
         if opcode.is_empty()
@@ -600,6 +603,7 @@ impl<'a> Parser<'_, 'a> {
         if modifiers.iter().any(String::is_empty) {
             return self.err(line, format!("`{word}` has an empty modifier"));
         }
+        self.refuse_instruction(line, word, opcode, &modifiers)?;
         let mut operands = Vec::new();
         if !self.eat(";") {
             loop {
@@ -800,3 +804,4 @@ fn literal(t: &str) -> Option<Imm> {
 
 #[cfg(test)]
 mod tests;
+pub(crate) mod unsupported;
