@@ -340,15 +340,13 @@ impl<'a> Cursor<'_, 'a> {
                 }
                 _ if t.starts_with('.') => {
                     let s = PtxScalar::from_directive(t).ok_or_else(|| {
-                        let unsupported = crate::parse::unsupported::declaration_family(t);
-                        load_error(
-                            self.kernel.as_deref(),
-                            line,
-                            match unsupported {
-                                Some(family) => crate::parse::unsupported::refusal(family, t),
-                                None => format!("`{t}` is not a parameter type (.b8-.b64, .u8-.u64, .s8-.s64, .f16-.f64)"),
-                            },
-                        )
+                        let detail = crate::unsupported::declaration(t).unwrap_or_else(|| {
+                            format!(
+                                "`{t}` is not a parameter type (.b8-.b64, .u8-.u64, .s8-.s64, \
+                                 .f16-.f64)"
+                            )
+                        });
+                        load_error(self.kernel.as_deref(), line, detail)
                     })?;
                     if ty.replace(s).is_some() {
                         return Err(load_error(

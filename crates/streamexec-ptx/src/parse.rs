@@ -9,6 +9,7 @@ use super::ast::{
     Statement, VarType, Variable,
 };
 use super::params::{PtxScalar, Token, is_identifier, load_error, tokenize};
+use super::unsupported;
 use crate::error::PtxResult as Result;
 
 /// Deepest `{ }` / `( )` nesting accepted (scopes, initializers, vectors).
@@ -243,7 +244,9 @@ impl<'a> Parser<'_, 'a> {
                             m.variables.extend(vars);
                         }
                         Some(other) => {
-                            self.refuse_declaration(self.line(), other)?;
+                            if let Some(refusal) = unsupported::declaration(other) {
+                                return self.err(self.line(), refusal);
+                            }
                             return self.err(
                                 self.line(),
                                 format!(
@@ -405,7 +408,9 @@ impl<'a> Parser<'_, 'a> {
                 }
                 Some(t) if t.starts_with('.') => {
                     let Some(s) = PtxScalar::from_directive(t) else {
-                        self.refuse_declaration(tline, t)?;
+                        if let Some(refusal) = unsupported::declaration(t) {
+                            return self.err(tline, refusal);
+                        }
                         return self.err(tline, format!("`{t}` is not a type (.pred, .b8-.b64, .u8-.u64, .s8-.s64, .f16-.f64)"));
                     };
                     if ty.replace(VarType::Scalar(s)).is_some() {
@@ -588,7 +593,9 @@ impl<'a> Parser<'_, 'a> {
             None
         };
         let word = self.next("an instruction")?;
-        self.refuse_declaration(line, word)?;
+        if let Some(refusal) = unsupported::declaration(word) {
+            return self.err(line, refusal);
+        }
         let mut parts = word.split('.');
         let opcode = parts.next().unwrap_or_default();
         if opcode.is_empty()
@@ -603,7 +610,11 @@ impl<'a> Parser<'_, 'a> {
         if modifiers.iter().any(String::is_empty) {
             return self.err(line, format!("`{word}` has an empty modifier"));
         }
-        self.refuse_instruction(line, word, opcode, &modifiers)?;
+        // Refused by name before its operands, whose forms the parser may not read.
+        let following = |k| self.peek_at(k);
+        if let Some(refusal) = unsupported::instruction(word, opcode, &modifiers, following) {
+            return self.err(line, refusal);
+        }
         let mut operands = Vec::new();
         if !self.eat(";") {
             loop {
@@ -804,4 +815,3 @@ fn literal(t: &str) -> Option<Imm> {
 
 #[cfg(test)]
 mod tests;
-pub(crate) mod unsupported;

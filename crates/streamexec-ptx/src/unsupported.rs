@@ -1,7 +1,8 @@
-//! PTX the engines do not run, recognised by name before its operands are read, so that a
-//! kernel using it is refused with the feature it needs ("texture instructions (`tex.1d...`)
-//! are not supported by the PTX engine") rather than with a syntax error about operand forms
-//! the parser never learnt (`[%rd1, {%r1}]`, `.shared::cluster`).
+//! PTX the engines do not run, recognised by name (the parser asks before it reads the
+//! operands), so that a kernel using it is refused with the feature it needs ("texture
+//! instructions (`tex.1d...`) are not supported by the PTX engine") rather than with a syntax
+//! error about operand forms the parser never learnt (`[%rd1, {%r1}]`, `.shared::cluster`).
+//! The parser (`parse.rs`) and the parameter-list reader (`params.rs`) both use it.
 //!
 //! Opcodes the decoder does not know and whose syntax parses are refused by the decoder
 //! ("opcode `X` is not supported"); this table names the families of the PTX ISA that need
@@ -11,7 +12,7 @@
 
 /// The feature an instruction belongs to when the engines do not run it: `opcode` and its
 /// `modifiers` (the mnemonic split at `.`). A plural noun phrase ("texture instructions").
-pub(crate) fn instruction_family(opcode: &str, modifiers: &[String]) -> Option<&'static str> {
+fn instruction_family(opcode: &str, modifiers: &[String]) -> Option<&'static str> {
     let has = |m: &str| modifiers.iter().any(|x| x == m);
     Some(match opcode {
         "tex" | "tld4" | "txq" => "texture instructions",
@@ -53,7 +54,7 @@ pub(crate) fn instruction_family(opcode: &str, modifiers: &[String]) -> Option<&
 
 /// The feature a declaration directive belongs to when the engines do not run it: the opaque
 /// types (`.texref`, `.samplerref`, `.surfref`) and the `.tex` state space.
-pub(crate) fn declaration_family(directive: &str) -> Option<&'static str> {
+fn declaration_family(directive: &str) -> Option<&'static str> {
     Some(match directive {
         ".texref" => "texture references",
         ".samplerref" => "sampler references",
@@ -64,51 +65,39 @@ pub(crate) fn declaration_family(directive: &str) -> Option<&'static str> {
 }
 
 /// The refusal's text: "`family` (`what`) are not supported by the PTX engine".
-pub(crate) fn refusal(family: &str, what: &str) -> String {
+fn refusal(family: &str, what: &str) -> String {
     format!("{family} (`{what}`) are not supported by the PTX engine; a GPU runs this kernel")
 }
 
-impl super::Parser<'_, '_> {
-    /// Refuses an instruction of a family the engines do not run, before its operands are
-    /// read; the mnemonic is `word` with any `::` qualifiers that follow it
-    /// (`.shared::cluster`).
-    pub(super) fn refuse_instruction(
-        &self,
-        line: usize,
-        word: &str,
-        opcode: &str,
-        modifiers: &[String],
-    ) -> crate::error::PtxResult<()> {
-        let Some(family) = instruction_family(opcode, modifiers) else {
-            return Ok(());
-        };
-        let mut mnemonic = word.to_string();
-        let mut k = 0;
-        while self.peek_at(k) == Some(":") && self.peek_at(k + 1) == Some(":") {
-            match self.peek_at(k + 2) {
-                Some(q)
-                    if q.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "._".contains(c)) =>
-                {
-                    mnemonic.push_str("::");
-                    mnemonic.push_str(q);
-                    k += 3;
-                }
-                _ => break,
+/// The refusal of an instruction of a family the engines do not run, read before its operands:
+/// the mnemonic is `word` with the `::` qualifiers that follow it (`.shared::cluster`), which
+/// `following(k)` gives as the tokens after the word.
+pub(crate) fn instruction<'a>(
+    word: &str,
+    opcode: &str,
+    modifiers: &[String],
+    following: impl Fn(usize) -> Option<&'a str>,
+) -> Option<String> {
+    let family = instruction_family(opcode, modifiers)?;
+    let mut mnemonic = word.to_string();
+    let mut k = 0;
+    while following(k) == Some(":") && following(k + 1) == Some(":") {
+        match following(k + 2) {
+            Some(q)
+                if q.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._".contains(c)) =>
+            {
+                mnemonic.push_str("::");
+                mnemonic.push_str(q);
+                k += 3;
             }
+            _ => break,
         }
-        self.err(line, refusal(family, &mnemonic))
     }
+    Some(refusal(family, &mnemonic))
+}
 
-    /// Refuses a declaration directive the engines do not run (`.texref`, `.tex`).
-    pub(super) fn refuse_declaration(
-        &self,
-        line: usize,
-        directive: &str,
-    ) -> crate::error::PtxResult<()> {
-        match declaration_family(directive) {
-            Some(family) => self.err(line, refusal(family, directive)),
-            None => Ok(()),
-        }
-    }
+/// The refusal of a declaration directive the engines do not run (`.texref`, `.tex`).
+pub(crate) fn declaration(directive: &str) -> Option<String> {
+    declaration_family(directive).map(|family| refusal(family, directive))
 }
