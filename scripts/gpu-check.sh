@@ -6,6 +6,9 @@
 #   bash target/gpu-check/run.sh    # on the GPU machine, from the repository root
 #
 # Test binaries find the examples at ../examples from their own folder, as under target/.
+# run.sh refuses to start where the CUDA driver that answers is streamexec's CPU libcuda (every
+# check would pass without a GPU): it asks device_query which driver answers before it runs
+# anything else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=target/gpu-check
@@ -38,8 +41,23 @@ cat > "$out/run.sh" <<'RUN'
 # examples on cuda, then benches/cuda briefly. Exit status: non-zero if any test failed.
 cd "$(dirname "$0")"
 export STREAMEXEC_REQUIRE=${STREAMEXEC_REQUIRE:-cuda}
+# Which driver answers, before anything runs: streamexec's CPU libcuda (found through
+# LD_LIBRARY_PATH) would pass every check here without a GPU.
+query="$(examples/device_query)"
+driver="$(grep -m1 -E '^ +driver: +(NVIDIA|streamexec)' <<<"$query" | sed -E 's/^ +driver: +//')"
+case "$driver" in
+    "NVIDIA's driver"*) ;;
+    "streamexec's CPU libcuda"*)
+        echo "gpu-check: refusing to run on $driver, not NVIDIA's driver: take its folder off" \
+            "LD_LIBRARY_PATH (and unset STREAMEXEC_LIBCUDA_DIR), then rerun" >&2
+        exit 2 ;;
+    *)
+        echo "gpu-check: refusing to run: no CUDA driver answers (device_query:" \
+            "$(grep -m1 '^Platform cuda' <<<"$query"))" >&2
+        exit 2 ;;
+esac
 nvidia-smi -L 2>/dev/null || true
-examples/device_query
+echo "$query"
 examples/add_mystery_value --platform cuda
 fail=0
 for t in deps/*; do

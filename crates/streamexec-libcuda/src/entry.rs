@@ -231,6 +231,14 @@ pub unsafe extern "C" fn streamexec_cuda_last_fault(buf: *mut c_char, size: usiz
     unsafe { copy_out(&text, buf, size) }
 }
 
+/// Identifies this library as streamexec's CPU libcuda, which NVIDIA's driver has no symbol
+/// for: returns its version, a static NUL-terminated string. The CUDA platform's
+/// `DeviceDescription::driver` and `scripts/gpu-check.sh` look it up to tell the two apart.
+#[unsafe(no_mangle)]
+pub extern "C" fn streamexec_cpu_libcuda_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
 use CUresult as R;
 
 /// Every code this library returns, with CUDA's name and description for it.

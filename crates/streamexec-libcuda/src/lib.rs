@@ -146,4 +146,6 @@ mod proc_address;
 mod shells;
 mod stream;
 
-pub use entry::{streamexec_cuda_last_error_detail, streamexec_cuda_last_fault};
+pub use entry::{
+    streamexec_cpu_libcuda_version, streamexec_cuda_last_error_detail, streamexec_cuda_last_fault,
+};

@@ -89,6 +89,7 @@ mod parse;
 mod prepare;
 mod service_call;
 pub mod services;
+mod unsupported;
 
 pub use attributes::{KernelAttributes, kernel_attributes};
 pub(crate) use data::module_data;

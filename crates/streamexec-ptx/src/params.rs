@@ -130,6 +130,10 @@ pub struct PtxEntry {
     pub params: Vec<PtxParam>,
     /// 1-based line of the `.entry` directive.
     pub line: usize,
+    /// The entry, or a function it calls, names dynamic shared memory (an `.extern .shared`
+    /// variable or an unsized `.shared` array), which a launch sizes with `SharedMemory`
+    /// arguments: those are launch attributes, not `.param`s.
+    pub dynamic_shared: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -336,11 +340,13 @@ impl<'a> Cursor<'_, 'a> {
                 }
                 _ if t.starts_with('.') => {
                     let s = PtxScalar::from_directive(t).ok_or_else(|| {
-                        load_error(
-                            self.kernel.as_deref(),
-                            line,
-                            format!("`{t}` is not a parameter type (.b8-.b64, .u8-.u64, .s8-.s64, .f16-.f64)"),
-                        )
+                        let detail = crate::unsupported::declaration(t).unwrap_or_else(|| {
+                            format!(
+                                "`{t}` is not a parameter type (.b8-.b64, .u8-.u64, .s8-.s64, \
+                                 .f16-.f64)"
+                            )
+                        });
+                        load_error(self.kernel.as_deref(), line, detail)
                     })?;
                     if ty.replace(s).is_some() {
                         return Err(load_error(
@@ -425,9 +431,124 @@ pub fn parse_entries(ptx: &str) -> Result<Vec<PtxEntry>> {
             name: name.to_string(),
             params,
             line,
+            dynamic_shared: false,
         });
     }
+    if !entries.is_empty() {
+        let users = dynamic_shared_users(&tokens);
+        for e in &mut entries {
+            e.dynamic_shared = users.contains(e.name.as_str());
+        }
+    }
     Ok(entries)
+}
+
+/// The statement around token `at`: from after the previous `;`, `{` or `}` to its `;` (or
+/// the next brace).
+fn statement_around(tokens: &[Token<'_>], at: usize) -> (usize, usize) {
+    let bound = |t: &Token<'_>| matches!(t.text, ";" | "{" | "}");
+    let start = tokens[..at].iter().rposition(bound).map_or(0, |p| p + 1);
+    let end = tokens[at..]
+        .iter()
+        .position(bound)
+        .map_or(tokens.len(), |p| at + p);
+    (start, end)
+}
+
+/// Names of the functions (`.entry` and `.func`) that name dynamic shared memory, directly or
+/// through the functions they call. A scan of tokens, not a parse: a name that merely occurs
+/// in a body counts as a use.
+fn dynamic_shared_users<'a>(tokens: &[Token<'a>]) -> std::collections::HashSet<&'a str> {
+    use std::collections::{HashMap, HashSet};
+    // Dynamic shared variables: `.extern .shared ... name[]` or `.shared ... name[]`.
+    let mut dynamic: HashSet<&str> = HashSet::new();
+    for (at, t) in tokens.iter().enumerate() {
+        if t.text != ".shared" {
+            continue;
+        }
+        let (start, end) = statement_around(tokens, at);
+        let stmt = &tokens[start..end];
+        let unsized_array = stmt
+            .windows(2)
+            .any(|w| w[0].text == "[" && w[1].text == "]");
+        if !unsized_array && !stmt.iter().any(|t| t.text == ".extern") {
+            continue;
+        }
+        if let Some(name) = tokens[at + 1..end]
+            .iter()
+            .find(|t| !t.text.starts_with('.') && is_identifier(t.text))
+        {
+            dynamic.insert(name.text);
+        }
+    }
+    if dynamic.is_empty() {
+        return HashSet::new();
+    }
+    // Each function's body: the identifiers it names.
+    let mut bodies: HashMap<&str, HashSet<&str>> = HashMap::new();
+    let mut at = 0;
+    while at < tokens.len() {
+        if !matches!(tokens[at].text, ".entry" | ".func") {
+            at += 1;
+            continue;
+        }
+        at += 1;
+        // `.func (.param .b32 r) name (...)`: the name is the first identifier outside
+        // parentheses.
+        let mut depth = 0usize;
+        let mut name = None;
+        while let Some(t) = tokens.get(at) {
+            match t.text {
+                "(" => depth += 1,
+                ")" => depth = depth.saturating_sub(1),
+                "{" | ";" if depth == 0 => break,
+                s if depth == 0 && name.is_none() && is_identifier(s) => name = Some(s),
+                _ => {}
+            }
+            at += 1;
+        }
+        if tokens.get(at).map(|t| t.text) != Some("{") {
+            continue; // a declaration without a body
+        }
+        let mut named = HashSet::new();
+        let mut depth = 0usize;
+        while let Some(t) = tokens.get(at) {
+            match t.text {
+                "{" => depth += 1,
+                "}" => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                s if is_identifier(s) => {
+                    named.insert(s);
+                }
+                _ => {}
+            }
+            at += 1;
+        }
+        if let Some(name) = name {
+            bodies.entry(name).or_default().extend(named);
+        }
+    }
+    // A function uses dynamic shared memory if it names it or calls one that does.
+    let mut users: HashSet<&str> = HashSet::new();
+    loop {
+        let before = users.len();
+        for (f, named) in &bodies {
+            if !users.contains(f)
+                && named
+                    .iter()
+                    .any(|n| dynamic.contains(n) || (users.contains(n) && n != f))
+            {
+                users.insert(f);
+            }
+        }
+        if users.len() == before {
+            return users;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -466,6 +587,33 @@ mod tests {
         assert_eq!(p[3].ty, PtxScalar::Signed(1));
         assert_eq!(p[2].to_string(), ".param .align 8 .b8 k_param_2[24]");
         assert!(e[1].params.is_empty() && e[2].params.is_empty());
+    }
+
+    #[test]
+    fn entries_naming_dynamic_shared_memory_are_marked() {
+        let ptx = "
+            .extern .shared .align 4 .b8 dyn[];
+            .shared .align 4 .b8 fixed[16];
+            .func (.param .b32 r) helper(.param .b32 x) { mov.u64 %rd1, dyn; ret; }
+            .func indirect() { call (%r1), helper, (%r2); ret; }
+            .entry direct() { mov.u64 %rd1, dyn; ret; }
+            .entry through_calls() { call.uni indirect, (); ret; }
+            .entry static_only() { mov.u64 %rd1, fixed; ret; }
+            .entry local_unsized() { .shared .b8 mine[]; mov.u64 %rd1, mine; ret; }";
+        let e = parse_entries(ptx).unwrap();
+        let marked: Vec<(&str, bool)> = e
+            .iter()
+            .map(|e| (e.name.as_str(), e.dynamic_shared))
+            .collect();
+        assert_eq!(
+            marked,
+            [
+                ("direct", true),
+                ("through_calls", true),
+                ("static_only", false),
+                ("local_unsized", true)
+            ]
+        );
     }
 
     #[test]

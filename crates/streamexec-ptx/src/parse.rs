@@ -9,6 +9,7 @@ use super::ast::{
     Statement, VarType, Variable,
 };
 use super::params::{PtxScalar, Token, is_identifier, load_error, tokenize};
+use super::unsupported;
 use crate::error::PtxResult as Result;
 
 /// Deepest `{ }` / `( )` nesting accepted (scopes, initializers, vectors).
@@ -243,6 +244,9 @@ impl<'a> Parser<'_, 'a> {
                             m.variables.extend(vars);
                         }
                         Some(other) => {
+                            if let Some(refusal) = unsupported::declaration(other) {
+                                return self.err(self.line(), refusal);
+                            }
                             return self.err(
                                 self.line(),
                                 format!(
@@ -404,6 +408,9 @@ impl<'a> Parser<'_, 'a> {
                 }
                 Some(t) if t.starts_with('.') => {
                     let Some(s) = PtxScalar::from_directive(t) else {
+                        if let Some(refusal) = unsupported::declaration(t) {
+                            return self.err(tline, refusal);
+                        }
                         return self.err(tline, format!("`{t}` is not a type (.pred, .b8-.b64, .u8-.u64, .s8-.s64, .f16-.f64)"));
                     };
                     if ty.replace(VarType::Scalar(s)).is_some() {
@@ -586,6 +593,9 @@ impl<'a> Parser<'_, 'a> {
             None
         };
         let word = self.next("an instruction")?;
+        if let Some(refusal) = unsupported::declaration(word) {
+            return self.err(line, refusal);
+        }
         let mut parts = word.split('.');
         let opcode = parts.next().unwrap_or_default();
         if opcode.is_empty()
@@ -599,6 +609,11 @@ impl<'a> Parser<'_, 'a> {
         let modifiers: Vec<String> = parts.map(str::to_string).collect();
         if modifiers.iter().any(String::is_empty) {
             return self.err(line, format!("`{word}` has an empty modifier"));
+        }
+        // Refused by name before its operands, whose forms the parser may not read.
+        let following = |k| self.peek_at(k);
+        if let Some(refusal) = unsupported::instruction(word, opcode, &modifiers, following) {
+            return self.err(line, refusal);
         }
         let mut operands = Vec::new();
         if !self.eat(";") {

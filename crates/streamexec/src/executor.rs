@@ -467,8 +467,9 @@ impl StreamExecutor {
         Ok(out[0])
     }
 
-    /// Loads a kernel whose arguments are `Args`. Checks the spec's arity, then the kernel's own
-    /// signature where its format carries one.
+    /// Loads a kernel whose arguments are `Args`. Checks the spec's arity against `Args` and
+    /// against the kernel's own parameter count (as [`get_untyped_kernel`](Self::get_untyped_kernel)),
+    /// then the kernel's own signature where its format carries one.
     pub fn get_kernel<Args: KernelArgs>(
         &self,
         spec: &MultiKernelLoaderSpec,
@@ -491,8 +492,15 @@ impl StreamExecutor {
     }
 
     /// Loads a kernel for launches with a run-time [`ArgList`](crate::ArgList).
+    ///
+    /// The spec's arity must be the kernel's own parameter count where its format carries one
+    /// (PTX, OpenCL, host kernels), or the load is `SignatureMismatch` naming the kernel and
+    /// both counts, on every platform. `SharedMemory` arguments count, except that a PTX entry
+    /// that names dynamic shared memory (a launch attribute in PTX) takes any number of them
+    /// beyond its `.param`s.
     pub fn get_untyped_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Kernel> {
         let inner = self.inner.iface.load_kernel(spec)?;
+        crate::kernel::check_arity(spec, inner.as_ref())?;
         let rpc = inner
             .rpc_client_symbol()
             .filter(|_| !spec.foreign_rpc_client());

@@ -3,14 +3,55 @@
 //! argument count or type is a compile error. `Args` is a tuple of `KernelParam`s (up to 16):
 //! `Pod` scalars, `DevicePtr<T>` and `SharedMemory<T>`. At load time the backend compares
 //! `KernelArgs::signature` with the kernel's own parameter list where the format carries one.
+//!
+//! **One arity rule** ([`check_arity`]), on every platform, for typed and untyped loads: the
+//! loader spec's arity (`MultiKernelLoaderSpec::new(arity)`) is the kernel's own parameter
+//! count, and a `TypedKernel`'s `Args` has that many arguments; otherwise the load is
+//! `SignatureMismatch`. `SharedMemory` arguments count, except that where dynamic shared memory
+//! is a launch attribute rather than a parameter (PTX) a kernel that names dynamic shared memory
+//! takes any number of them beyond its `.param`s.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::error::{Error, Result};
 use crate::executor::StreamExecutor;
-use crate::interface::KernelInterface;
+use crate::interface::{KernelInterface, ParamCount};
 use crate::memory::DeviceSlice;
-use crate::types::KernelArgs;
+use crate::types::{KernelArgs, MultiKernelLoaderSpec};
+
+/// The arity rule: `spec`'s arity against the loaded kernel's own parameter count, where the
+/// backend reports one.
+pub(crate) fn check_arity(
+    spec: &MultiKernelLoaderSpec,
+    kernel: &dyn KernelInterface,
+) -> Result<()> {
+    let Some(ParamCount {
+        params,
+        declared_by,
+        takes_dynamic_shared,
+    }) = kernel.param_count()
+    else {
+        return Ok(());
+    };
+    let arity = spec.arity();
+    if arity == params || (takes_dynamic_shared && arity > params) {
+        return Ok(());
+    }
+    let shared = if takes_dynamic_shared {
+        ", plus SharedMemory arguments for its dynamic shared memory"
+    } else {
+        ""
+    };
+    Err(Error::SignatureMismatch {
+        kernel: kernel.name().to_string(),
+        detail: format!(
+            "the loader spec declares {arity} parameter(s) but {declared_by} takes \
+             {params} parameter(s){shared}; give MultiKernelLoaderSpec::new the kernel's \
+             parameter count"
+        ),
+    })
+}
 
 /// A loaded kernel whose argument types are checked at run time ([`ArgList`](crate::ArgList)).
 #[derive(Clone)]

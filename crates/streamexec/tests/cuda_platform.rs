@@ -288,3 +288,103 @@ fn futures_resolve_after_a_kernel_fault() {
     let done = futures::executor::block_on(s.done());
     assert!(done.is_err(), "the stream reports the fault: {done:?}");
 }
+
+/// The file a CUDA description's `driver` names: the text in its last parentheses.
+fn driver_file(driver: &str) -> std::path::PathBuf {
+    let start = driver.rfind('(').map_or(0, |i| i + 1);
+    let end = driver.rfind(')').unwrap_or(driver.len());
+    std::path::PathBuf::from(&driver[start..end])
+}
+
+#[test]
+fn the_description_says_which_driver_answers() {
+    let Ok(platform) = PlatformManager::platform_with_name("cuda") else {
+        eprintln!("no CUDA driver here; nothing to describe");
+        return;
+    };
+    let d = platform.description(0).unwrap();
+    eprintln!("cuda device 0: driver {}", d.driver);
+    let Some(dir) = std::env::var_os("STREAMEXEC_LIBCUDA_DIR") else {
+        // A driver found some other way: whichever it is, the description names its file.
+        assert!(
+            driver_file(&d.driver).is_absolute()
+                && (d.driver.starts_with("NVIDIA's driver")
+                    || d.driver.starts_with("streamexec's CPU libcuda")),
+            "{}",
+            d.driver
+        );
+        return;
+    };
+    // The test run put the CPU libcuda first on the library path: the description says so,
+    // and names the file in STREAMEXEC_LIBCUDA_DIR it was loaded from.
+    assert!(
+        d.driver.starts_with(&format!(
+            "streamexec's CPU libcuda {} (",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{}",
+        d.driver
+    );
+    let file = std::fs::canonicalize(driver_file(&d.driver)).unwrap();
+    assert_eq!(
+        file.parent(),
+        Some(std::fs::canonicalize(dir).unwrap().as_path()),
+        "{}",
+        d.driver
+    );
+    // device_query prints it.
+    let out = common::example("device_query").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("    driver:                  streamexec's CPU libcuda"),
+        "{text}"
+    );
+}
+
+/// `cargo run`, `cargo test` and `cargo bench` put `target/<profile>` and its `deps/` on the
+/// library path of what they run: neither the CPU libcuda nor the CPU NVRTC may be found
+/// there, or a program run by cargo on a GPU machine would get them in place of NVIDIA's.
+#[test]
+fn cargos_library_path_does_not_reach_the_cpu_libcuda() {
+    // This binary is target/<profile>/deps/<name>.
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap();
+    let cargo_dirs: Vec<std::path::PathBuf> = ["debug", "debug/deps", "release", "release/deps"]
+        .iter()
+        .map(|d| target.join(d))
+        .collect();
+    for dir in &cargo_dirs {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            assert!(
+                !(name.starts_with("libcuda.so") || name.starts_with("libnvrtc.so")),
+                "{} is on the library path cargo gives what it runs (rerun \
+                 scripts/build-libcuda.sh, which removes builds of the old layout)",
+                entry.path().display()
+            );
+        }
+    }
+    // What a program run by cargo sees with nothing else on its library path: NVIDIA's driver
+    // or none, never the CPU libcuda.
+    let path = std::env::join_paths(&cargo_dirs).unwrap();
+    let out = common::example("device_query")
+        .env("LD_LIBRARY_PATH", path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cuda = text
+        .split("\nPlatform ")
+        .find(|p| p.starts_with("cuda"))
+        .unwrap_or_default();
+    assert!(
+        out.status.success()
+            && cuda.starts_with("cuda")
+            && (cuda
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .contains(": unavailable")
+                || cuda.contains("driver:                  NVIDIA's driver")),
+        "{text}"
+    );
+}

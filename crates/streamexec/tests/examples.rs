@@ -634,7 +634,7 @@ fn run_kernel_reports_load_and_launch_errors() {
         ),
         (
             cl_args("vadd_i32", "1", "4", &["i32:1"]),
-            "declares 1 parameter(s) but the OpenCL kernel takes 4",
+            "declares 1 parameter(s) but the OpenCL kernel takes 4 parameter(s)",
         ),
         (
             cl_args(

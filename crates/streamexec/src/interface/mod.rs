@@ -385,10 +385,30 @@ pub trait EventInterface: Send + Sync {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// A kernel's own parameter count, as its format declares it: what the executor checks a
+/// loader spec's arity against ([`KernelInterface::param_count`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamCount {
+    /// Parameters in the kernel's own list (PTX `.param`s, OpenCL arguments, a host
+    /// kernel's `Args`).
+    pub params: usize,
+    /// What declares them, for the mismatch message: "the PTX entry (line 12)", "the OpenCL
+    /// kernel".
+    pub declared_by: String,
+    /// `SharedMemory` arguments are launch attributes here, not parameters (PTX), and the
+    /// kernel names dynamic shared memory: a spec may count any number of them beyond
+    /// `params`.
+    pub takes_dynamic_shared: bool,
+}
+
 /// A loaded kernel.
 pub trait KernelInterface: Send + Sync {
     /// Name of the entry point.
     fn name(&self) -> &str;
+    /// The kernel's own parameter count where its format carries one (PTX, OpenCL, host
+    /// kernels); `None` where it does not (cubin, HSACO), which skips the arity check. The
+    /// executor checks every load's spec arity against it, one rule for every platform.
+    fn param_count(&self) -> Option<ParamCount>;
     /// Checks `expected` (from the `TypedKernel`'s `Args`) against the kernel's own parameter
     /// list where the format carries one; `SignatureMismatch` naming the index and both types.
     fn verify_signature(&self, expected: &[ParamKind]) -> Result<()>;

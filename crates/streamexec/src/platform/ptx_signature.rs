@@ -6,8 +6,20 @@
 //! kinds or errors; this is where the two meet.
 
 use crate::error::{Error, Result};
+use crate::interface::ParamCount;
 use crate::ptx::{PtxEntry, PtxError, PtxScalar};
 use crate::types::ParamKind;
+
+/// A PTX entry's parameter count for the executor's arity check: its `.param`s, plus any
+/// number of `SharedMemory` arguments when it names dynamic shared memory (a launch attribute
+/// in PTX, not a parameter).
+pub(crate) fn param_count(entry: &PtxEntry) -> ParamCount {
+    ParamCount {
+        params: entry.params.len(),
+        declared_by: format!("the PTX entry (line {})", entry.line),
+        takes_dynamic_shared: entry.dynamic_shared,
+    }
+}
 
 /// `platform`'s kernel-load error for `kernel` when its PTX cannot be read or decoded; the
 /// detail is the front end's message (the PTX line and the function where known).

@@ -15,6 +15,12 @@ pub struct DeviceDescription {
     pub platform_version: String,
     /// Driver version string.
     pub driver_version: String,
+    /// Which driver library answers this device's calls, and from which file, so a program can
+    /// tell NVIDIA's driver from streamexec's CPU libcuda: on CUDA
+    /// `NVIDIA's driver (/usr/lib/x86_64-linux-gnu/libcuda.so.1)` or
+    /// `streamexec's CPU libcuda 0.1.0 (/repo/target/libcuda/libcuda.so)`; on the other
+    /// platforms what they load (the OpenCL ICD loader, libamdhip64) or that nothing is loaded.
+    pub driver: String,
     /// Device memory in bytes.
     pub total_memory: u64,
     /// Compute units (SMs, CUs, CPU cores).
@@ -55,6 +61,7 @@ impl std::fmt::Display for DeviceDescription {
         writeln!(f, "    vendor:                  {}", self.vendor)?;
         writeln!(f, "    platform version:        {}", self.platform_version)?;
         writeln!(f, "    driver version:          {}", self.driver_version)?;
+        writeln!(f, "    driver:                  {}", self.driver)?;
         writeln!(
             f,
             "    total memory:            {} MiB",

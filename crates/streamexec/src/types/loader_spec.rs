@@ -143,7 +143,9 @@ pub struct MultiKernelLoaderSpec {
 }
 
 impl MultiKernelLoaderSpec {
-    /// A spec for a kernel of `arity` parameters, holding no format yet.
+    /// A spec for a kernel of `arity` parameters, holding no format yet. Every load checks
+    /// `arity` against the kernel's own parameter count where its format carries one (and a
+    /// `TypedKernel`'s `Args`): a mismatch is `Error::SignatureMismatch` on every platform.
     pub fn new(arity: usize) -> Self {
         MultiKernelLoaderSpec {
             arity,
@@ -161,7 +163,7 @@ impl MultiKernelLoaderSpec {
         }
     }
 
-    /// Number of kernel parameters; checked against `Args` when the kernel is loaded.
+    /// Number of kernel parameters; checked against the kernel and `Args` when it is loaded.
     pub fn arity(&self) -> usize {
         self.arity
     }

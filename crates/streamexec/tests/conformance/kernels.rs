@@ -12,7 +12,12 @@ use streamexec::{
 
 /// `y[i] = a * x[i] + y[i]` for `i < n`, one element per thread.
 pub fn saxpy() -> MultiKernelLoaderSpec {
-    MultiKernelLoaderSpec::new(4)
+    saxpy_declaring(4)
+}
+
+/// [`saxpy`] (4 parameters) in a spec that declares `arity` parameters.
+pub fn saxpy_declaring(arity: usize) -> MultiKernelLoaderSpec {
+    MultiKernelLoaderSpec::new(arity)
         .add_cuda_ptx_in_memory(PTX, "saxpy")
         .add_opencl_text_in_memory(
             "__kernel void saxpy(uint n, float a, __global const float* x, __global float* y) {

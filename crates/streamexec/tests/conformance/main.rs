@@ -8,6 +8,7 @@
 mod common;
 mod kernels;
 
+mod arity;
 mod async_done;
 mod blas;
 mod command_buffer;

@@ -1,7 +1,7 @@
 //! CUDA driver calls for the shared GPU backend: one device's primary context, made current
 //! on the calling thread before every call (cheap: a thread-local store in the driver).
 
-use std::ffi::{CString, c_void};
+use std::ffi::{CStr, CString, c_char, c_void};
 use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -91,6 +91,46 @@ fn attribute(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Option<u32> {
         .and_then(|v| u32::try_from(v).ok())
 }
 
+/// The symbol only streamexec's CPU libcuda exports (`streamexec-libcuda`'s `lib.rs`): a
+/// function returning its version as a C string.
+const CPU_LIBCUDA_MARKER: &[u8] = b"streamexec_cpu_libcuda_version\0";
+
+/// Which library answers the driver API, from the library cudarc loaded: streamexec's CPU
+/// libcuda (it exports [`CPU_LIBCUDA_MARKER`]) or NVIDIA's driver, with the file `cuInit`
+/// lives in (`dladdr`).
+fn driver_library() -> String {
+    // SAFETY: called once the driver loaded (`cuInit` succeeded), so cudarc's library is
+    // there; the lookups only read its symbol table.
+    let lib = unsafe { sys::culib() };
+    // SAFETY: only the symbol's address is used.
+    let init = unsafe { lib.get::<unsafe extern "C" fn()>(b"cuInit\0") };
+    let file = init
+        .ok()
+        .and_then(|f| {
+            let mut info = MaybeUninit::<libc::Dl_info>::zeroed();
+            // SAFETY: `f` is a function of a loaded library; `info` is written by dladdr.
+            let found = unsafe { libc::dladdr(*f as *const c_void, info.as_mut_ptr()) } != 0;
+            // SAFETY: dladdr filled `info` when it returned non-zero.
+            let name = unsafe { info.assume_init() }.dli_fname;
+            // SAFETY: a NUL-terminated path owned by the loader, valid while the library is.
+            (found && !name.is_null()).then(|| unsafe { CStr::from_ptr(name) })
+        })
+        .map_or_else(
+            || "file unknown".to_string(),
+            |p| p.to_string_lossy().into_owned(),
+        );
+    // SAFETY: the marker, where present, is `extern "C" fn() -> *const c_char`.
+    let marker = unsafe { lib.get::<unsafe extern "C" fn() -> *const c_char>(CPU_LIBCUDA_MARKER) };
+    match marker {
+        Ok(version) => {
+            // SAFETY: the CPU libcuda returns a static NUL-terminated string.
+            let v = unsafe { CStr::from_ptr(version()) };
+            format!("streamexec's CPU libcuda {} ({file})", v.to_string_lossy())
+        }
+        Err(_) => format!("NVIDIA's driver ({file})"),
+    }
+}
+
 /// The description of device `dev` from its attributes (no context needed).
 pub(crate) fn describe(dev: sys::CUdevice, ordinal: usize) -> Result<DeviceDescription> {
     use sys::CUdevice_attribute as A;
@@ -113,6 +153,7 @@ pub(crate) fn describe(dev: sys::CUdevice, ordinal: usize) -> Result<DeviceDescr
         vendor: "NVIDIA".into(),
         platform_version: format!("CUDA {}.{}", version / 1000, (version % 1000) / 10),
         driver_version: version.to_string(),
+        driver: driver_library(),
         total_memory: total,
         compute_units: at(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
         max_threads_per_block: at(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::{Driver, RawFunction, RawModule};
 use crate::error::Result;
-use crate::interface::KernelInterface;
-use crate::platform::ptx_signature::check_signature;
+use crate::interface::{KernelInterface, ParamCount};
+use crate::platform::ptx_signature::{check_signature, param_count};
 use crate::ptx::PtxEntry;
 use crate::types::{DeviceAddress, ParamKind};
 
@@ -54,6 +54,10 @@ impl<D: Driver> GpuKernel<D> {
 impl<D: Driver> KernelInterface for GpuKernel<D> {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn param_count(&self) -> Option<ParamCount> {
+        self.entry.as_ref().map(param_count)
     }
 
     fn verify_signature(&self, expected: &[ParamKind]) -> Result<()> {

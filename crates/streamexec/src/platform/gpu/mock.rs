@@ -301,6 +301,7 @@ unsafe impl Driver for MockDriver {
             vendor: "streamexec".into(),
             platform_version: "mock".into(),
             driver_version: "mock".into(),
+            driver: "the mock driver of the unit tests".into(),
             total_memory: 1 << 30,
             compute_units: 1,
             max_threads_per_block: 1024,

@@ -114,6 +114,7 @@ pub(crate) fn describe(ordinal: usize) -> Result<DeviceDescription> {
         vendor: "AMD".into(),
         platform_version: format!("HIP {}.{}", major, (runtime / 100_000) % 100),
         driver_version: driver.to_string(),
+        driver: "AMD's HIP runtime (libamdhip64, linked)".into(),
         total_memory: p.totalGlobalMem as u64,
         compute_units: u(p.multiProcessorCount),
         max_threads_per_block: u(p.maxThreadsPerBlock),

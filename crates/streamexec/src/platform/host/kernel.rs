@@ -17,7 +17,7 @@ use corosensei::Yielder;
 
 use super::launch::{AtBarrier, BlockState, Resume, fault};
 use crate::error::{Error, Result};
-use crate::interface::KernelInterface;
+use crate::interface::{KernelInterface, ParamCount};
 use crate::ptx::device_bytes;
 use crate::types::DevicePtr;
 use crate::types::{Dim3, KernelArgs, PackedArg, ParamKind, SharedMemory};
@@ -170,6 +170,13 @@ fn same_kind(a: &ParamKind, b: &ParamKind) -> bool {
 impl KernelInterface for HostKernel {
     fn name(&self) -> &str {
         &self.name
+    }
+    fn param_count(&self) -> Option<ParamCount> {
+        Some(ParamCount {
+            params: self.signature.len(),
+            declared_by: "the host kernel".into(),
+            takes_dynamic_shared: false,
+        })
     }
     fn verify_signature(&self, expected: &[ParamKind]) -> Result<()> {
         let mismatch = |detail: String| Error::SignatureMismatch {

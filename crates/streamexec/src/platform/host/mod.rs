@@ -112,6 +112,7 @@ fn describe(ordinal: usize) -> DeviceDescription {
         vendor: info.vendor,
         platform_version: format!("streamexec {}", env!("CARGO_PKG_VERSION")),
         driver_version: format!("streamexec host platform {}", env!("CARGO_PKG_VERSION")),
+        driver: "none: the host platform is built in".into(),
         total_memory: info.total_memory,
         compute_units: info.cores,
         max_threads_per_block: MAX_THREADS_PER_BLOCK,

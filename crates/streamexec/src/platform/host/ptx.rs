@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use super::HostExecutor;
 use crate::error::{Error, Result};
-use crate::interface::KernelInterface;
-use crate::platform::ptx_signature::{check_signature, kernel_load_error};
+use crate::interface::{KernelInterface, ParamCount};
+use crate::platform::ptx_signature::{check_signature, kernel_load_error, param_count};
 use crate::platform::work_queue::RunFn;
 use crate::ptx::{Arg, LaunchConfig, Module};
 use crate::types::{ArgView, DeviceAddress, LaunchDims, PackedArg, ParamKind};
@@ -28,6 +28,9 @@ pub(crate) struct PtxKernel {
 impl KernelInterface for PtxKernel {
     fn name(&self) -> &str {
         self.kernel.name()
+    }
+    fn param_count(&self) -> Option<ParamCount> {
+        self.kernel.entry().map(param_count)
     }
     fn verify_signature(&self, expected: &[ParamKind]) -> Result<()> {
         match self.kernel.entry() {

@@ -90,7 +90,8 @@ impl StreamExecutorInterface for NoopExecutor {
     fn load_kernel(&self, _spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
         // A real backend picks the spec's format it prefers (`NoSuitableFormat` listing what
         // the spec holds when there is none), builds it (`KernelLoad` with the compiler's log)
-        // and checks the spec's arity against the kernel's own parameter list.
+        // and reports the kernel's own parameter count (`KernelInterface::param_count`), which
+        // the executor checks the spec's arity against.
         Err(unsupported("load_kernel", "noop loads no kernels"))
     }
 

@@ -10,7 +10,7 @@ use std::any::Any;
 
 use super::status::unsupported;
 use crate::error::Result;
-use crate::interface::KernelInterface;
+use crate::interface::{KernelInterface, ParamCount};
 use crate::types::ParamKind;
 
 /// A loaded noop kernel (never made).
@@ -25,6 +25,12 @@ pub(crate) struct NoopKernel {
 impl KernelInterface for NoopKernel {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn param_count(&self) -> Option<ParamCount> {
+        // A real backend reports the kernel's own parameter count where its format carries
+        // one; the executor checks the spec's arity against it.
+        None
     }
 
     fn verify_signature(&self, _expected: &[ParamKind]) -> Result<()> {

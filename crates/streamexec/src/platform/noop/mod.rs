@@ -108,6 +108,7 @@ fn describe(ordinal: usize) -> DeviceDescription {
         vendor: "streamexec".into(),
         platform_version: format!("streamexec {}", env!("CARGO_PKG_VERSION")),
         driver_version: "none (the noop template backend has no driver)".into(),
+        driver: "none: the noop template backend loads no library".into(),
         total_memory: 0,
         compute_units: 0,
         max_threads_per_block: 1,

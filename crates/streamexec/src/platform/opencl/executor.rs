@@ -243,7 +243,7 @@ impl StreamExecutorInterface for OpenClExecutor {
 
     fn load_kernel(&self, spec: &MultiKernelLoaderSpec) -> Result<Arc<dyn KernelInterface>> {
         let (program, name) = self.program(spec)?;
-        Ok(Arc::new(OpenClKernel::new(program, &name, spec.arity())?))
+        Ok(Arc::new(OpenClKernel::new(program, &name)?))
     }
 
     fn create_stream(&self) -> Result<Box<dyn StreamInterface>> {

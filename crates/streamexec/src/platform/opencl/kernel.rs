@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 
 use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
-use crate::interface::KernelInterface;
+use crate::interface::{KernelInterface, ParamCount};
 use crate::types::ParamKind;
 
 /// What `clGetKernelArgInfo` says about one parameter.
@@ -102,7 +102,7 @@ unsafe impl Send for OpenClKernel {}
 unsafe impl Sync for OpenClKernel {}
 
 impl OpenClKernel {
-    pub(crate) fn new(program: Arc<Program>, name: &str, arity: usize) -> Result<Self> {
+    pub(crate) fn new(program: Arc<Program>, name: &str) -> Result<Self> {
         let load_err = |detail: String| Error::KernelLoad {
             platform: PLATFORM,
             kernel: name.to_string(),
@@ -123,14 +123,6 @@ impl OpenClKernel {
         let count = kernel
             .num_args()
             .map_err(|e| cl_error("clGetKernelInfo(NUM_ARGS)", e.0))? as usize;
-        if count != arity {
-            return Err(Error::SignatureMismatch {
-                kernel: name.into(),
-                detail: format!(
-                    "the loader spec declares {arity} parameter(s) but the OpenCL kernel takes {count}"
-                ),
-            });
-        }
         // Argument info exists when the program was built from source with -cl-kernel-arg-info
         // (which the loader passes); for binaries it is up to the driver.
         let args = (0..count as u32)
@@ -173,6 +165,14 @@ impl OpenClKernel {
 impl KernelInterface for OpenClKernel {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn param_count(&self) -> Option<ParamCount> {
+        Some(ParamCount {
+            params: self.args.len(),
+            declared_by: "the OpenCL kernel".into(),
+            takes_dynamic_shared: false,
+        })
     }
 
     fn verify_signature(&self, expected: &[ParamKind]) -> Result<()> {

@@ -179,6 +179,7 @@ fn describe(id: cl_device_id, ordinal: usize) -> Result<DeviceDescription> {
         vendor,
         platform_version: d.version().unwrap_or_default(),
         driver_version: d.driver_version().unwrap_or_default(),
+        driver: "the OpenCL ICD loader (libOpenCL.so.1) and the platform's ICD".into(),
         total_memory: d
             .global_mem_size()
             .map_err(|e| info("clGetDeviceInfo(GLOBAL_MEM_SIZE)", e))?,
