@@ -62,7 +62,7 @@ use super::kernel::OpenClKernel;
 use super::khr_command_buffer::{ClCommandBuffer, CommandBufferSupport};
 use super::memory::{ClAlloc, keep_until_complete};
 use super::queue::StreamShared;
-use super::red_zone::{self, CheckJob};
+use super::red_zone_check::{self, CheckJob};
 use super::status::{PLATFORM, cl_error, error_text};
 use super::stream::{
     ArgKeep, OpenClStream, ResolvedArgs, pointer_args, resolve_args, set_kernel_args, work_sizes,
@@ -477,7 +477,7 @@ impl CommandBufferInterface for OpenClCommandBuffer {
                         Box::new(move || {
                             version.enqueue(&support, &shared)?;
                             match version.red_zone_check(&shared) {
-                                Some(job) => red_zone::enqueue(&shared, job, native),
+                                Some(job) => red_zone_check::enqueue(&shared, job, native),
                                 None => Ok(()),
                             }
                         }),

@@ -84,7 +84,7 @@ impl OpenClExecutor {
             .execution_capabilities()
             .is_ok_and(|c| c & CL_EXEC_NATIVE_KERNEL != 0);
         let red_zones = (cpu || host_unified)
-            && !std::env::var_os(RED_ZONES_ENV).is_some_and(|v| v == "0")
+            && std::env::var_os(RED_ZONES_ENV).is_none_or(|v| v != "0")
             && red_zone::probe_zero_copy(&context, &queue);
         Ok(Arc::new_cyclic(|me| OpenClExecutor {
             description,

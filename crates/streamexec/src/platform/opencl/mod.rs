@@ -15,7 +15,8 @@
 //! | `stream.rs` | `OpenClStream`: the `StreamInterface` impl, kernel argument setting |
 //! | `event.rs` | `OpenClEvent`: the marker of the latest record, or a deferred record |
 //! | `kernel.rs` | `OpenClKernel` and the `clGetKernelArgInfo` signature check |
-//! | `red_zone.rs` | red zones around buffers on CPU devices: the mappings, the canary, the check after each launch (a native kernel in the stream's order) |
+//! | `red_zone.rs` | red zones around buffers on CPU devices: the mappings, the canary, comparing and restoring it |
+//! | `red_zone_check.rs` | the red-zone check after each launch: a native kernel in the stream's order, the `KernelFault` it reports |
 //! | `memory.rs` | `ClAlloc`: `cl_mem` buffers and fine-grained SVM behind one type, the enqueue helpers for each, keeping memory alive until a command completes, and the SVM reaper |
 //! | `command_buffer.rs` | `OpenClCommandBuffer`: command buffers on `cl_khr_command_buffer` (segments, submit, update by re-recording) |
 //! | `khr_command_buffer.rs` | the extension as the driver provides it: detection, entry points, an owned `cl_command_buffer_khr` |
@@ -105,6 +106,7 @@ mod khr_command_buffer;
 mod memory;
 mod queue;
 mod red_zone;
+mod red_zone_check;
 mod rng;
 mod status;
 mod stream;

@@ -23,15 +23,14 @@
 //! and the `cl_mem` is created with `CL_MEM_USE_HOST_PTR` on the page-aligned middle part. Both
 //! red zones hold a pseudo-random canary, a function of the byte's offset in the mapping and
 //! of the mapping's address (so a kernel copying one buffer's red zone into another's changes
-//! the latter).
-//! After every launch that takes such a buffer, a completion step in the stream's order (a
-//! native kernel, `clEnqueueNativeKernel`, right behind the launch on the same in-order queue,
-//! so it runs after the kernel and before anything later on the stream) compares the red zones
-//! of the launch's buffers with the canary. A difference puts the stream in its error state
-//! with `Error::KernelFault` naming the kernel, the argument and how far before the start or
-//! past the end the writes went; the canary is then restored, so the buffer stays usable and
-//! later launches are checked afresh. A device without native kernels waits for the launch on
-//! the submitting thread and checks there instead.
+//! the latter). After every launch that takes such a buffer, a completion step in the stream's
+//! order (`red_zone_check.rs`: a native kernel, `clEnqueueNativeKernel`, right behind the
+//! launch on the same in-order queue, so it runs after the kernel and before anything later on
+//! the stream) compares the red zones of the launch's buffers with the canary. A difference puts
+//! the stream in its error state with `Error::KernelFault` naming the kernel, the argument and
+//! how far before the start or past the end the writes went; the canary is then restored, so
+//! the buffer stays usable and later launches are checked afresh. A device without native
+//! kernels waits for the launch on the submitting thread and checks there instead.
 //!
 //! The mapping is unmapped by the `cl_mem`'s destructor callback, which OpenCL calls once the
 //! buffer is released and every command that uses it has completed; the check step keeps the
@@ -51,23 +50,20 @@
 //!   overruns the same buffer at the same time may be blamed on this launch.
 //! - Fine-grained SVM (`allocate_unified`) has no red zones: `clSVMAlloc` memory is the
 //!   driver's, and SVM pointers can reach kernels inside other data, not only as arguments.
+//! - Discrete GPUs (neither CPU nor host-unified) keep the driver's buffers and no check.
+//! - Each launch that takes a buffer costs one more command (the native kernel) and a scan of
+//!   its buffers' red zones (8 KiB or more each).
 
 use std::ffi::c_void;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use opencl3::context::Context;
 use opencl3::memory::{Buffer, CL_MEM_READ_WRITE, CL_MEM_USE_HOST_PTR, ClMem};
-use parking_lot::Mutex;
 
-use super::memory::{ClAlloc, keep_until_complete};
-use super::queue::StreamShared;
-use super::status::{PLATFORM, cl_error, error_text};
-use crate::error::{Error, Result};
-use crate::types::DeviceAddress;
+use super::status::error_text;
 
 /// Bytes of the front red zone (also the alignment of the buffer inside its mapping).
-const FRONT: usize = 4096;
+pub(crate) const FRONT: usize = 4096;
 /// The least and the most a back red zone extends past the page that holds the buffer's end.
 const BACK_MIN: usize = 4096;
 const BACK_MAX: usize = 1 << 20;
@@ -269,7 +265,13 @@ fn map(bytes: usize) -> std::result::Result<RedZones, String> {
 unsafe fn unmap(base: usize, len: usize) {
     // SAFETY: per the contract; the range is one mapping made by `map`.
     let _ = unsafe { libc::munmap(base as *mut c_void, len) };
+    #[cfg(test)]
+    UNMAPPED.lock().push(base);
 }
+
+/// The base of every mapping unmapped so far (tests check that buffers give theirs back).
+#[cfg(test)]
+static UNMAPPED: parking_lot::Mutex<Vec<usize>> = parking_lot::Mutex::new(Vec::new());
 
 extern "C" fn unmap_on_destroy(_mem: opencl3::types::cl_mem, user: *mut c_void) {
     // SAFETY: `user` is the box leaked in `create_buffer`; OpenCL calls this once, after the
@@ -361,170 +363,6 @@ pub(crate) fn probe_zero_copy(
     seen && z.check().is_none()
 }
 
-/// One buffer a launch passed, with red zones: the kernel, the argument indices that name the
-/// buffer, and its base address.
-struct Checked {
-    alloc: Arc<ClAlloc>,
-    kernel: String,
-    args: Vec<usize>,
-    base: DeviceAddress,
-}
-
-/// The red-zone check after a launch (or after the launches of a command buffer part): run by
-/// the native kernel behind it, or inline.
-pub(crate) struct CheckJob {
-    buffers: Vec<Checked>,
-    error: Arc<Mutex<Option<Error>>>,
-}
-
-impl CheckJob {
-    /// The check for `kernel`'s buffers among `args` (index, address, allocation and byte
-    /// offset of each pointer argument); `None` when none has red zones.
-    pub(crate) fn new(
-        kernel: &str,
-        args: impl IntoIterator<Item = (usize, DeviceAddress, Arc<ClAlloc>, usize)>,
-        shared: &StreamShared,
-    ) -> Option<Self> {
-        let mut buffers: Vec<Checked> = Vec::new();
-        for (i, addr, alloc, off) in args {
-            if alloc.red_zones().is_none() {
-                continue;
-            }
-            match buffers.iter_mut().find(|c| Arc::ptr_eq(&c.alloc, &alloc)) {
-                Some(c) => c.args.push(i),
-                None => buffers.push(Checked {
-                    alloc,
-                    kernel: kernel.to_string(),
-                    args: vec![i],
-                    base: DeviceAddress::new(addr.raw() - off as u64),
-                }),
-            }
-        }
-        (!buffers.is_empty()).then(|| CheckJob {
-            buffers,
-            error: shared.error.clone(),
-        })
-    }
-
-    /// Adds the buffers of a later launch that `self` does not check yet (a fault of a buffer
-    /// both use is blamed on the earlier launch).
-    pub(crate) fn extend(&mut self, later: CheckJob) {
-        for c in later.buffers {
-            if !self.buffers.iter().any(|b| Arc::ptr_eq(&b.alloc, &c.alloc)) {
-                self.buffers.push(c);
-            }
-        }
-    }
-
-    /// Checks (and restores) every buffer's red zones; the fault of the first damaged one.
-    fn run(&self) -> Result<()> {
-        let mut first = None;
-        for c in &self.buffers {
-            let Some(z) = c.alloc.red_zones() else {
-                continue;
-            };
-            if let Some(d) = z.check() {
-                first.get_or_insert_with(|| self.fault(c, z, d));
-            }
-        }
-        first.map_or(Ok(()), Err)
-    }
-
-    fn fault(&self, c: &Checked, z: &RedZones, d: Damage) -> Error {
-        let args = c
-            .args
-            .iter()
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let (noun, len) = (
-            if c.args.len() == 1 {
-                "argument"
-            } else {
-                "arguments"
-            },
-            c.alloc.bytes,
-        );
-        let mut what = Vec::new();
-        if let Some((near, far)) = d.after {
-            what.push(format!(
-                "out-of-bounds write past the end of the {len}-byte buffer of {noun} {args} at \
-                 {}: bytes {near}..{far} past its end were changed",
-                c.base
-            ));
-        }
-        if let Some(far) = d.before {
-            what.push(format!(
-                "out-of-bounds write before the start of the {len}-byte buffer of {noun} {args} \
-                 at {}: up to {far} bytes before its start were changed",
-                c.base
-            ));
-        }
-        Error::KernelFault {
-            platform: PLATFORM,
-            kernel: c.kernel.clone(),
-            detail: format!(
-                "{}. Caught by the red zones streamexec puts around buffers on CPU devices \
-                 ({FRONT} bytes before, {} after this one), which are restored; writes further \
-                 out are not caught. Check the kernel's indexing against the buffer sizes and \
-                 the launch dimensions",
-                what.join("; "),
-                z.back_len()
-            ),
-        }
-    }
-}
-
-/// The native kernel of a check: `args` points to the driver's copy of a `*const CheckJob`.
-unsafe extern "C" fn run_native(args: *mut c_void) {
-    // SAFETY: the argument block is the pointer `enqueue` passed; the job is kept alive until
-    // this command's completion callback, which runs after this function returns.
-    let job = unsafe { &**(args as *const *const CheckJob) };
-    // A panic must not unwind into the driver.
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run()));
-    if let Ok(Err(e)) = result {
-        job.error.lock().get_or_insert(e);
-    }
-}
-
-/// Puts `job` on `shared`'s queue right behind what is there (the launch it checks): as a
-/// native kernel where the device runs them (`native`), else by waiting for the queue here and
-/// checking at once (the fault is then this call's error).
-pub(crate) fn enqueue(shared: &StreamShared, job: CheckJob, native: bool) -> Result<()> {
-    if !native {
-        shared
-            .marker()?
-            .wait()
-            .map_err(|e| cl_error("clWaitForEvents", e.0))?;
-        return job.run();
-    }
-    let job = Arc::new(job);
-    let mut block: *const CheckJob = Arc::as_ptr(&job);
-    // SAFETY: the driver copies the pointer-sized argument block at enqueue; the job it points
-    // to is kept alive until the command completes (below), and no memory objects are passed.
-    let raw = unsafe {
-        opencl3::command_queue::enqueue_native_kernel(
-            shared.queue.get(),
-            Some(run_native),
-            &mut block as *mut *const CheckJob as *mut c_void,
-            std::mem::size_of::<*const CheckJob>(),
-            0,
-            std::ptr::null(),
-            std::ptr::null(),
-            0,
-            std::ptr::null(),
-        )
-    }
-    .map_err(|e| {
-        cl_error(
-            "clEnqueueNativeKernel (the red-zone check after a launch)",
-            e,
-        )
-    })?;
-    keep_until_complete(&shared.track(raw), Box::new(job));
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,6 +436,73 @@ mod tests {
         assert!(differ > (a.len - a.end()) / 2, "{differ}");
         unmapped(a);
         unmapped(b);
+    }
+
+    /// A context and queue on the first CPU device, if there is one.
+    fn cpu_queue() -> Option<(Context, opencl3::command_queue::CommandQueue)> {
+        use opencl3::device::{CL_DEVICE_TYPE_CPU, Device};
+        let platforms = opencl3::platform::get_platforms().ok()?;
+        let id = platforms
+            .iter()
+            .find_map(|p| p.get_devices(CL_DEVICE_TYPE_CPU).ok()?.first().copied())?;
+        let context = Context::from_device(&Device::new(id)).ok()?;
+        let queue =
+            opencl3::command_queue::CommandQueue::create_default_with_properties(&context, 0, 0)
+                .ok()?;
+        Some((context, queue))
+    }
+
+    #[test]
+    fn a_mapping_is_unmapped_once_its_buffer_and_the_commands_using_it_are_done() {
+        let Some((context, queue)) = cpu_queue() else {
+            eprintln!("no OpenCL CPU device: skipping");
+            return;
+        };
+        assert!(
+            probe_zero_copy(&context, &queue),
+            "PoCL uses the host pointer in place"
+        );
+        // A base in the log after this point was unmapped after this test mapped it (while
+        // ours is mapped, no other mapping can start there).
+        let start = UNMAPPED.lock().len();
+        let mut bases = Vec::new();
+        for bytes in [1usize, 4096, 100_000] {
+            let (buffer, z) = create_buffer(&context, bytes).unwrap();
+            bases.push(z.base);
+            let pattern = 7u8;
+            // SAFETY: a fill of the whole live buffer; the pattern is copied at enqueue.
+            let ev = unsafe {
+                opencl3::command_queue::enqueue_fill_buffer(
+                    queue.get(),
+                    buffer.get(),
+                    &pattern as *const u8 as *const c_void,
+                    1,
+                    0,
+                    bytes,
+                    0,
+                    std::ptr::null(),
+                )
+            }
+            .unwrap();
+            // Released while the fill may still be queued: the mapping must outlive it.
+            drop(buffer);
+            opencl3::event::Event::new(ev).wait().unwrap();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let gone = {
+                let log = UNMAPPED.lock();
+                bases.iter().all(|b| log[start..].contains(b))
+            };
+            if gone {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a mapping was never unmapped"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     #[test]

@@ -25,7 +25,7 @@ use super::event::{DeferredRecord, OpenClEvent, WaitTarget, wait_event};
 use super::kernel::OpenClKernel;
 use super::memory::{ClAlloc, copy, keep_svm, keep_until_complete};
 use super::queue::StreamShared;
-use super::red_zone::{self, CheckJob};
+use super::red_zone_check::{self, CheckJob};
 use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
 use crate::interface::{DoneFn, EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
@@ -503,7 +503,7 @@ fn enqueue_kernel(
         keep_until_complete(&ev, Box::new(keep.svm)); // SVM must outlive the kernel
     }
     match check {
-        Some(job) => red_zone::enqueue(shared, job, native),
+        Some(job) => red_zone_check::enqueue(shared, job, native),
         None => Ok(()),
     }
 }
