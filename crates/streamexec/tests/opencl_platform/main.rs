@@ -20,7 +20,7 @@ use streamexec::{
     SharedMemory, StreamExecutor, ThreadDim, TypedKernel,
 };
 
-use common::{POISON_F32_BITS, POISON_U32, random_f32s, random_u32s, rng};
+use common::{POISON_F32, POISON_F32_BITS, POISON_U32, random_f32s, random_u32s, rng};
 
 /// Device 0 of the OpenCL platform, or `None` (after a skip message) when it is unavailable.
 /// Panics instead when `STREAMEXEC_REQUIRE` names `opencl`.
@@ -153,4 +153,5 @@ __kernel void local_sum(__global const uint* in, __global uint* out, __local uin
 // After the helpers and the `opencl_or_skip!` macro, which the modules use.
 mod launch_and_memory;
 mod loading;
+mod red_zones;
 mod rpc;

@@ -37,6 +37,12 @@
 //! made under the kernel's lock, whose arguments are set once and never touched again; it
 //! lives as long as the cl command buffer.
 //!
+//! # Red zones
+//!
+//! On devices with red zones (`red_zone.rs`) each replay of a native part is followed by one
+//! check of the buffers its launches take, so an out-of-bounds write inside a command buffer
+//! fails the stream as it does for a plain launch.
+//!
 //! # Updates
 //!
 //! PoCL 3.1 has no `cl_khr_command_buffer_mutable_dispatch`, so `update_launch` re-records the
@@ -56,9 +62,10 @@ use super::kernel::OpenClKernel;
 use super::khr_command_buffer::{ClCommandBuffer, CommandBufferSupport};
 use super::memory::{ClAlloc, keep_until_complete};
 use super::queue::StreamShared;
+use super::red_zone_check::{self, CheckJob};
 use super::status::{PLATFORM, cl_error, error_text};
 use super::stream::{
-    ArgKeep, OpenClStream, ResolvedArgs, resolve_args, set_kernel_args, work_sizes,
+    ArgKeep, OpenClStream, ResolvedArgs, pointer_args, resolve_args, set_kernel_args, work_sizes,
 };
 use crate::error::{Error, Result};
 use crate::interface::{Command, CommandBufferInterface, KernelInterface, StreamInterface};
@@ -310,6 +317,29 @@ impl Version {
         })
     }
 
+    /// The red-zone check of the buffers this part's launches take (`red_zone.rs`), run
+    /// behind each replay; `None` when none has red zones.
+    fn red_zone_check(&self, shared: &StreamShared) -> Option<CheckJob> {
+        let mut all: Option<CheckJob> = None;
+        for op in &self.ops {
+            if let DeviceOp::Launch {
+                kernel,
+                args,
+                resolved,
+                ..
+            } = op
+                && let Some(job) =
+                    CheckJob::new(kernel.name(), pointer_args(args, resolved), shared)
+            {
+                match &mut all {
+                    Some(a) => a.extend(job),
+                    None => all = Some(job),
+                }
+            }
+        }
+        all
+    }
+
     /// Enqueues one replay on `shared`'s queue (from the stream's submission path).
     fn enqueue(
         self: &Arc<Self>,
@@ -442,8 +472,15 @@ impl CommandBufferInterface for OpenClCommandBuffer {
                 Part::Native(p) => {
                     let version = p.current.lock().clone();
                     let (support, shared) = (self.support.clone(), cl.shared().clone());
+                    let native = self.exec.native_kernels;
                     cl.shared().submit(
-                        Box::new(move || version.enqueue(&support, &shared)),
+                        Box::new(move || {
+                            version.enqueue(&support, &shared)?;
+                            match version.red_zone_check(&shared) {
+                                Some(job) => red_zone_check::enqueue(&shared, job, native),
+                                None => Ok(()),
+                            }
+                        }),
                         None,
                         false,
                     )?;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Weak};
 
 use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
-use opencl3::device::Device;
+use opencl3::device::{CL_DEVICE_TYPE_CPU, CL_EXEC_NATIVE_KERNEL, Device};
 use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 use parking_lot::{Mutex, RwLock};
@@ -17,11 +17,17 @@ use parking_lot::{Mutex, RwLock};
 use super::khr_command_buffer::CommandBufferSupport;
 use super::memory::{ClAlloc, Reaper, reap};
 use super::queue::StreamShared;
+use super::red_zone;
 use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::platform::work_queue::StreamSet;
 use crate::types::{DeviceAddress, DeviceDescription, MultiKernelLoaderSpec};
+
+/// `STREAMEXEC_OPENCL_RED_ZONES=0` (read when an executor is created) turns red zones off:
+/// buffers on CPU devices are the driver's again and launches are not checked (for
+/// comparison, e.g. in benches).
+pub(crate) const RED_ZONES_ENV: &str = "STREAMEXEC_OPENCL_RED_ZONES";
 
 /// Bits of a device address that hold the byte offset inside an allocation.
 pub(crate) const OFFSET_BITS: u32 = 40;
@@ -43,6 +49,12 @@ pub(crate) struct OpenClExecutor {
     /// The device works on host memory directly (CPU drivers such as PoCL): page-locked
     /// staging buffers buy nothing there, so host allocations are ordinary memory.
     pub(super) host_unified: bool,
+    /// Buffers get red zones checked after each launch (`red_zone.rs`): a CPU or host-unified
+    /// device whose driver uses `CL_MEM_USE_HOST_PTR` memory in place.
+    pub(super) red_zones: bool,
+    /// The device runs native kernels (`CL_EXEC_NATIVE_KERNEL`): the red-zone check runs as
+    /// one, in the stream's order, instead of on the submitting thread.
+    pub(super) native_kernels: bool,
     /// Built-in BLAS and Philox kernels (`builtins.rs`) by (double precision, name), built on
     /// first use.
     pub(super) builtins: Mutex<HashMap<BuiltinKey, Arc<dyn KernelInterface>>>,
@@ -65,6 +77,15 @@ impl OpenClExecutor {
             CommandQueue::create_default_with_properties(&context, CL_QUEUE_PROFILING_ENABLE, 0)
                 .map_err(|e| cl_error("clCreateCommandQueueWithProperties", e.0))?;
         let command_buffers = CommandBufferSupport::detect(device, &context).map(Arc::new);
+        let dev = Device::new(device);
+        let host_unified = dev.host_unified_memory().unwrap_or(false);
+        let cpu = dev.dev_type().is_ok_and(|t| t & CL_DEVICE_TYPE_CPU != 0);
+        let native_kernels = dev
+            .execution_capabilities()
+            .is_ok_and(|c| c & CL_EXEC_NATIVE_KERNEL != 0);
+        let red_zones = (cpu || host_unified)
+            && std::env::var_os(RED_ZONES_ENV).is_none_or(|v| v != "0")
+            && red_zone::probe_zero_copy(&context, &queue);
         Ok(Arc::new_cyclic(|me| OpenClExecutor {
             description,
             context,
@@ -74,7 +95,9 @@ impl OpenClExecutor {
             programs: Mutex::new(HashMap::new()),
             streams: StreamSet::default(),
             reaper: Reaper::default(),
-            host_unified: Device::new(device).host_unified_memory().unwrap_or(false),
+            host_unified,
+            red_zones,
+            native_kernels,
             builtins: Mutex::new(HashMap::new()),
             me: me.clone(),
             command_buffers,

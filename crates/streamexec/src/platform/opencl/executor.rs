@@ -1,5 +1,5 @@
-//! The OpenCL device's `StreamExecutorInterface`: allocation (`cl_mem` buffers and
-//! fine-grained SVM), pinned host memory (`CL_MEM_ALLOC_HOST_PTR` + map), synchronous copies on
+//! The OpenCL device's `StreamExecutorInterface`: allocation (`cl_mem` buffers, with red zones
+//! on CPU devices, and fine-grained SVM), pinned host memory (`CL_MEM_ALLOC_HOST_PTR` + map), synchronous copies on
 //! the executor's own queue, kernel loading, streams and events.
 
 use std::any::Any;
@@ -19,6 +19,7 @@ use super::device::{OFFSET_BITS, OpenClExecutor};
 use super::event::OpenClEvent;
 use super::kernel::OpenClKernel;
 use super::memory::{ClAlloc, ClMemory, reap};
+use super::red_zone;
 use super::status::{PLATFORM, cl_error, error_text};
 use super::stream::OpenClStream;
 use crate::error::{Error, Result};
@@ -97,6 +98,15 @@ impl StreamExecutorInterface for OpenClExecutor {
             )));
         }
         reap(self.context.get(), &self.reaper);
+        if self.red_zones {
+            let (buffer, red) = red_zone::create_buffer(&self.context, bytes as usize)
+                .map_err(|e| oom(format!("a buffer with red zones: {e}")))?;
+            return Ok(self.insert(ClAlloc {
+                mem: ClMemory::Buffer(buffer),
+                bytes,
+                red: Some(red),
+            }));
+        }
         // SAFETY: no host pointer is passed; the size is non-zero.
         let buffer = unsafe {
             Buffer::<u8>::create(
@@ -110,6 +120,7 @@ impl StreamExecutorInterface for OpenClExecutor {
         Ok(self.insert(ClAlloc {
             mem: ClMemory::Buffer(buffer),
             bytes,
+            red: None,
         }))
     }
 
@@ -154,7 +165,14 @@ impl StreamExecutorInterface for OpenClExecutor {
             ptr,
             reaper: self.reaper.clone(),
         };
-        Ok((self.insert(ClAlloc { mem, bytes }), ptr as *mut u8))
+        Ok((
+            self.insert(ClAlloc {
+                mem,
+                bytes,
+                red: None,
+            }),
+            ptr as *mut u8,
+        ))
     }
 
     unsafe fn deallocate(&self, addr: DeviceAddress) {

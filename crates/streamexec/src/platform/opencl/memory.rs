@@ -6,6 +6,10 @@
 //! may not (`clSVMFree` is immediate), so commands that touch SVM keep their `Arc<ClAlloc>` until
 //! their completion callback, and the last drop parks the pointer in the executor's reaper, which
 //! frees it on an ordinary thread at the next allocation or synchronisation.
+//!
+//! On CPU devices buffers sit on the executor's own mappings between red zones (`red_zone.rs`);
+//! a mapping is unmapped by its `cl_mem`'s destructor callback, so it too outlives every
+//! command that uses the buffer.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -14,6 +18,8 @@ use opencl3::event::{CL_COMPLETE, Event};
 use opencl3::memory::{Buffer, ClMem};
 use opencl3::types::{cl_bool, cl_command_queue, cl_event, cl_int};
 use parking_lot::Mutex;
+
+use super::red_zone::RedZones;
 
 /// SVM pointers whose last user has gone, waiting to be freed on an ordinary thread.
 pub(crate) type Reaper = Arc<Mutex<Vec<usize>>>;
@@ -27,6 +33,9 @@ pub(crate) enum ClMemory {
 pub(crate) struct ClAlloc {
     pub(crate) mem: ClMemory,
     pub(crate) bytes: u64,
+    /// The red zones around a buffer on a CPU device (`red_zone.rs`); their mapping lives as
+    /// long as the buffer.
+    pub(crate) red: Option<RedZones>,
 }
 
 // SAFETY: OpenCL memory objects and SVM pointers may be used from any thread.
@@ -45,6 +54,11 @@ impl Drop for ClAlloc {
 type Enqueued = std::result::Result<cl_event, cl_int>;
 
 impl ClAlloc {
+    /// The red zones around this buffer, if it has them.
+    pub(crate) fn red_zones(&self) -> Option<&RedZones> {
+        self.red.as_ref()
+    }
+
     /// The SVM address of byte `off`, for SVM allocations.
     pub(crate) fn svm_ptr(&self, off: usize) -> Option<*mut c_void> {
         match &self.mem {

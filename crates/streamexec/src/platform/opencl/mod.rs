@@ -15,6 +15,8 @@
 //! | `stream.rs` | `OpenClStream`: the `StreamInterface` impl, kernel argument setting |
 //! | `event.rs` | `OpenClEvent`: the marker of the latest record, or a deferred record |
 //! | `kernel.rs` | `OpenClKernel` and the `clGetKernelArgInfo` signature check |
+//! | `red_zone.rs` | red zones around buffers on CPU devices: the mappings, the canary, comparing and restoring it |
+//! | `red_zone_check.rs` | the red-zone check after each launch: a native kernel in the stream's order, the `KernelFault` it reports |
 //! | `memory.rs` | `ClAlloc`: `cl_mem` buffers and fine-grained SVM behind one type, the enqueue helpers for each, keeping memory alive until a command completes, and the SVM reaper |
 //! | `command_buffer.rs` | `OpenClCommandBuffer`: command buffers on `cl_khr_command_buffer` (segments, submit, update by re-recording) |
 //! | `khr_command_buffer.rs` | the extension as the driver provides it: detection, entry points, an owned `cl_command_buffer_khr` |
@@ -50,6 +52,15 @@
 //! the scalar type of every argument. A binary whose driver keeps no argument info is refused
 //! at load (`KernelLoad`): without it a scalar passed for a buffer parameter would reach the
 //! driver as a memory-object handle. A spec with RPC gets the OpenCL C RPC client prepended.
+//!
+//! # Red zones on CPU devices
+//!
+//! On a CPU (or host-unified) device whose driver uses `CL_MEM_USE_HOST_PTR` memory in place,
+//! buffers are the executor's own `mmap`s with a canary-filled red zone before and after; a
+//! check in the stream's order after each launch turns a kernel's write past the end (or before
+//! the start) of a buffer argument into `Error::KernelFault` instead of heap corruption.
+//! Details and limits (how far out a write is caught) in `red_zone.rs`; discrete GPUs keep
+//! driver buffers, and `STREAMEXEC_OPENCL_RED_ZONES=0` turns red zones off.
 //!
 //! # Unified memory (SVM) and the reaper
 //!
@@ -94,6 +105,8 @@ mod kernel;
 mod khr_command_buffer;
 mod memory;
 mod queue;
+mod red_zone;
+mod red_zone_check;
 mod rng;
 mod status;
 mod stream;

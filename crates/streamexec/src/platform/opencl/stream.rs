@@ -9,6 +9,10 @@
 //! callback, and skips everything after a failure — so a failed callback really stops the rest
 //! of the chain (failing a user event instead crashes PoCL 3.1) and callbacks may call blocking
 //! OpenCL APIs.
+//!
+//! On devices with red zones (`red_zone.rs`) each launch that takes a buffer is followed by
+//! the check of the buffers' red zones, in the stream's order; a failed check fails the stream
+//! with `Error::KernelFault`.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -21,6 +25,7 @@ use super::event::{DeferredRecord, OpenClEvent, WaitTarget, wait_event};
 use super::kernel::OpenClKernel;
 use super::memory::{ClAlloc, copy, keep_svm, keep_until_complete};
 use super::queue::StreamShared;
+use super::red_zone_check::{self, CheckJob};
 use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
 use crate::interface::{DoneFn, EventInterface, HostCallbackFn, KernelInterface, StreamInterface};
@@ -171,8 +176,9 @@ impl StreamInterface for OpenClStream {
         let resolved = resolve_args(&self.exec, &kernel, args, "then_launch")?;
         let (args, dims) = (args.to_vec(), *dims);
         let shared = self.shared.clone();
+        let native = self.exec.native_kernels;
         self.shared.submit(
-            Box::new(move || enqueue_kernel(&shared, &kernel, &dims, &args, resolved)),
+            Box::new(move || enqueue_kernel(&shared, &kernel, &dims, &args, resolved, native)),
             None,
             false,
         )
@@ -183,6 +189,10 @@ impl StreamInterface for OpenClStream {
         self.shared.submit(
             Box::new(move || {
                 wait_event(&shared.marker()?)?;
+                // A red-zone check of an earlier launch may have failed the stream meanwhile.
+                if let Some(e) = shared.error.lock().clone() {
+                    return Err(e);
+                }
                 f()
             }),
             None,
@@ -434,14 +444,34 @@ pub(super) fn work_sizes(dims: &LaunchDims) -> ([usize; 3], [usize; 3]) {
     (global, local)
 }
 
+/// Index, address, allocation and byte offset of every pointer argument.
+pub(super) fn pointer_args<'a>(
+    args: &'a [PackedArg],
+    resolved: &'a ResolvedArgs,
+) -> impl Iterator<Item = (usize, DeviceAddress, Arc<ClAlloc>, usize)> + 'a {
+    args.iter()
+        .zip(resolved)
+        .enumerate()
+        .filter_map(|(i, (a, r))| match (a.view(), r) {
+            (ArgView::Pointer { addr, .. }, Some((alloc, off))) => {
+                Some((i, addr, alloc.clone(), *off))
+            }
+            _ => None,
+        })
+}
+
+/// Sets the arguments and enqueues the launch, then the red-zone check of its buffers (on
+/// devices with red zones; `native`: the device runs native kernels).
 fn enqueue_kernel(
     shared: &StreamShared,
     k: &OpenClKernel,
     dims: &LaunchDims,
     args: &[PackedArg],
     resolved: ResolvedArgs,
+    native: bool,
 ) -> Result<()> {
     let name = k.name();
+    let check = CheckJob::new(name, pointer_args(args, &resolved), shared);
     let guard = k.kernel.lock();
     let kh = guard.get();
     // SAFETY: the kernel's lock is held; its signature was checked at launch and the pointers
@@ -472,7 +502,10 @@ fn enqueue_kernel(
     if !keep.svm.is_empty() {
         keep_until_complete(&ev, Box::new(keep.svm)); // SVM must outlive the kernel
     }
-    Ok(())
+    match check {
+        Some(job) => red_zone_check::enqueue(shared, job, native),
+        None => Ok(()),
+    }
 }
 
 impl OpenClStream {
