@@ -54,7 +54,7 @@ BASELINES = [
      r"\1one_by_one"),
     ("rpc.rs", r"round_trip", r".+", "crossbeam"),
     ("rpc.rs", r"throughput", r"(?:rpc|crossbeam)/(\d+)", r"crossbeam/\1"),
-    ("rpc.rs", r"spin_clients", r"(?:ours|polling)/(\d+)", r"polling/\1"),
+    ("rpc.rs", r"spin_clients(_loaded)?", r"(?:ours|polling)/(\d+)", r"polling/\1"),
     ("mpi.rs", r"all_reduce_64MiB|ping_pong/.+|message_rate/.+", r".+", "plain_host"),
     ("ptx.rs", r"ptx_.+", r"rust|pocl|jit|interpreter", "rust"),
 ]
@@ -221,6 +221,18 @@ def ptx_summary(groups):
     return lines + [""]
 
 
+def longest_calls(root, group):
+    """A line with the longest single call of each case, where the bench wrote them
+    (`<group>/longest_call.json`: case -> nanoseconds)."""
+    path = root / group / "longest_call.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    cases = ", ".join(f"`{cell(k)}` {fmt_time(v)}" for k, v in sorted(data.items(), key=lambda kv: natural(kv[0])))
+    return [f"Longest single call: {cases}.", ""]
+
+
 def old_sections(text):
     """The `### ...` subsections of an existing generated section, by heading line."""
     blocks, head = {}, None
@@ -282,6 +294,7 @@ def report(root, previous=""):
             out += [f"`{group}` (data of {when} UTC)", ""]
             out += table(rows)
             out.append("")
+            out += longest_calls(root, group)
     if unmatched:
         out += ["### Cases no rule of `scripts/bench-report.py` names", ""]
         out += ["| group | case | median |", "|---|---|---|"]

@@ -11,6 +11,11 @@
 //!   `poll` in a loop and never parks (the best polling server we can build from the same
 //!   protocol code).
 //!
+//! - `spin_clients_loaded/1`: one such client while another process (`sh` in a busy loop, started
+//!   by the bench as a shell's background job would be) keeps one core busy; `ours/1` against
+//!   `polling/1`. The longest single call of each (but the first of each batch) is written to
+//!   `<criterion dir>/spin_clients_loaded/longest_call.json` (for `scripts/bench-report.py`).
+//!
 //! Run with `cargo bench --bench rpc`.
 
 use std::time::{Duration, Instant};
@@ -59,6 +64,57 @@ fn echo_calls(c: &Client, msgs: &[Vec<u8>], n: u64) {
         let m = &msgs[i % msgs.len()];
         assert!(c.call(ECHO, m).expect("rpc") == *m, "echo differs");
     }
+}
+
+/// As [`echo_calls`], timing each call: the longest but the first. The first call of a batch
+/// follows criterion's pause between samples, long enough for an idle server to be in its
+/// longest park (10 ms for clients that cannot wake it), which is not a stall under load.
+fn echo_calls_longest(c: &Client, msgs: &[Vec<u8>], n: u64) -> Duration {
+    let mut longest = Duration::ZERO;
+    for i in 0..n as usize {
+        let m = &msgs[i % msgs.len()];
+        let start = Instant::now();
+        let got = c.call(ECHO, m).expect("rpc");
+        if i > 0 {
+            longest = longest.max(start.elapsed());
+        }
+        assert!(got == *m, "echo differs");
+    }
+    longest
+}
+
+/// Another process keeping one core busy while it lives (killed by pid on drop).
+struct Burner(std::process::Child);
+
+impl Burner {
+    fn start() -> Self {
+        let child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .expect("sh");
+        // Let it reach the CPU before the clients start.
+        std::thread::sleep(Duration::from_millis(100));
+        Burner(child)
+    }
+}
+
+impl Drop for Burner {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Where criterion writes this bench's data (as `scripts/bench-report.py` finds it).
+fn criterion_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("CRITERION_HOME") {
+        return d.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"),
+        std::path::PathBuf::from,
+    );
+    target.join("criterion")
 }
 
 /// A server driven by a thread that polls without ever parking or sleeping.
@@ -207,6 +263,41 @@ fn bench(c: &mut Criterion) {
         run("ours", &ours_client);
     }
     g.finish();
+
+    // One spinning client while another process keeps a core busy. Each case's longest call
+    // goes to longest_call.json next to criterion's data.
+    let burner = Burner::start();
+    let mut longest = std::collections::BTreeMap::new();
+    let mut g = c.benchmark_group("spin_clients_loaded");
+    g.sample_size(10).measurement_time(Duration::from_secs(4));
+    let msgs = messages(1);
+    let mut run =
+        |name: &str, client: &Client, longest: &mut std::collections::BTreeMap<String, f64>| {
+            let mut worst = Duration::ZERO;
+            g.bench_function(format!("{name}/1"), |b| {
+                b.iter_custom(|n| {
+                    let start = Instant::now();
+                    worst = worst.max(echo_calls_longest(client, &msgs, n));
+                    start.elapsed()
+                })
+            });
+            longest.insert(format!("{name}/1"), worst.as_secs_f64() * 1e9);
+        };
+    let polling = PollingServer::new();
+    run("polling", &spin_client(&polling.server), &mut longest);
+    drop(polling);
+    run("ours", &ours_client, &mut longest);
+    g.finish();
+    drop(burner);
+    let dir = criterion_dir().join("spin_clients_loaded");
+    if std::fs::create_dir_all(&dir).is_ok() {
+        let json = longest
+            .iter()
+            .map(|(k, v)| format!("\"{k}\": {v:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let _ = std::fs::write(dir.join("longest_call.json"), format!("{{{json}}}\n"));
+    }
 }
 
 criterion_group!(benches, bench);

@@ -44,6 +44,7 @@
 #[cfg(target_endian = "big")]
 compile_error!("the RPC block is little-endian; big-endian hosts are not supported");
 
+mod affinity;
 mod calls;
 mod client;
 mod emissary;

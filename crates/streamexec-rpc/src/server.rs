@@ -464,8 +464,9 @@ impl Inner {
 
     /// The server thread. Every pending port's handler runs as a call (`calls.rs`); each pass
     /// resumes the calls in flight and starts calls for newly pending ports. While calls are in
-    /// flight it never sleeps: it spins, yields now and then once a wait grows long, and parks
-    /// only when every call waits on an in-process client (which wakes it). With no call in
+    /// flight it spins, yields now and then once a wait grows long, parks when every call waits
+    /// on an in-process client (which wakes it), and after [`STALL`] without progress steps off
+    /// its core (`affinity.rs`: the client may be waiting for it) and sleeps briefly. With no call in
     /// flight it spins for [`IDLE_SPIN`] (a client's next call usually follows within
     /// microseconds), then parks for a time that doubles up to a cap: [`BUSY_PARK`] while a
     /// kernel is in flight or the doorbell has rung, [`IDLE_PARK`] otherwise, [`DEEP_PARK`]
@@ -483,6 +484,7 @@ impl Inner {
         let mut quiet_since: Option<Instant> = None;
         let mut park = PARK_FIRST;
         let mut passes = 0u32;
+        let mut aside = crate::affinity::StepAside::new();
         loop {
             let stopping = self.stop.load(Ordering::SeqCst);
             if stopping && calls.len() == 0 {
@@ -509,7 +511,9 @@ impl Inner {
                 } else if quiet >= STALL && passes.is_multiple_of(64) {
                     // A client has not answered for a millisecond: it is off the CPU, quite
                     // possibly waiting for this core (a yield does not give a nice -20
-                    // thread's core away to ordinary threads). Sleep briefly instead.
+                    // thread's core away to ordinary threads). Leave this core to it, and
+                    // sleep briefly.
+                    aside.step_aside();
                     self.park_unless_pending(STALL_PARK);
                 } else if passes >= YIELD_AFTER_PASSES && passes.is_multiple_of(64) {
                     std::thread::yield_now();
@@ -523,6 +527,7 @@ impl Inner {
                 continue;
             }
             let busy = self.active.load(Ordering::SeqCst) > 0 || self.server.rung();
+            aside.restore();
             if self.park_unless_pending(park) {
                 let cap = if busy {
                     BUSY_PARK
@@ -615,8 +620,11 @@ fn raise_priority() {
 /// How long an idle server thread spins before it parks.
 const IDLE_SPIN: Duration = Duration::from_micros(50);
 /// With calls in flight, no progress for this long means their clients are off the CPU: the
-/// thread then parks [`STALL_PARK`] at a time (one pass in 64), so it does not keep a core
-/// from them (spin-only clients of several processes on few cores: MPI ranks).
+/// thread then leaves its core and parks [`STALL_PARK`] at a time (one pass in 64), so it does
+/// not keep a core from them (spin-only clients of several processes on few cores: MPI ranks;
+/// a client sharing the core with it while another process takes the other). Measured in
+/// `benches/rpc.rs` (`spin_clients_loaded`): without leaving the core, one client's calls
+/// stalled for about 120 ms now and then; parking sooner (100 µs) made every call slow.
 const STALL: Duration = Duration::from_millis(1);
 /// See [`STALL`].
 const STALL_PARK: Duration = Duration::from_micros(50);

@@ -122,7 +122,7 @@ fn round(
 }
 
 /// A launch that must fail, on a fresh stream: a pointer to freed memory, a block larger than
-/// the device allows, or (host: the PTX engine's fault) a kernel reading past its buffer. The
+/// the device allows, or (host and OpenCL) a kernel writing past its buffer. The
 /// stream must report it, and the other streams go on.
 fn failing(exec: &StreamExecutor, k: &Affine, which: u32, counts: &Counts) -> Result<(), String> {
     let mut s = ck(exec.create_stream(), "create_stream")?;
@@ -140,9 +140,12 @@ fn failing(exec: &StreamExecutor, k: &Affine, which: u32, counts: &Counts) -> Re
             s.then_launch(too_many, 1u32, k, (mem.ptr(), 64, 3, 1));
             ("a block over the device's limit", &["thread"])
         }
-        _ if exec.platform_name() == "host" => {
+        // A device fault is sticky for a CUDA context; host and OpenCL (red zones on CPU
+        // devices) report it on the stream. 256 elements: 1 KiB past the end, inside
+        // OpenCL's red zone.
+        _ if exec.platform_name() != "cuda" => {
             let mem = ck(exec.allocate_array::<u32>(64), "allocate_array")?;
-            s.then_launch(256u32, 64u32, k, (mem.ptr(), 1 << 14, 3, 1));
+            s.then_launch(64u32, 5u32, k, (mem.ptr(), 64 + 256, 3, 1));
             (
                 "a kernel writing past its buffer",
                 &["out-of-bounds", "out of bounds"],
