@@ -43,6 +43,7 @@ BASELINES = [
     ("host.rs", r"saxpy_per_thread_\w+", r".+", "rayon"),
     ("host.rs", r"copy_h2d_64MiB", r".+", "copy_from_slice"),
     ("opencl.rs", r"opencl_launch_empty", r".+", "opencl3_execute_kernel_wait"),
+    ("opencl.rs", r"opencl_launch_buffers", r".+", "opencl3_enqueue_finish"),
     ("opencl.rs", r"opencl_copy_(h2d|d2h)_64MiB", r".+", "opencl3_pinned"),
     ("cuda.rs", r"cuda_launch_empty|cuda_copy_(h2d|d2h)_256MiB", r".+", "cudarc"),
     ("cuda_on_cpu.rs", r"launch_empty|saxpy_1M", r"host|cuda", "host"),

@@ -16,7 +16,7 @@
 //! | `event.rs` | `OpenClEvent`: the marker of the latest record, or a deferred record |
 //! | `kernel.rs` | `OpenClKernel` and the `clGetKernelArgInfo` signature check |
 //! | `red_zone.rs` | red zones around buffers on CPU devices: the mappings, the canary, comparing and restoring it |
-//! | `red_zone_check.rs` | the red-zone check after each launch: a native kernel in the stream's order, the `KernelFault` it reports |
+//! | `red_zone_check.rs` | the red-zone check after each launch (a completion callback the stream's `finish` waits for) and command-buffer replay (a native kernel), the `KernelFault` it reports |
 //! | `memory.rs` | `ClAlloc`: `cl_mem` buffers and fine-grained SVM behind one type, the enqueue helpers for each, keeping memory alive until a command completes, and the SVM reaper |
 //! | `command_buffer.rs` | `OpenClCommandBuffer`: command buffers on `cl_khr_command_buffer` (segments, submit, update by re-recording) |
 //! | `khr_command_buffer.rs` | the extension as the driver provides it: detection, entry points, an owned `cl_command_buffer_khr` |

@@ -9,7 +9,7 @@ use opencl3::command_queue::{CL_QUEUE_PROFILING_ENABLE, CommandQueue};
 use opencl3::context::Context;
 use opencl3::event::{CL_COMPLETE, Event};
 use opencl3::types::{cl_command_queue_properties, cl_event};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use super::status::{PLATFORM, cl_error};
 use crate::error::{Error, Result};
@@ -36,6 +36,39 @@ pub(crate) struct StreamShared {
     pending: Mutex<Vec<Event>>,
     /// Direct or deferred submission.
     pub(super) submitter: Submitter,
+    /// Red-zone checks registered on launches' completion and not yet run (`red_zone_check.rs`).
+    pub(super) checks: Arc<PendingChecks>,
+}
+
+/// A count of red-zone checks that run in completion callbacks: whoever reports the stream's
+/// state (`finish`, host callbacks) waits for it to reach zero, since OpenCL may call a
+/// callback after `clFinish` or a later marker has returned.
+#[derive(Default)]
+pub(crate) struct PendingChecks {
+    n: Mutex<usize>,
+    idle: Condvar,
+}
+
+impl PendingChecks {
+    pub(super) fn add(&self) {
+        *self.n.lock() += 1;
+    }
+
+    pub(super) fn done(&self) {
+        let mut n = self.n.lock();
+        *n -= 1;
+        if *n == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    /// Waits until every registered check has run.
+    pub(super) fn wait_idle(&self) {
+        let mut n = self.n.lock();
+        while *n > 0 {
+            self.idle.wait(&mut n);
+        }
+    }
 }
 
 // SAFETY: OpenCL queues and events are thread-safe handles; the rest is behind Mutexes.
@@ -53,6 +86,7 @@ impl StreamShared {
             error: error.clone(),
             pending: Mutex::new(Vec::new()),
             submitter: Submitter::new(error, "streamexec-opencl-stream", PLATFORM),
+            checks: Arc::default(),
         })
     }
 
@@ -73,6 +107,7 @@ impl StreamShared {
         if let Err(e) = finished {
             self.error.lock().get_or_insert(e);
         }
+        self.checks.wait_idle();
         self.error.lock().clone().map_or(Ok(()), Err)
     }
 

@@ -23,14 +23,15 @@
 //! and the `cl_mem` is created with `CL_MEM_USE_HOST_PTR` on the page-aligned middle part. Both
 //! red zones hold a pseudo-random canary, a function of the byte's offset in the mapping and
 //! of the mapping's address (so a kernel copying one buffer's red zone into another's changes
-//! the latter). After every launch that takes such a buffer, a completion step in the stream's
-//! order (`red_zone_check.rs`: a native kernel, `clEnqueueNativeKernel`, right behind the
-//! launch on the same in-order queue, so it runs after the kernel and before anything later on
-//! the stream) compares the red zones of the launch's buffers with the canary. A difference puts
+//! the latter). Every launch that takes such a buffer registers a check on its completion
+//! (`red_zone_check.rs`: a callback on the launch's event, counted so that the stream's `finish`
+//! and host callbacks wait for it; a command buffer's replay checks with a native kernel behind
+//! it) that compares the red zones of the launch's buffers with the canary. A difference puts
 //! the stream in its error state with `Error::KernelFault` naming the kernel, the argument and
 //! how far before the start or past the end the writes went; the canary is then restored, so
-//! the buffer stays usable and later launches are checked afresh. A device without native
-//! kernels waits for the launch on the submitting thread and checks there instead.
+//! the buffer stays usable and later launches are checked afresh. Commands queued behind the
+//! launch may run before its check (they cannot see the red zones); the stream reports the
+//! fault at its next synchronisation or host callback.
 //!
 //! The mapping is unmapped by the `cl_mem`'s destructor callback, which OpenCL calls once the
 //! buffer is released and every command that uses it has completed; the check step keeps the
@@ -51,8 +52,9 @@
 //! - Fine-grained SVM (`allocate_unified`) has no red zones: `clSVMAlloc` memory is the
 //!   driver's, and SVM pointers can reach kernels inside other data, not only as arguments.
 //! - Discrete GPUs (neither CPU nor host-unified) keep the driver's buffers and no check.
-//! - Each launch that takes a buffer costs one more command (the native kernel) and a scan of
-//!   its buffers' red zones (8 KiB or more each).
+//! - Each launch that takes a buffer costs a completion callback and a scan of its buffers' red
+//!   zones (8 KiB or more each): measured on PoCL, a launch of a 1024-float axpy went from
+//!   34–39 µs to 40–44 µs (a native kernel per launch instead cost 44–57 µs).
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};

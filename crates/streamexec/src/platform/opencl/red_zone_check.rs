@@ -1,8 +1,9 @@
 //! The red-zone check after a launch (`red_zone.rs` has the red zones themselves): which
-//! buffers a launch (or the launches of a command buffer part) took, the check as a native
-//! kernel right behind them on the stream's in-order queue (or, on a device without native
-//! kernels, on the submitting thread after waiting for the queue), and the `KernelFault` it
-//! puts in the stream's error slot.
+//! buffers a launch (or the launches of a command buffer part) took; the check of a launch in a
+//! completion callback on its event, and of a command buffer part as a native kernel right
+//! behind it on the stream's in-order queue (or, on a device without native kernels, on the
+//! submitting thread after waiting for the queue); and the `KernelFault` it puts in the
+//! stream's error slot.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::memory::{ClAlloc, keep_until_complete};
-use super::queue::StreamShared;
+use super::queue::{PendingChecks, StreamShared};
 use super::red_zone::{Damage, FRONT, RedZones};
 use super::status::{PLATFORM, cl_error};
 use crate::error::{Error, Result};
@@ -179,4 +180,36 @@ pub(crate) fn enqueue(shared: &StreamShared, job: CheckJob, native: bool) -> Res
     })?;
     keep_until_complete(&shared.track(raw), Box::new(job));
     Ok(())
+}
+
+/// A check run when the launch it follows completes (its box is dropped by the completion
+/// callback `keep_until_complete` registers), counted in the stream's [`PendingChecks`].
+struct OnComplete {
+    job: CheckJob,
+    pending: Arc<PendingChecks>,
+}
+
+impl Drop for OnComplete {
+    fn drop(&mut self) {
+        // A panic must not unwind into the driver's callback.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.job.run()));
+        if let Ok(Err(e)) = result {
+            self.job.error.lock().get_or_insert(e);
+        }
+        self.pending.done();
+    }
+}
+
+/// Checks `job` when `launch` (the launch it belongs to) completes, in a completion callback:
+/// cheaper than a command of its own (measured on PoCL: about 3 µs against 15 µs a launch).
+/// `finish` and host callbacks wait for it, so a fault is the stream's error before either
+/// reports; commands already queued behind the launch may run before the check.
+pub(crate) fn check_on_complete(
+    shared: &StreamShared,
+    launch: &opencl3::event::Event,
+    job: CheckJob,
+) {
+    shared.checks.add();
+    let pending = shared.checks.clone();
+    keep_until_complete(launch, Box::new(OnComplete { job, pending }));
 }

@@ -10,9 +10,9 @@
 //! of the chain (failing a user event instead crashes PoCL 3.1) and callbacks may call blocking
 //! OpenCL APIs.
 //!
-//! On devices with red zones (`red_zone.rs`) each launch that takes a buffer is followed by
-//! the check of the buffers' red zones, in the stream's order; a failed check fails the stream
-//! with `Error::KernelFault`.
+//! On devices with red zones (`red_zone.rs`) each launch that takes a buffer registers the
+//! check of the buffers' red zones on its completion; a failed check fails the stream with
+//! `Error::KernelFault`, which `finish` and host callbacks wait for.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -176,9 +176,8 @@ impl StreamInterface for OpenClStream {
         let resolved = resolve_args(&self.exec, &kernel, args, "then_launch")?;
         let (args, dims) = (args.to_vec(), *dims);
         let shared = self.shared.clone();
-        let native = self.exec.native_kernels;
         self.shared.submit(
-            Box::new(move || enqueue_kernel(&shared, &kernel, &dims, &args, resolved, native)),
+            Box::new(move || enqueue_kernel(&shared, &kernel, &dims, &args, resolved)),
             None,
             false,
         )
@@ -189,6 +188,7 @@ impl StreamInterface for OpenClStream {
         self.shared.submit(
             Box::new(move || {
                 wait_event(&shared.marker()?)?;
+                shared.checks.wait_idle();
                 // A red-zone check of an earlier launch may have failed the stream meanwhile.
                 if let Some(e) = shared.error.lock().clone() {
                     return Err(e);
@@ -206,6 +206,7 @@ impl StreamInterface for OpenClStream {
         self.shared.submit(
             Box::new(move || {
                 let finished = shared.marker().and_then(|m| wait_event(&m));
+                shared.checks.wait_idle();
                 let _ = call();
                 finished
             }),
@@ -460,15 +461,14 @@ pub(super) fn pointer_args<'a>(
         })
 }
 
-/// Sets the arguments and enqueues the launch, then the red-zone check of its buffers (on
-/// devices with red zones; `native`: the device runs native kernels).
+/// Sets the arguments and enqueues the launch, then registers the red-zone check of its buffers
+/// on its completion (on devices with red zones).
 fn enqueue_kernel(
     shared: &StreamShared,
     k: &OpenClKernel,
     dims: &LaunchDims,
     args: &[PackedArg],
     resolved: ResolvedArgs,
-    native: bool,
 ) -> Result<()> {
     let name = k.name();
     let check = CheckJob::new(name, pointer_args(args, &resolved), shared);
@@ -502,10 +502,10 @@ fn enqueue_kernel(
     if !keep.svm.is_empty() {
         keep_until_complete(&ev, Box::new(keep.svm)); // SVM must outlive the kernel
     }
-    match check {
-        Some(job) => red_zone_check::enqueue(shared, job, native),
-        None => Ok(()),
+    if let Some(job) = check {
+        red_zone_check::check_on_complete(shared, &ev, job);
     }
+    Ok(())
 }
 
 impl OpenClStream {
