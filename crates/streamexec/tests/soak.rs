@@ -16,23 +16,19 @@ use streamexec::{DevicePtr, Error, MultiKernelLoaderSpec, StreamExecutor, TypedK
 
 use common::{POISON_U32, random_u32s, rng};
 
-/// PTX of kernels/conformance.cu (the host platform runs it on the PTX JIT, cuda on the CPU
-/// libcuda or a GPU).
-const PTX: &str = include_str!("../../../kernels/ptx/conformance.O3.ptx");
+/// The conformance suite's kernels (only `affine` is used here).
+#[path = "conformance/kernels.rs"]
+#[allow(dead_code)]
+mod kernels;
 
 type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
 
-/// `x[i] = x[i] * mul + add` for `i < n`: PTX and OpenCL C, no native host kernel.
+/// `x[i] = x[i] * mul + add` for `i < n`: PTX (the host platform runs it on the PTX JIT) and
+/// OpenCL C, no native host kernel.
 fn affine() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(4)
-        .add_cuda_ptx_in_memory(PTX, "affine")
-        .add_opencl_text_in_memory(
-            "__kernel void affine(__global uint* x, uint n, uint mul, uint add) {
-                 uint i = get_global_id(0);
-                 if (i < n) x[i] = x[i] * mul + add;
-             }",
-            "affine",
-        )
+        .add_cuda_ptx_in_memory(kernels::PTX, "affine")
+        .add_opencl_text_in_memory(kernels::AFFINE_CL, "affine")
 }
 
 /// Threads driving streams on each platform at once.

@@ -38,17 +38,17 @@ pub fn saxpy_declaring(arity: usize) -> MultiKernelLoaderSpec {
         ))
 }
 
+/// OpenCL C of [`affine`].
+pub const AFFINE_CL: &str = "__kernel void affine(__global uint* x, uint n, uint mul, uint add) {
+    uint i = get_global_id(0);
+    if (i < n) x[i] = x[i] * mul + add;
+}";
+
 /// `x[i] = x[i] * mul + add` (wrapping) for `i < n`: non-commuting steps to test ordering.
 pub fn affine() -> MultiKernelLoaderSpec {
     MultiKernelLoaderSpec::new(4)
         .add_cuda_ptx_in_memory(PTX, "affine")
-        .add_opencl_text_in_memory(
-            "__kernel void affine(__global uint* x, uint n, uint mul, uint add) {
-                 uint i = get_global_id(0);
-                 if (i < n) x[i] = x[i] * mul + add;
-             }",
-            "affine",
-        )
+        .add_opencl_text_in_memory(AFFINE_CL, "affine")
         .add_host_kernel(HostKernel::new(
             "affine",
             |ctx, (x, n, mul, add): (DevicePtr<u32>, u32, u32, u32)| {
