@@ -455,7 +455,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "loads the OpenCL driver (dlopen), which Miri cannot call")]
+    #[cfg_attr(
+        miri,
+        ignore = "loads the OpenCL driver (dlopen), which Miri cannot call"
+    )]
     fn a_mapping_is_unmapped_once_its_buffer_and_the_commands_using_it_are_done() {
         let Some((context, queue)) = cpu_queue() else {
             eprintln!("no OpenCL CPU device: skipping");
