@@ -93,6 +93,7 @@ mod analysis;
 mod lower;
 mod native;
 mod run;
+mod stride;
 mod vector;
 
 use std::sync::Arc;

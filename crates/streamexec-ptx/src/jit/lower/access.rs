@@ -23,7 +23,9 @@ impl<'b> Lower<'_, 'b> {
     /// The inline checks of `total` bytes at `a` (aligned to `align`) in device memory (the
     /// cached ranges; also for generic addresses) or the block's shared memory (static, then
     /// dynamic): a jump to `done` with the host pointer, else to `miss`. Shared by the scalar
-    /// code (one thread's access) and the vector code (a group's consecutive lanes).
+    /// code (one thread's access) and the vector code (a group's consecutive lanes), which
+    /// passes its access site's cache: a device range found is written there (see
+    /// `lower/vector/mem.rs`).
     pub(super) fn inline_range(
         &mut self,
         space: Space,
@@ -32,6 +34,7 @@ impl<'b> Lower<'_, 'b> {
         align: u64,
         done: Block,
         miss: Block,
+        site: Option<ir::StackSlot>,
     ) {
         let misaligned = self.b.ins().band_imm_s(a, (align - 1) as i64);
         let go = self.b.create_block();
@@ -60,6 +63,16 @@ impl<'b> Lower<'_, 'b> {
                     let host = self.b.ins().load(I64, fixed_flags(), self.u.ctx, o + 16);
                     let off = self.b.ins().isub(a, lo);
                     let p = self.b.ins().iadd(host, off);
+                    if let Some(slot) = site {
+                        // `lo`, the offsets that leave room for `total` bytes (`hi - lo >=
+                        // total` here), and host minus device address.
+                        let span = self.b.ins().isub(hi, lo);
+                        let lim = self.b.ins().iadd_imm_s(span, 1 - total as i64);
+                        let delta = self.b.ins().isub(host, lo);
+                        self.b.ins().stack_store(I64, lo, slot, 0);
+                        self.b.ins().stack_store(I64, lim, slot, 8);
+                        self.b.ins().stack_store(I64, delta, slot, 16);
+                    }
                     self.b.ins().jump(done, &[p.into()]);
                     self.b.switch_to_block(next);
                 }
@@ -124,7 +137,7 @@ impl<'b> Lower<'_, 'b> {
         let slow = self.b.create_block();
         match space {
             Space::Global | Space::Generic | Space::Shared => {
-                self.inline_range(space, a, total, total, done, slow);
+                self.inline_range(space, a, total, total, done, slow, None);
             }
             Space::Local if total <= self.prog.local_bytes as u64 => {
                 let aligned = self.b.ins().band_imm_s(a, (total - 1) as i64);

@@ -353,23 +353,27 @@ impl<'a, 'b> Lower<'a, 'b> {
         let one = b.ins().iconst(I32, 1);
         b.ins().return_(&[one]);
 
+        // The next thread (group): `tid.x` steps; only at the end of a row do `tid.y` and
+        // `tid.z` move, off the common path.
         b.switch_to_block(next);
         let tv = b.use_var(t);
         let t1 = b.ins().iadd_imm_s(tv, step as i64);
         b.def_var(t, t1);
-        let (x, y, z) = (b.use_var(tid[0]), b.use_var(tid[1]), b.use_var(tid[2]));
+        let x = b.use_var(tid[0]);
         let x1 = b.ins().iadd_imm_s(x, step as i64);
-        let wrap_x = b.ins().icmp(IntCC::Equal, x1, ntx);
+        b.def_var(tid[0], x1);
+        let row_end = b.ins().icmp(IntCC::Equal, x1, ntx);
+        let wrap = b.create_block();
+        b.ins().brif(row_end, wrap, &[], head, &[]);
+        b.switch_to_block(wrap);
+        let (y, z) = (b.use_var(tid[1]), b.use_var(tid[2]));
         let zero = b.ins().iconst(I64, 0);
-        let x2 = b.ins().select(wrap_x, zero, x1);
-        let wx = b.ins().uextend(I64, wrap_x);
-        let y1 = b.ins().iadd(y, wx);
+        b.def_var(tid[0], zero);
+        let y1 = b.ins().iadd_imm_s(y, 1);
         let wrap_y = b.ins().icmp(IntCC::Equal, y1, nty);
-        let wrap_y = b.ins().band(wrap_y, wrap_x);
         let y2 = b.ins().select(wrap_y, zero, y1);
         let wy = b.ins().uextend(I64, wrap_y);
         let z1 = b.ins().iadd(z, wy);
-        b.def_var(tid[0], x2);
         b.def_var(tid[1], y2);
         b.def_var(tid[2], z1);
         b.ins().jump(head, &[]);

@@ -5,6 +5,16 @@
 use super::*;
 
 impl<'b> VLower<'_, '_, 'b> {
+    /// The base register of an address (zero without one); lanes that all hold the same
+    /// value are one uniform value.
+    fn base(&mut self, addr: &crate::ir::Addr) -> VVal {
+        match addr.base.map(|r| self.get(r)) {
+            Some(VVal::A(x, 0)) => VVal::U(x),
+            Some(v) => v,
+            None => VVal::U(self.lw.imm(0)),
+        }
+    }
+
     /// The lanes' addresses `[base + offset]` as two `i64x2`.
     pub(super) fn addresses(&mut self, base: VVal, offset: i64) -> (Value, Value) {
         let (a, b) = self.u64x2(base);
@@ -38,7 +48,8 @@ impl<'b> VLower<'_, '_, 'b> {
 
     /// The host address of `total` bytes at `a` when the inline checks cover them (aligned
     /// to `size`; one cached device range, or the block's shared memory): jumps to the
-    /// returned block with it, otherwise to `miss`.
+    /// returned block with it, otherwise to `miss`. A device access first tries the range
+    /// its site (`pc`) found last: one subtraction and compare instead of the cache's ways.
     pub(super) fn range(
         &mut self,
         space: Space,
@@ -46,10 +57,29 @@ impl<'b> VLower<'_, '_, 'b> {
         total: u64,
         size: u64,
         miss: Block,
+        pc: u32,
     ) -> Block {
         let hit = self.b().create_block();
         self.b().append_block_param(hit, I64);
-        self.lw.inline_range(space, a, total, size, hit, miss);
+        let site = self.sites.get(&pc).copied();
+        if let Some(slot) = site {
+            let b = self.b();
+            let misaligned = b.ins().band_imm_s(a, (size - 1) as i64);
+            let (aligned, fast, ways) = (b.create_block(), b.create_block(), b.create_block());
+            b.ins().brif(misaligned, miss, &[], aligned, &[]);
+            b.switch_to_block(aligned);
+            let lo = b.ins().stack_load(I64, I64, slot, 0);
+            let lim = b.ins().stack_load(I64, I64, slot, 8);
+            let off = b.ins().isub(a, lo);
+            let inside = b.ins().icmp(IntCC::UnsignedLessThan, off, lim);
+            b.ins().brif(inside, fast, &[], ways, &[]);
+            b.switch_to_block(fast);
+            let delta = b.ins().stack_load(I64, I64, slot, 16);
+            let p = b.ins().iadd(a, delta);
+            b.ins().jump(hit, &[p.into()]);
+            b.switch_to_block(ways);
+        }
+        self.lw.inline_range(space, a, total, size, hit, miss, site);
         hit
     }
 
@@ -62,14 +92,38 @@ impl<'b> VLower<'_, '_, 'b> {
         addrs: (Value, Value),
         size: u64,
         lanes: Block,
+        pc: u32,
     ) -> Value {
         let (a0, ok) = self.consecutive(addrs, size);
         let try_blk = self.b().create_block();
         self.b().ins().brif(ok, try_blk, &[], lanes, &[]);
         self.b().switch_to_block(try_blk);
-        let hit = self.range(space, a0, size * LANES as u64, size, lanes);
+        let hit = self.range(space, a0, size * LANES as u64, size, lanes, pc);
         self.b().switch_to_block(hit);
         self.b().block_params(hit)[0]
+    }
+
+    /// As [`Self::vector_pointer`] for the lanes of `base + offset`: a register whose lanes
+    /// step by the element size needs no run-time test that they are consecutive.
+    fn group_pointer(
+        &mut self,
+        space: Space,
+        base: VVal,
+        offset: i64,
+        size: u64,
+        lanes: Block,
+        pc: u32,
+    ) -> Value {
+        if let VVal::A(x0, s) = base
+            && s == size as i64
+        {
+            let a0 = self.b().ins().iadd_imm_s(x0, offset);
+            let hit = self.range(space, a0, size * LANES as u64, size, lanes, pc);
+            self.b().switch_to_block(hit);
+            return self.b().block_params(hit)[0];
+        }
+        let addrs = self.addresses(base, offset);
+        self.vector_pointer(space, addrs, size, lanes, pc)
     }
 
     /// The host pointers of the lanes' accesses at `addrs` (lane order, the scalar code's
@@ -145,10 +199,7 @@ impl<'b> VLower<'_, '_, 'b> {
             }
             return Ok(false);
         }
-        let base = match addr.base {
-            Some(r) => self.get(r),
-            None => VVal::U(self.lw.imm(0)),
-        };
+        let base = self.base(addr);
         if let (VVal::U(bv), false) = (base, per_thread(space, addr)) {
             let a = self.b().ins().iadd_imm_s(bv, addr.offset);
             let t = self.use_var(self.lw.t);
@@ -161,9 +212,10 @@ impl<'b> VLower<'_, '_, 'b> {
             }
             return Ok(false);
         }
-        let addrs = self.addresses(base, addr.offset);
+        let offset = addr.offset;
         let per_lane = |me: &mut Self| -> Vec<VVal> {
             // Every lane's pointer first (a fault leaves), then the loads.
+            let addrs = me.addresses(base, offset);
             let (ptrs, status) = me.lane_pointers(space, addrs, total, false, pc);
             let ok = me.b().create_block();
             let fault = me.lw.fault;
@@ -194,7 +246,7 @@ impl<'b> VLower<'_, '_, 'b> {
         // Consecutive elements in one known range: one vector load; else per lane.
         let merge = self.b().create_block();
         let lanes_blk = self.b().create_block();
-        let p = self.vector_pointer(space, addrs, size as u64, lanes_blk);
+        let p = self.group_pointer(space, base, offset, size as u64, lanes_blk, pc);
         let f = vflags().with_notrap();
         let signed = ty == Ty::S32;
         if size == 4 {
@@ -248,10 +300,7 @@ impl<'b> VLower<'_, '_, 'b> {
                 },
             }
         }
-        let base = match addr.base {
-            Some(r) => self.get(r),
-            None => VVal::U(self.lw.imm(0)),
-        };
+        let base = self.base(addr);
         let store_lane = |me: &mut Self, ptr: Value, j: usize, vals: &[VVal]| {
             for (k, v) in vals.iter().enumerate() {
                 let x = me.lane(*v, j);
@@ -273,7 +322,6 @@ impl<'b> VLower<'_, '_, 'b> {
             store_lane(self, ptr, LANES - 1, &vals);
             return Ok(false);
         }
-        let addrs = self.addresses(base, addr.offset);
         let vector = n == 1
             && matches!(space, Space::Global | Space::Shared)
             && matches!(
@@ -283,7 +331,7 @@ impl<'b> VLower<'_, '_, 'b> {
         let merge = self.b().create_block();
         let lanes_blk = self.b().create_block();
         if vector {
-            let p = self.vector_pointer(space, addrs, size as u64, lanes_blk);
+            let p = self.group_pointer(space, base, addr.offset, size as u64, lanes_blk, pc);
             let f = vflags().with_notrap();
             if size == 4 {
                 let v = self.i32x4(vals[0]);
@@ -299,6 +347,7 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         self.b().switch_to_block(lanes_blk);
         // In lane order: the lanes before a faulting one store, as on the scalar code.
+        let addrs = self.addresses(base, addr.offset);
         let (ptrs, _) = self.lane_pointers(space, addrs, total, true, pc);
         for (j, ptr) in ptrs.into_iter().enumerate() {
             let go = self.b().create_block();

@@ -26,6 +26,7 @@ use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PAR
 use crate::jit::analysis::Analysis;
 use crate::jit::native::{self, N};
 use crate::jit::run::{self, EXITED, WAIT};
+use crate::jit::stride;
 use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying};
 
 const I32X4: ir::Type = types::I32X4;
@@ -48,6 +49,9 @@ enum VReg {
     V32(Variable, bool),
     /// Lanes of 64-bit slots, two per vector.
     V64(Variable, Variable),
+    /// Lanes that step by a constant (`jit/stride.rs`): lane 0's slot alone; lane `j` is it
+    /// plus `j` times the step.
+    A(Variable, i64),
 }
 
 /// A value in the vector code.
@@ -58,6 +62,8 @@ enum VVal {
     V64(Value, Value),
     /// One 64-bit slot per lane (from per-lane code).
     Lanes([Value; LANES]),
+    /// Lane 0's slot and the step between lanes.
+    A(Value, i64),
 }
 
 /// What the vector lowering leaves for the scalar function.
@@ -80,6 +86,8 @@ struct VLower<'l, 'a, 'b> {
     /// 0/1 predicate lanes made from a lane mask, and that mask (a guard on a fresh
     /// comparison uses the mask directly).
     masks: HashMap<Value, Value>,
+    /// Per device access (by PC): the range it found last (`mem.rs`).
+    sites: HashMap<u32, ir::StackSlot>,
     fma: bool,
 }
 
@@ -95,11 +103,15 @@ pub(crate) fn emit(
     shape: &Shape,
 ) -> Result<VectorOut, String> {
     let (mut lw, _, end64) = Lower::start(b, prog, an, Slots::default(), true);
+    let steps = stride::strides(prog, &shape.varying, &an.live_at(0));
     let regs = (0..prog.regs as usize)
         .map(|r| {
             let b = &mut *lw.b;
             if !shape.varying[r] {
                 return VReg::U(b.declare_var(I64));
+            }
+            if let Some(s) = steps[r] {
+                return VReg::A(b.declare_var(I64), s);
             }
             match shape.class[r] {
                 Class::W64 => VReg::V64(b.declare_var(I64X2), b.declare_var(I64X2)),
@@ -117,6 +129,22 @@ pub(crate) fn emit(
         ));
         lw.b.ins().vconst(I32X4, c)
     };
+    // Each device access's range cache, empty (no offset is below 0) for each call.
+    let mut sites = HashMap::new();
+    for (pc, i) in prog.code.iter().enumerate() {
+        if let Op::Ld { space, .. } | Op::St { space, .. } = i.op
+            && matches!(space, Space::Global | Space::Generic)
+        {
+            let slot = lw.b.create_sized_stack_slot(ir::StackSlotData::new(
+                ir::StackSlotKind::ExplicitSlot,
+                24,
+                3,
+            ));
+            let zero = lw.b.ins().iconst(I64, 0);
+            lw.b.ins().stack_store(I64, zero, slot, 8);
+            sites.insert(pc as u32, slot);
+        }
+    }
     let next = lw.next;
     let (body, dispatch) = lw.thread_loop(LANES as u32, end64);
     lw.b.switch_to_block(body);
@@ -161,6 +189,7 @@ pub(crate) fn emit(
         resumes: HashMap::new(),
         iota,
         masks: HashMap::new(),
+        sites,
         fma: cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("fma")
             || cfg!(target_arch = "aarch64"),
     };
@@ -336,6 +365,9 @@ impl<'b> VLower<'_, '_, 'b> {
     }
 
     fn lower_op(&mut self, pc: u32, i: &Inst) -> Result<bool, String> {
+        if let Some(done) = self.lower_stepped(i) {
+            return done.map(|()| false);
+        }
         match &i.op {
             Op::Un { f, d, a } => {
                 let Some(a) = self.val(*a) else {
@@ -399,13 +431,7 @@ impl<'b> VLower<'_, '_, 'b> {
                 }
             }
             Op::Cvta { to, space, d, a } => {
-                let window = match space {
-                    Space::Shared => crate::ir::SHARED_WINDOW,
-                    Space::Local => crate::ir::LOCAL_WINDOW,
-                    Space::Param => crate::ir::PARAM_WINDOW,
-                    _ => 0,
-                };
-                let w = if *to { window.wrapping_neg() } else { window };
+                let w = cvta_window(*to, *space);
                 let Some(a) = self.val(*a) else {
                     return self.over(pc);
                 };
@@ -472,6 +498,36 @@ impl<'b> VLower<'_, '_, 'b> {
         Ok(false)
     }
 
+    /// An instruction whose result steps by a constant (`VReg::A`): lane 0 alone, by the
+    /// scalar code's lowering of the same lane function. `None` for any other instruction
+    /// (or an operand only the vector path computes).
+    fn lower_stepped(&mut self, i: &Inst) -> Option<Result<(), String>> {
+        let (d, args, f) = match &i.op {
+            Op::Un { f, d, a } => (*d, vec![*a], Some(*f as usize)),
+            Op::Bin { f, d, a, b } => (*d, vec![*a, *b], Some(*f as usize)),
+            Op::Tern { f, d, a, b, c } => (*d, vec![*a, *b, *c], Some(*f as usize)),
+            Op::Cvta { d, a, .. } => (*d, vec![*a], None),
+            _ => return None,
+        };
+        let VReg::A(v, _) = *self.regs.get(d as usize)? else {
+            return None;
+        };
+        let mut xs = Vec::with_capacity(args.len());
+        for a in args {
+            xs.push(self.lane0(a)?);
+        }
+        let r = match (f, &i.op) {
+            (Some(f), _) => self.lw.apply(f, &xs),
+            (None, Op::Cvta { to, space, .. }) => {
+                let w = cvta_window(*to, *space);
+                self.b().ins().iadd_imm_s(xs[0], w as i64)
+            }
+            _ => return None,
+        };
+        self.lw.b.def_var(v, r);
+        Some(Ok(()))
+    }
+
     /// `bar.sync` for the whole group: live registers and the barrier's operands stored per
     /// lane, as the scalar code stores them, and a group resume block.
     fn suspend(&mut self, pc: u32, id: Value, count: Value) {
@@ -495,22 +551,28 @@ impl<'b> VLower<'_, '_, 'b> {
         self.lw.count_wait(LANES as i64, Some(plain));
         let next = self.lw.next;
         self.b().ins().jump(next, &[]);
-        // The group resume block: uniform registers must still agree (lanes may have run on
-        // the scalar code since), else the lanes resume there.
+        // The group resume block: uniform registers must still agree and stepped ones still
+        // step (lanes may have run on the scalar code since), else the lanes resume there.
         let rb = self.b().create_block();
         self.resumes.insert(index, rb);
         self.b().switch_to_block(rb);
         let f = vflags().with_notrap();
         let mut agree: Option<Value> = None;
         for r in &live {
-            if let VReg::U(_) = self.regs[*r as usize] {
+            let step = match self.regs[*r as usize] {
+                VReg::U(_) => 0,
+                VReg::A(_, s) => s,
+                _ => continue,
+            };
+            {
+                // Uniform registers: every lane the same; stepped ones: lane 0 plus the steps.
                 let p = self.lw.spill_at(*r);
                 let a = self.b().ins().load(I64X2, f, p, 0);
                 let b = self.b().ins().load(I64X2, f, p, 16);
                 let x0 = self.b().ins().extractlane(a, 0);
-                let s = self.b().ins().splat(I64X2, x0);
-                let ea = self.b().ins().icmp(IntCC::Equal, a, s);
-                let eb = self.b().ins().icmp(IntCC::Equal, b, s);
+                let (sa, sb) = self.stepped(x0, step);
+                let ea = self.b().ins().icmp(IntCC::Equal, a, sa);
+                let eb = self.b().ins().icmp(IntCC::Equal, b, sb);
                 let e = self.b().ins().band(ea, eb);
                 agree = Some(match agree {
                     Some(x) => self.b().ins().band(x, e),
@@ -549,6 +611,17 @@ impl<'b> VLower<'_, '_, 'b> {
     // ---- arithmetic ----
 
     // ---- memory ----
+}
+
+/// What `cvta` adds: the space's window in the generic address space, or its negation.
+fn cvta_window(to: bool, space: Space) -> u64 {
+    let window = match space {
+        Space::Shared => crate::ir::SHARED_WINDOW,
+        Space::Local => crate::ir::LOCAL_WINDOW,
+        Space::Param => crate::ir::PARAM_WINDOW,
+        _ => 0,
+    };
+    if to { window.wrapping_neg() } else { window }
 }
 
 impl VVal {

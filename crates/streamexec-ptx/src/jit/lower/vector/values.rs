@@ -13,6 +13,7 @@ impl<'b> VLower<'_, '_, 'b> {
                 let (a, b) = (self.lw.b.use_var(a), self.lw.b.use_var(b));
                 VVal::V64(a, b)
             }
+            VReg::A(v, s) => VVal::A(self.lw.b.use_var(v), s),
         }
     }
 
@@ -31,8 +32,52 @@ impl<'b> VLower<'_, '_, 'b> {
                 self.lw.b.def_var(a, x);
                 self.lw.b.def_var(b, y);
             }
+            // The analysis proved the lanes step as the register's kind says: lane 0 holds
+            // all there is to know.
+            VReg::A(v, _) => {
+                let x0 = self.lane(x, 0);
+                self.lw.b.def_var(v, x0);
+            }
         }
         Ok(())
+    }
+
+    /// Lane 0's slot of a source operand, without computing the other lanes; `None` for
+    /// one the vector code does not compute.
+    pub(super) fn lane0(&mut self, s: Src) -> Option<Value> {
+        Some(match s {
+            Src::Reg(r) => {
+                let v = self.get(r);
+                self.lane(v, 0)
+            }
+            Src::Imm(v) => self.lw.imm(v),
+            Src::Sreg(Sreg::Tid(0)) => self.use_var(self.lw.tid[0]),
+            Src::Sreg(Sreg::Laneid) => {
+                let t = self.use_var(self.lw.t);
+                self.b().ins().band_imm_s(t, 31)
+            }
+            Src::Sreg(s) if sreg_varying(s) => return None,
+            Src::Sreg(s) => self.lw.sreg(s),
+        })
+    }
+
+    /// The slots `x0 + j * step` of lanes 0, 1 and lanes 2, 3.
+    pub(super) fn stepped(&mut self, x0: Value, step: i64) -> (Value, Value) {
+        let s = self.b().ins().splat(I64X2, x0);
+        if step == 0 {
+            return (s, s);
+        }
+        let k = |me: &mut Self, v: [i64; 2]| {
+            let c = me.lw.b.func.dfg.constants.insert(ConstantData::from(
+                v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(),
+            ));
+            me.lw.b.ins().vconst(I64X2, c)
+        };
+        let (k0, k1) = (
+            k(self, [0, step]),
+            k(self, [2i64.wrapping_mul(step), 3i64.wrapping_mul(step)]),
+        );
+        (self.b().ins().iadd(s, k0), self.b().ins().iadd(s, k1))
     }
 
     /// A source operand; `None` for one the vector code does not compute (`%lanemask_*`).
@@ -89,6 +134,20 @@ impl<'b> VLower<'_, '_, 'b> {
                 }
                 v
             }
+            VVal::A(x0, step) => {
+                let x = self.b().ins().ireduce(I32, x0);
+                let s = self.b().ins().splat(I32X4, x);
+                if step == 0 {
+                    return s;
+                }
+                let c = self.lw.b.func.dfg.constants.insert(ConstantData::from(
+                    (0..LANES as i64)
+                        .flat_map(|j| (j.wrapping_mul(step) as u32).to_le_bytes())
+                        .collect::<Vec<u8>>(),
+                ));
+                let k = self.b().ins().vconst(I32X4, c);
+                self.b().ins().iadd(s, k)
+            }
         }
     }
 
@@ -114,6 +173,7 @@ impl<'b> VLower<'_, '_, 'b> {
                 let b = self.b().ins().insertlane(b, l[3], 1);
                 (a, b)
             }
+            VVal::A(x0, step) => self.stepped(x0, step),
         }
     }
 
@@ -134,6 +194,13 @@ impl<'b> VLower<'_, '_, 'b> {
                 self.b().ins().extractlane(v, (j % 2) as u8)
             }
             VVal::Lanes(l) => l[j],
+            VVal::A(x0, step) => {
+                if j == 0 {
+                    x0
+                } else {
+                    self.b().ins().iadd_imm_s(x0, (j as i64).wrapping_mul(step))
+                }
+            }
         }
     }
 
