@@ -260,3 +260,58 @@ fn the_race_checker_uses_the_interpreter() {
         .unwrap();
     assert!(download(&exec, &out)[0] < 64);
 }
+
+/// A register whose every definition steps by 1 between lanes (`%tid.x + 4`, `%tid.x + 8`)
+/// is kept as lane 0's value alone in the vector code. Here the lanes of each group take
+/// different definitions (on the scalar code) before a barrier, so after it the group must
+/// not trust the step: the stores land where each thread's own value says, on both engines,
+/// for random block sizes (multiples of 4, so groups form) and a random stride of the
+/// odd/even split.
+#[test]
+fn stepped_registers_are_checked_when_lanes_come_back_from_the_scalar_code() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    const STEPPED: &str = r#"
+.visible .entry jit_stepped(.param .u64 out, .param .u32 split)
+{
+    .reg .pred %p<2>; .reg .b32 %r<6>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r5, [split];
+    mov.u32 %r1, %tid.x;
+    and.b32 %r2, %r1, %r5;
+    setp.eq.u32 %p1, %r2, 0;
+    @%p1 bra EVEN;
+    add.u32 %r3, %r1, 4;
+    bra.uni JOIN;
+EVEN:
+    add.u32 %r3, %r1, 8;
+JOIN:
+    bar.sync 0;
+    mul.wide.u32 %rd2, %r3, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r3;
+    ret;
+}
+"#;
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<u32>, u32)>(&exec, STEPPED, "jit_stepped");
+    let mut rng = rand::rng();
+    for _ in 0..8 {
+        let threads = 4 * rng.random_range(1..=64u32);
+        let split = 1u32 << rng.random_range(0..3);
+        let n = threads as usize + 8;
+        let mut want = vec![POISON_U32; n];
+        for t in 0..threads {
+            let i = if t & split == 0 { t + 8 } else { t + 4 };
+            want[i as usize] = i;
+        }
+        for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
+            let out = poisoned(&exec, n, POISON_U32);
+            with_engine(&exec, e, || run(&exec, threads, 1u32, &k, (out.ptr(), split)));
+            assert_eq!(
+                download(&exec, &out),
+                want,
+                "{e:?}, {threads} threads, split {split}"
+            );
+        }
+    }
+}
