@@ -14,6 +14,10 @@ use crate::launch::Launch;
 
 /// A thread's state word: the resume index in the low bits, this bit while it waits.
 pub(crate) const WAIT: u32 = 1 << 31;
+/// Set with the resume index by the vector code when it suspends a whole group: the group's
+/// lanes stopped together, so when all four still carry it the group resumes without
+/// checking that its uniform and stepped registers agree. Not part of the index.
+pub(crate) const GROUP: u32 = 1 << 30;
 /// The state of a thread that exited.
 pub(crate) const EXITED: u32 = u32::MAX;
 /// Global ranges the compiled code checks inline before calling `resolve`.
@@ -583,7 +587,7 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
         if *s & WAIT == 0 {
             continue;
         }
-        let Some(&(pc, PointKind::Warp)) = ((*s & !WAIT) as usize)
+        let Some(&(pc, PointKind::Warp)) = ((*s & !(WAIT | GROUP)) as usize)
             .checked_sub(1)
             .and_then(|i| k.resumes.get(i))
         else {
@@ -650,7 +654,7 @@ fn barriers(
     let mut exited = None;
     let mut waiting = 0;
     let pc_of = |s: u32| {
-        ((s & !WAIT) as usize)
+        ((s & !(WAIT | GROUP)) as usize)
             .checked_sub(1)
             .and_then(|i| k.resumes.get(i))
             .map_or(0, |r| r.0)

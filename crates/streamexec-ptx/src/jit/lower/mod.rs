@@ -19,7 +19,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::analysis::{Analysis, PointKind};
 use super::native;
-use super::run::{self, Ctx, EXITED, WAIT};
+use super::run::{self, Ctx, EXITED, GROUP, WAIT};
 use crate::DYNAMIC_SHARED_BASE;
 use crate::ir::{
     Addr, BarKind, BoolOp, Inst, LOCAL_WINDOW, Op, PARAM_WINDOW, Program, SHARED_WINDOW, Space,
@@ -439,7 +439,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         match st {
             Some(st) if !lw.resume_blocks.is_empty() => {
                 let blocks = std::mem::take(&mut lw.resume_blocks);
-                lw.dispatch_on(st, start, &blocks, start);
+                let index = lw.b.ins().band_imm_s(st, !(GROUP as i32) as i64);
+                lw.dispatch_on(index, start, &blocks, start);
             }
             _ => {
                 lw.b.ins().jump(start, &[]);

@@ -25,7 +25,7 @@ use super::{I32, I64, Lower, Slots, flags, mem_ty};
 use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
 use crate::jit::analysis::Analysis;
 use crate::jit::native::{self, N};
-use crate::jit::run::{self, EXITED, WAIT};
+use crate::jit::run::{self, EXITED, GROUP, WAIT};
 use crate::jit::stride;
 use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying};
 
@@ -86,6 +86,8 @@ struct VLower<'l, 'a, 'b> {
     /// 0/1 predicate lanes made from a lane mask, and that mask (a guard on a fresh
     /// comparison uses the mask directly).
     masks: HashMap<Value, Value>,
+    /// The dispatched group's `GROUP` bit (see `run::GROUP`).
+    group: Variable,
     /// Per device access (by PC): the range it found last (`mem.rs`).
     sites: HashMap<u32, ir::StackSlot>,
     fma: bool,
@@ -181,7 +183,10 @@ pub(crate) fn emit(
         Some((s0, skip))
     };
 
+    // Non-zero while the group being dispatched was suspended as a whole (`GROUP`).
+    let group = lw.b.declare_var(I32);
     let mut v = VLower {
+        group,
         lw: &mut lw,
         regs,
         entries: Vec::new(),
@@ -205,7 +210,10 @@ pub(crate) fn emit(
             lw.b.ins().jump(start, &[]);
         }
         Some((s0, skip)) => {
-            lw.dispatch_on(s0, start, &resumes, skip);
+            let g = lw.b.ins().band_imm_s(s0, GROUP as i64);
+            lw.b.def_var(group, g);
+            let index = lw.b.ins().band_imm_s(s0, !(GROUP as i32) as i64);
+            lw.dispatch_on(index, start, &resumes, skip);
         }
     }
     lw.b.seal_all_blocks();
@@ -539,14 +547,14 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         let t0 = self.use_var(self.lw.t);
         let coll = self.lw.u.coll;
-        for j in 0..LANES {
-            let row = self.b().ins().iadd_imm_s(t0, j as i64);
-            let row = self.b().ins().imul_imm_s(row, (run::COLL_WIDTH * 8) as i64);
-            let p = self.b().ins().iadd(coll, row);
-            self.b().ins().store(flags(), id, p, 0);
-            self.b().ins().store(flags(), count, p, 8);
+        let row = (run::COLL_WIDTH * 8) as i32;
+        let at = self.b().ins().imul_imm_s(t0, row as i64);
+        let p = self.b().ins().iadd(coll, at);
+        for j in 0..LANES as i32 {
+            self.b().ins().store(flags(), id, p, j * row);
+            self.b().ins().store(flags(), count, p, j * row + 8);
         }
-        self.set_states(index | WAIT);
+        self.set_states(index | WAIT | GROUP);
         let plain = self.b().ins().bor(id, count);
         self.lw.count_wait(LANES as i64, Some(plain));
         let next = self.lw.next;
@@ -557,6 +565,11 @@ impl<'b> VLower<'_, '_, 'b> {
         self.resumes.insert(index, rb);
         self.b().switch_to_block(rb);
         let f = vflags().with_notrap();
+        // A group that was suspended whole skips the checks.
+        let (go, check) = (self.b().create_block(), self.b().create_block());
+        let g = self.use_var(self.group);
+        self.b().ins().brif(g, go, &[], check, &[]);
+        self.b().switch_to_block(check);
         let mut agree: Option<Value> = None;
         for r in &live {
             let step = match self.regs[*r as usize] {
@@ -582,15 +595,16 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         if let Some(e) = agree {
             let ok = self.b().ins().vall_true(e);
-            let go = self.b().create_block();
             let hand = self.b().create_block();
             self.b().ins().brif(ok, go, &[], hand, &[]);
             self.b().switch_to_block(hand);
             self.lw.mark_handed();
             let next = self.lw.next;
             self.b().ins().jump(next, &[]);
-            self.b().switch_to_block(go);
+        } else {
+            self.b().ins().jump(go, &[]);
         }
+        self.b().switch_to_block(go);
         for r in &live {
             let p = self.lw.spill_at(*r);
             let v = match self.regs[*r as usize] {
