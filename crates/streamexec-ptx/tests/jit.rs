@@ -306,7 +306,9 @@ JOIN:
         }
         for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
             let out = poisoned(&exec, n, POISON_U32);
-            with_engine(&exec, e, || run(&exec, threads, 1u32, &k, (out.ptr(), split)));
+            with_engine(&exec, e, || {
+                run(&exec, threads, 1u32, &k, (out.ptr(), split))
+            });
             assert_eq!(
                 download(&exec, &out),
                 want,

@@ -277,7 +277,7 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
     let (vfunc, out, refused) = match refused {
         Some(why) => (None, None, Some(why)),
         None => {
-            let shape = vector::shape(prog);
+            let shape = vector::shape(prog, &an.live_at(0));
             match build(&isa, prog, "vector function", |b| {
                 lower::vector::emit(b, prog, &an, &shape)
             }) {

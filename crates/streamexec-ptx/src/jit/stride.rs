@@ -24,7 +24,10 @@ use crate::jit::vector::LANES;
 enum Lanes {
     /// No definition seen yet.
     None,
-    Step { s: i64, tz: u32 },
+    Step {
+        s: i64,
+        tz: u32,
+    },
     /// Anything.
     Any,
 }
@@ -35,10 +38,7 @@ impl Lanes {
     fn join(self, o: Lanes) -> Lanes {
         match (self, o) {
             (Unset, x) | (x, Unset) => x,
-            (Step { s: a, tz: x }, Step { s: b, tz: y }) if a == b => Step {
-                s: a,
-                tz: x.min(y),
-            },
+            (Step { s: a, tz: x }, Step { s: b, tz: y }) if a == b => Step { s: a, tz: x.min(y) },
             _ => Any,
         }
     }
@@ -82,10 +82,15 @@ fn tz_of(v: u64) -> u32 {
     v.trailing_zeros()
 }
 
-/// Per register: `Some(s)` when its lanes step by `s` (0 for uniform registers).
-/// `live_in` are the registers a kernel may read before writing them: they start as zero
-/// in every lane, which is one more definition (uniform).
-pub(crate) fn strides(prog: &Program, varying: &[bool], live_in: &[u32]) -> Vec<Option<i64>> {
+/// Per register: `Some((s, tz))` when its lanes step by `s` (0 for uniform registers) and
+/// lane 0 has at least `tz` trailing zero bits. `live_in` are the registers a kernel may read
+/// before writing them: they start as zero in every lane, which is one more definition
+/// (uniform).
+pub(crate) fn strides(
+    prog: &Program,
+    varying: &[bool],
+    live_in: &[u32],
+) -> Vec<Option<(i64, u32)>> {
     let n = prog.regs as usize;
     let mut at = vec![Unset; n];
     for r in live_in {
@@ -118,7 +123,7 @@ pub(crate) fn strides(prog: &Program, varying: &[bool], live_in: &[u32]) -> Vec<
     }
     at.into_iter()
         .map(|x| match x {
-            Step { s, .. } => Some(s),
+            Step { s, tz } => Some((s, tz)),
             _ => Option::None,
         })
         .collect()
@@ -214,9 +219,10 @@ fn transfer(op: &Op, at: &[Lanes]) -> Lanes {
                 Some(N::Shift {
                     left: true, bits, ..
                 }) => match (x, imm(b)) {
-                    (Step { s, tz }, Some(m)) if m < bits as u64 => {
-                        step(Some((s.wrapping_shl(m as u32), (tz + m as u32).min(64))), bits)
-                    }
+                    (Step { s, tz }, Some(m)) if m < bits as u64 => step(
+                        Some((s.wrapping_shl(m as u32), (tz + m as u32).min(64))),
+                        bits,
+                    ),
                     _ => uniform_or_any(&[x, y]),
                 },
                 Some(N::MulWide { bits: 32, .. }) => step(mul_wide((a, x), (b, y)), 64),
@@ -279,7 +285,11 @@ mod tests {
             for j in 0..4u32 {
                 let v = x0 + j;
                 assert_eq!(v as u64, x0 as u64 + j as u64, "zero-extended");
-                assert_eq!(v as i32 as i64, x0 as i32 as i64 + j as i64, "sign-extended");
+                assert_eq!(
+                    v as i32 as i64,
+                    x0 as i32 as i64 + j as i64,
+                    "sign-extended"
+                );
             }
         }
     }

@@ -57,10 +57,12 @@ impl Class {
     }
 }
 
-/// Per register: varying across a group, and the slot's class.
+/// Per register: varying across a group, the slot's class, and for registers whose lanes
+/// step by a constant, the step and the known trailing zeros of lane 0 (`jit/stride.rs`).
 pub(crate) struct Shape {
     pub(crate) varying: Vec<bool>,
     pub(crate) class: Vec<Class>,
+    pub(crate) steps: Vec<Option<(i64, u32)>>,
 }
 
 /// Why a kernel gets no vector function (it runs on the scalar one alone).
@@ -150,8 +152,131 @@ fn ld_class(ty: Ty) -> Class {
     }
 }
 
-/// Computes the shape of every register (both analyses to a fixed point).
-pub(crate) fn shape(prog: &Program) -> Shape {
+/// Computes the shape of every register. `live_in`: the registers the kernel may read before
+/// writing them. The steps sharpen the uniform analysis (a comparison of a stepped register
+/// with a constant can give every lane the same answer), so it runs twice.
+pub(crate) fn shape(prog: &Program, live_in: &[u32]) -> Shape {
+    let (varying, _) = varying_and_class(prog, None);
+    let steps = super::stride::strides(prog, &varying, live_in);
+    let (varying, class) = varying_and_class(prog, Some(&steps));
+    let steps = super::stride::strides(prog, &varying, live_in);
+    Shape {
+        varying,
+        class,
+        steps,
+    }
+}
+
+/// Whether `setp` with comparison `f` of `a` and `b` gives every lane of a group the same
+/// answer because one side is a constant and the other a register whose lanes step upward
+/// without wrapping inside an aligned range that the constant's threshold cannot split
+/// (`%tid.x > 127`: lanes `4k..4k+3` are all above or all below).
+fn same_in_group(f: usize, a: &Src, b: &Src, steps: &[Option<(i64, u32)>]) -> bool {
+    let Some(N::Cmp { c, bits, .. }) = native::kind(f) else {
+        return false;
+    };
+    let step = |s: &Src| match s {
+        Src::Reg(r) => steps[*r as usize],
+        _ => None,
+    };
+    // `x OP k` with the register first; `k OP x` is `x OP' k`.
+    let (x, k, c) = match (step(a), b, step(b), a) {
+        (Some(x), Src::Imm(k), _, _) => (x, *k, c),
+        (_, _, Some(x), Src::Imm(k)) => (x, *k, [0, 1, 4, 5, 2, 3][c as usize]),
+        _ => return false,
+    };
+    cmp_same_in_group(c, bits, x, k)
+}
+
+/// [`same_in_group`] for `x OP k` with comparison number `c` (`native::int_cc`) on `bits`-bit
+/// values, `x`'s lanes stepping by `s` from a lane 0 with `tz` trailing zero bits.
+fn cmp_same_in_group(c: u8, bits: u8, (s, tz): (i64, u32), k: u64) -> bool {
+    if s == 0 {
+        return true;
+    }
+    // The threshold where `x OP k` flips: `x >= t` (or its complement).
+    let t = match c {
+        2 | 5 => k,                 // lt, ge
+        3 | 4 => k.wrapping_add(1), // le, gt
+        _ => return false,          // eq, ne: at most one lane equals k
+    };
+    // Lanes `x0 .. x0 + 3s` lie in one aligned block of 2^m values (so they neither wrap nor
+    // cross the sign bit), and `t` is a block boundary.
+    let m = tz.min(bits as u32 - 1);
+    s > 0 && ((LANES as u64 - 1) * s as u64) < 1 << m && t & ((1 << m) - 1) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where the rule says "the same in every lane", it is, for every lane 0 it allows.
+    #[test]
+    fn comparisons_said_uniform_are_uniform_in_every_group() {
+        let cmp = |c: u8, signed: bool, x: u32, k: u32| {
+            let (a, b) = (x as i32, k as i32);
+            match (c, signed) {
+                (2, true) => a < b,
+                (3, true) => a <= b,
+                (4, true) => a > b,
+                (5, true) => a >= b,
+                (2, false) => x < k,
+                (3, false) => x <= k,
+                (4, false) => x > k,
+                _ => x >= k,
+            }
+        };
+        let mut said = 0;
+        for c in 2..=5u8 {
+            for (s, tz) in [(1i64, 2u32), (2, 3), (4, 4), (1, 3), (2, 2), (3, 4)] {
+                for k in [
+                    0u32,
+                    1,
+                    3,
+                    4,
+                    7,
+                    8,
+                    127,
+                    128,
+                    0x7fff_ffff,
+                    0x8000_0000,
+                    u32::MAX,
+                ] {
+                    if !cmp_same_in_group(c, 32, (s, tz), k as u64) {
+                        continue;
+                    }
+                    said += 1;
+                    let step = 1u32 << tz;
+                    let firsts = (0..64u32).map(|i| i * step).chain(
+                        [0x7fff_ffffu32, 0xffff_ffff].map(|e| (e & !(step - 1)).wrapping_sub(step)),
+                    );
+                    for x0 in firsts.chain([0x7fff_ffff & !(step - 1), u32::MAX & !(step - 1)]) {
+                        for signed in [false, true] {
+                            let lanes: Vec<bool> = (0..LANES as u32)
+                                .map(|j| cmp(c, signed, x0 + j * s as u32, k))
+                                .collect();
+                            assert!(
+                                lanes.iter().all(|v| *v == lanes[0]),
+                                "c {c} s {s} tz {tz} k {k:#x} x0 {x0:#x} {signed}: {lanes:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(said > 20, "{said}");
+        // The reduction's `t > 127` is uniform; `t > 1` and `t == 4` are not.
+        assert!(cmp_same_in_group(4, 32, (1, 2), 127));
+        assert!(!cmp_same_in_group(4, 32, (1, 2), 1));
+        assert!(!cmp_same_in_group(0, 32, (1, 2), 4));
+    }
+}
+
+/// The uniform and class analyses to a fixed point (`steps`: see [`same_in_group`]).
+fn varying_and_class(
+    prog: &Program,
+    steps: Option<&[Option<(i64, u32)>]>,
+) -> (Vec<bool>, Vec<Class>) {
     let n = prog.regs as usize;
     let mut varying = vec![false; n];
     let mut class = vec![Class::None; n];
@@ -196,8 +321,10 @@ pub(crate) fn shape(prog: &Program) -> Shape {
                     any |= vsrc(a, &varying) || vsrc(b, &varying) || vsrc(c, &varying);
                     cls = Class::Z32;
                 }
-                Op::Setp { a, b, comb, .. } => {
-                    any |= vsrc(a, &varying) || vsrc(b, &varying);
+                Op::Setp { f, a, b, comb, .. } => {
+                    // The operands alone decide (the guard does not, as above).
+                    any = !steps.is_some_and(|st| same_in_group(*f as usize, a, b, st))
+                        && (vsrc(a, &varying) || vsrc(b, &varying));
                     if let Some((_, s, _)) = comb {
                         any |= vsrc(s, &varying);
                     }
@@ -236,5 +363,5 @@ pub(crate) fn shape(prog: &Program) -> Shape {
             }
         }
     }
-    Shape { varying, class }
+    (varying, class)
 }

@@ -26,7 +26,6 @@ use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PAR
 use crate::jit::analysis::Analysis;
 use crate::jit::native::{self, N};
 use crate::jit::run::{self, EXITED, GROUP, WAIT};
-use crate::jit::stride;
 use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying};
 
 const I32X4: ir::Type = types::I32X4;
@@ -105,14 +104,13 @@ pub(crate) fn emit(
     shape: &Shape,
 ) -> Result<VectorOut, String> {
     let (mut lw, _, end64) = Lower::start(b, prog, an, Slots::default(), true);
-    let steps = stride::strides(prog, &shape.varying, &an.live_at(0));
     let regs = (0..prog.regs as usize)
         .map(|r| {
             let b = &mut *lw.b;
             if !shape.varying[r] {
                 return VReg::U(b.declare_var(I64));
             }
-            if let Some(s) = steps[r] {
+            if let Some((s, _)) = shape.steps[r] {
                 return VReg::A(b.declare_var(I64), s);
             }
             match shape.class[r] {
@@ -422,9 +420,14 @@ impl<'b> VLower<'_, '_, 'b> {
                 comb,
                 hi,
             } => {
-                let (Some(a), Some(b)) = (self.val(*a), self.val(*b)) else {
+                let (Some(mut a), Some(mut b)) = (self.val(*a), self.val(*b)) else {
                     return self.over(pc);
                 };
+                if let VReg::U(_) = self.regs[*p as usize] {
+                    // The same answer in every lane (`vector::same_in_group`): lane 0's.
+                    a = VVal::U(self.lane(a, 0));
+                    b = VVal::U(self.lane(b, 0));
+                }
                 let comb = match comb {
                     Some((op, s, neg)) => match self.val(*s) {
                         Some(v) => Some((*op, v, *neg)),
