@@ -206,72 +206,6 @@ fn cmp_same_in_group(c: u8, bits: u8, (s, tz): (i64, u32), k: u64) -> bool {
     s > 0 && ((LANES as u64 - 1) * s as u64) < 1 << m && t & ((1 << m) - 1) == 0
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Where the rule says "the same in every lane", it is, for every lane 0 it allows.
-    #[test]
-    fn comparisons_said_uniform_are_uniform_in_every_group() {
-        let cmp = |c: u8, signed: bool, x: u32, k: u32| {
-            let (a, b) = (x as i32, k as i32);
-            match (c, signed) {
-                (2, true) => a < b,
-                (3, true) => a <= b,
-                (4, true) => a > b,
-                (5, true) => a >= b,
-                (2, false) => x < k,
-                (3, false) => x <= k,
-                (4, false) => x > k,
-                _ => x >= k,
-            }
-        };
-        let mut said = 0;
-        for c in 2..=5u8 {
-            for (s, tz) in [(1i64, 2u32), (2, 3), (4, 4), (1, 3), (2, 2), (3, 4)] {
-                for k in [
-                    0u32,
-                    1,
-                    3,
-                    4,
-                    7,
-                    8,
-                    127,
-                    128,
-                    0x7fff_ffff,
-                    0x8000_0000,
-                    u32::MAX,
-                ] {
-                    if !cmp_same_in_group(c, 32, (s, tz), k as u64) {
-                        continue;
-                    }
-                    said += 1;
-                    let step = 1u32 << tz;
-                    let firsts = (0..64u32).map(|i| i * step).chain(
-                        [0x7fff_ffffu32, 0xffff_ffff].map(|e| (e & !(step - 1)).wrapping_sub(step)),
-                    );
-                    for x0 in firsts.chain([0x7fff_ffff & !(step - 1), u32::MAX & !(step - 1)]) {
-                        for signed in [false, true] {
-                            let lanes: Vec<bool> = (0..LANES as u32)
-                                .map(|j| cmp(c, signed, x0 + j * s as u32, k))
-                                .collect();
-                            assert!(
-                                lanes.iter().all(|v| *v == lanes[0]),
-                                "c {c} s {s} tz {tz} k {k:#x} x0 {x0:#x} {signed}: {lanes:?}"
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        assert!(said > 20, "{said}");
-        // The reduction's `t > 127` is uniform; `t > 1` and `t == 4` are not.
-        assert!(cmp_same_in_group(4, 32, (1, 2), 127));
-        assert!(!cmp_same_in_group(4, 32, (1, 2), 1));
-        assert!(!cmp_same_in_group(0, 32, (1, 2), 4));
-    }
-}
-
 /// The uniform and class analyses to a fixed point (`steps`: see [`same_in_group`]).
 fn varying_and_class(
     prog: &Program,
@@ -364,4 +298,70 @@ fn varying_and_class(
         }
     }
     (varying, class)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where the rule says "the same in every lane", it is, for every lane 0 it allows.
+    #[test]
+    fn comparisons_said_uniform_are_uniform_in_every_group() {
+        let cmp = |c: u8, signed: bool, x: u32, k: u32| {
+            let (a, b) = (x as i32, k as i32);
+            match (c, signed) {
+                (2, true) => a < b,
+                (3, true) => a <= b,
+                (4, true) => a > b,
+                (5, true) => a >= b,
+                (2, false) => x < k,
+                (3, false) => x <= k,
+                (4, false) => x > k,
+                _ => x >= k,
+            }
+        };
+        let mut said = 0;
+        for c in 2..=5u8 {
+            for (s, tz) in [(1i64, 2u32), (2, 3), (4, 4), (1, 3), (2, 2), (3, 4)] {
+                for k in [
+                    0u32,
+                    1,
+                    3,
+                    4,
+                    7,
+                    8,
+                    127,
+                    128,
+                    0x7fff_ffff,
+                    0x8000_0000,
+                    u32::MAX,
+                ] {
+                    if !cmp_same_in_group(c, 32, (s, tz), k as u64) {
+                        continue;
+                    }
+                    said += 1;
+                    let step = 1u32 << tz;
+                    let firsts = (0..64u32).map(|i| i * step).chain(
+                        [0x7fff_ffffu32, 0xffff_ffff].map(|e| (e & !(step - 1)).wrapping_sub(step)),
+                    );
+                    for x0 in firsts.chain([0x7fff_ffff & !(step - 1), !(step - 1)]) {
+                        for signed in [false, true] {
+                            let lanes: Vec<bool> = (0..LANES as u32)
+                                .map(|j| cmp(c, signed, x0 + j * s as u32, k))
+                                .collect();
+                            assert!(
+                                lanes.iter().all(|v| *v == lanes[0]),
+                                "c {c} s {s} tz {tz} k {k:#x} x0 {x0:#x} {signed}: {lanes:?}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(said > 20, "{said}");
+        // The reduction's `t > 127` is uniform; `t > 1` and `t == 4` are not.
+        assert!(cmp_same_in_group(4, 32, (1, 2), 127));
+        assert!(!cmp_same_in_group(4, 32, (1, 2), 1));
+        assert!(!cmp_same_in_group(0, 32, (1, 2), 4));
+    }
 }

@@ -32,8 +32,7 @@ impl<'b> Lower<'_, 'b> {
         a: Value,
         total: u64,
         align: u64,
-        done: Block,
-        miss: Block,
+        (done, miss): (Block, Block),
         site: Option<ir::StackSlot>,
     ) {
         let misaligned = self.b.ins().band_imm_s(a, (align - 1) as i64);
@@ -137,7 +136,7 @@ impl<'b> Lower<'_, 'b> {
         let slow = self.b.create_block();
         match space {
             Space::Global | Space::Generic | Space::Shared => {
-                self.inline_range(space, a, total, total, done, slow, None);
+                self.inline_range(space, a, total, total, (done, slow), None);
             }
             Space::Local if total <= self.prog.local_bytes as u64 => {
                 let aligned = self.b.ins().band_imm_s(a, (total - 1) as i64);

@@ -79,7 +79,8 @@ impl<'b> VLower<'_, '_, 'b> {
             b.ins().jump(hit, &[p.into()]);
             b.switch_to_block(ways);
         }
-        self.lw.inline_range(space, a, total, size, hit, miss, site);
+        self.lw
+            .inline_range(space, a, total, size, (hit, miss), site);
         hit
     }
 
