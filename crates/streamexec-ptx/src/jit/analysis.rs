@@ -239,9 +239,20 @@ fn successors(code: &[Inst], pc: usize, return_sites: &[u32], out: &mut Vec<u32>
 
 /// A fixed-size bit set over register slots.
 #[derive(Clone, PartialEq)]
-struct Bits(Vec<u64>);
+pub(crate) struct Bits(Vec<u64>);
 
 impl Bits {
+    /// Whether register `i` is in the set.
+    pub(crate) fn has(&self, i: u32) -> bool {
+        self.0
+            .get(i as usize / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    fn intersect(&mut self, o: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a &= *b;
+        }
+    }
     fn new(n: usize) -> Self {
         Bits(vec![0; n.div_ceil(64)])
     }
@@ -270,6 +281,62 @@ impl Bits {
 }
 
 impl Analysis {
+    /// For the vector code (which has no calls): per instruction, the registers whose spill
+    /// slots hold their values on every path there, from a group's start (none) or from a
+    /// barrier's resume (the live registers it reloads). A suspend or hand-over there need
+    /// not store them again.
+    pub(crate) fn stored(&self, prog: &Program) -> Vec<Bits> {
+        let code = &prog.code;
+        let regs = prog.regs as usize;
+        // `None`: not reached yet (every register, for the intersection).
+        let mut at: Vec<Option<Bits>> = vec![None; code.len()];
+        if let Some(first) = at.first_mut() {
+            *first = Some(Bits::new(regs));
+        }
+        let mut succ = Vec::new();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for pc in 0..code.len() {
+                let Some(mut out) = at[pc].clone() else {
+                    continue;
+                };
+                match (&code[pc].op, self.point_at.get(&(pc as u32))) {
+                    (Op::Bar { .. }, Some(k)) => {
+                        out = Bits::new(regs);
+                        for r in &self.points[*k].live {
+                            out.set(*r);
+                        }
+                    }
+                    _ => {
+                        for r in uses_defs(&code[pc], prog.carry_reg).1 {
+                            out.clear(r);
+                        }
+                    }
+                }
+                succ.clear();
+                successors(code, pc, &[], &mut succ);
+                for s in &succ {
+                    let slot = &mut at[*s as usize];
+                    match slot {
+                        None => {
+                            *slot = Some(out.clone());
+                            changed = true;
+                        }
+                        Some(x) => {
+                            let before = x.clone();
+                            x.intersect(&out);
+                            changed |= *x != before;
+                        }
+                    }
+                }
+            }
+        }
+        at.into_iter()
+            .map(|x| x.unwrap_or_else(|| Bits::new(regs)))
+            .collect()
+    }
+
     /// The registers live on entry to instruction `pc` (none past the end).
     pub(crate) fn live_at(&self, pc: u32) -> Vec<u32> {
         self.live_in

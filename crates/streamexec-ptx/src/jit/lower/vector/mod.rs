@@ -23,7 +23,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::{I32, I64, Lower, Slots, flags, mem_ty};
 use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
-use crate::jit::analysis::Analysis;
+use crate::jit::analysis::{Analysis, Bits};
 use crate::jit::native::{self, N};
 use crate::jit::run::{self, EXITED, GROUP, WAIT};
 use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying};
@@ -85,6 +85,8 @@ struct VLower<'l, 'a, 'b> {
     /// 0/1 predicate lanes made from a lane mask, and that mask (a guard on a fresh
     /// comparison uses the mask directly).
     masks: HashMap<Value, Value>,
+    /// Per instruction, the registers the spill area already holds (`Analysis::stored`).
+    stored: Vec<Bits>,
     /// The dispatched group's `GROUP` bit (see `run::GROUP`).
     group: Variable,
     /// Per device access (by PC): the range it found last (`mem.rs`).
@@ -184,6 +186,7 @@ pub(crate) fn emit(
     // Non-zero while the group being dispatched was suspended as a whole (`GROUP`).
     let group = lw.b.declare_var(I32);
     let mut v = VLower {
+        stored: an.stored(prog),
         group,
         lw: &mut lw,
         regs,
@@ -237,7 +240,7 @@ impl<'b> VLower<'_, '_, 'b> {
         loop {
             let Some(i) = self.lw.prog.code.get(pc as usize) else {
                 // Running off the end faults: the scalar code reports it.
-                self.hand_over(pc.saturating_sub(1));
+                self.hand_over_storing(pc.saturating_sub(1), true);
                 return Ok(());
             };
             if self.lower_inst(pc, i)? {
@@ -260,9 +263,14 @@ impl<'b> VLower<'_, '_, 'b> {
         }
     }
 
-    /// Hands the group to the scalar code at `pc`: live registers stored per lane, each
-    /// lane's state the entry's resume index.
+    /// Hands the group to the scalar code at `pc`: live registers stored per lane (but those
+    /// the spill area already holds), each lane's state the entry's resume index.
     fn hand_over(&mut self, pc: u32) {
+        self.hand_over_storing(pc, false);
+    }
+
+    /// As [`Self::hand_over`]; `all`: store every live register.
+    fn hand_over_storing(&mut self, pc: u32, all: bool) {
         let npoints = self.lw.an.points.len() as u32;
         let index = match self.entry_index.get(&pc) {
             Some(i) => *i,
@@ -274,7 +282,9 @@ impl<'b> VLower<'_, '_, 'b> {
             }
         };
         for r in self.lw.an.live_at(pc) {
-            self.store_lanes(r);
+            if all || !self.stored[pc as usize].has(r) {
+                self.store_lanes(r);
+            }
         }
         self.set_states(index);
         self.lw.mark_handed();
@@ -546,7 +556,9 @@ impl<'b> VLower<'_, '_, 'b> {
         let live = self.lw.an.points[k].live.clone();
         let index = k as u32 + 1;
         for r in &live {
-            self.store_lanes(*r);
+            if !self.stored[pc as usize].has(*r) {
+                self.store_lanes(*r);
+            }
         }
         let t0 = self.use_var(self.lw.t);
         let coll = self.lw.u.coll;
