@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use crate::ast::{self, KernelDecl, MARKER, Unit};
 use crate::clang::{Clang, read_depfile};
 use crate::codegen::{self, Blob, BlobData, KernelModel, Param, StructModel};
+use crate::config::{Config, slash};
 use crate::ctype::{self, CType, Scalar, Space, TypeEnv};
 use crate::error::{Error, Result, io};
-use crate::{Kernels, slash};
 
 /// What a build produced.
 pub struct Built {
@@ -31,7 +31,7 @@ const PRELUDE: &str = "// streamexec-build's CUDA prelude (no CUDA SDK needed)\n
 #if !defined(__HIP__)\n#include <__clang_cuda_builtin_vars.h>\n#endif\n";
 
 struct Ctx<'a> {
-    k: &'a Kernels,
+    k: &'a Config,
     clang: &'a Clang,
     root: &'a Path,
     work: &'a Path,
@@ -43,7 +43,7 @@ struct Ctx<'a> {
 }
 
 /// Runs the whole build.
-pub fn build(k: &Kernels, clang: &Clang, root: &Path, work: &Path) -> Result<Built> {
+pub fn build(k: &Config, clang: &Clang, root: &Path, work: &Path) -> Result<Built> {
     std::fs::create_dir_all(work).map_err(io("create", work))?;
     let prelude = work.join("streamexec_cuda_prelude.h");
     std::fs::write(&prelude, PRELUDE).map_err(io("write", &prelude))?;
