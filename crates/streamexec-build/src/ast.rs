@@ -123,9 +123,7 @@ pub fn read(ast: &Value, opencl: bool) -> Result<Unit, String> {
             id,
         };
         // Specializations only where asked for (by a marker), others always.
-        if !specialization {
-            walk.unit.kernels.push(decl);
-        } else if walk.unit.instantiations.values().any(|k| *k == decl.id) {
+        if !specialization || walk.unit.instantiations.values().any(|k| *k == decl.id) {
             walk.unit.kernels.push(decl);
         }
     }
@@ -225,11 +223,11 @@ impl<'a> Walk<'a> {
         let target = match record_id(n) {
             Some(id) => {
                 // An anonymous struct takes the typedef's name.
-                if let Some(r) = self.unit.env.records.get_mut(&id) {
-                    if r.rust_name.is_empty() {
-                        r.rust_name = name.to_string();
-                        r.c_name = name.to_string();
-                    }
+                if let Some(r) = self.unit.env.records.get_mut(&id)
+                    && r.rust_name.is_empty()
+                {
+                    r.rust_name = name.to_string();
+                    r.c_name = name.to_string();
                 }
                 Typedef::Record(id)
             }
