@@ -225,7 +225,7 @@ impl Ctx<'_> {
                 .instantiations
                 .iter()
                 .find(|(_, id)| **id == decl.id)
-                .map(|(n, _)| insts[*n].clone());
+                .and_then(|(n, _)| insts.get(*n).cloned());
             let c_name = request.clone().unwrap_or_else(|| decl.name.clone());
             let mut model = self.model(decl, &unit.env, &c_name, &rel, false, &mut asserts)?;
             model.symbol = Some(decl.symbol.clone());
@@ -499,11 +499,18 @@ impl Ctx<'_> {
             align,
         };
         match self.structs.get(&model.rust_name) {
-            Some(prev) if *prev != model => Err(format!(
-                "struct `{}` is defined differently in two sources",
-                model.rust_name
-            )),
-            _ => {
+            // One struct in CUDA C++ (`S`) and OpenCL C (`struct S`): the same if laid out alike.
+            Some(prev)
+                if (&prev.fields, prev.size, prev.align)
+                    != (&model.fields, model.size, model.align) =>
+            {
+                Err(format!(
+                    "struct `{}` is defined differently in two sources",
+                    model.rust_name
+                ))
+            }
+            Some(_) => Ok(()),
+            None => {
                 self.structs.insert(model.rust_name.clone(), model);
                 Ok(())
             }

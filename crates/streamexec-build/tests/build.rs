@@ -454,3 +454,32 @@ fn builder_misuse_is_an_error_not_a_panic() {
         assert!(text.unwrap_err().to_string().contains("OUT_DIR"));
     }
 }
+
+#[test]
+fn opencl_sources_with_headers_are_embedded_preprocessed_and_their_structs_checked() {
+    let cl = "#include \"scale.h\"\ntypedef struct { float a; int b; } P;\n\
+              __kernel void k(P p, __global float *o) { o[0] = p.a * SCALE + p.b; }\n";
+    let dir = package(&[("k/k.cl", cl), ("k/scale.h", "#define SCALE 2.5f\n")]);
+    let out = builder(dir.path()).opencl("k/k.cl").compile().unwrap();
+    // The OpenCL driver compiles the text later without this include path.
+    assert!(out.code.contains("p.a * 2.5f + p.b"), "{}", out.code);
+    assert!(
+        !out.code.contains("#include") && !out.code.contains("SCALE"),
+        "{}",
+        out.code
+    );
+    assert!(
+        out.code
+            .contains("pub type Args = (super::P, ::streamexec::DevicePtr<f32>);"),
+        "{}",
+        out.code
+    );
+    assert!(out.code.contains("size_of::<P>() == 8"), "{}", out.code);
+    assert!(
+        out.rerun_if_changed
+            .iter()
+            .any(|d| d.ends_with("k/scale.h"))
+    );
+    // An OpenCL-only kernel has no PTX entry in its spec.
+    assert!(!out.code.contains("add_cuda_ptx"), "{}", out.code);
+}
