@@ -52,3 +52,8 @@ pub mod prebuilt;
 
 pub use builder::{Generated, Kernels};
 pub use error::{Error, Result};
+
+/// docs/typed-kernels.md, whose `build.rs` example is compiled as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/typed-kernels.md")]
+pub struct TypedKernelsGuide;
