@@ -21,14 +21,51 @@ pub struct Built {
     pub deps: Vec<PathBuf>,
 }
 
-/// The prelude for CUDA sources compiled without the CUDA SDK.
-const PRELUDE: &str = "// streamexec-build's CUDA prelude (no CUDA SDK needed)\n#pragma once\n\
-#ifndef __global__\n#define __global__ __attribute__((global))\n#endif\n\
-#ifndef __device__\n#define __device__ __attribute__((device))\n#endif\n\
-#ifndef __host__\n#define __host__ __attribute__((host))\n#endif\n\
-#ifndef __shared__\n#define __shared__ __attribute__((shared))\n#endif\n\
-#ifndef __constant__\n#define __constant__ __attribute__((constant))\n#endif\n\
-#if !defined(__HIP__)\n#include <__clang_cuda_builtin_vars.h>\n#endif\n";
+/// The prelude for CUDA sources compiled without the CUDA SDK: the execution-space attributes,
+/// and `threadIdx`, `blockIdx`, `blockDim`, `gridDim` (clang's own header for NVPTX; for HIP,
+/// the same properties over the AMDGPU builtins).
+const PRELUDE: &str = r#"// streamexec-build's CUDA prelude (no CUDA SDK or HIP headers needed)
+#pragma once
+#ifndef __global__
+#define __global__ __attribute__((global))
+#endif
+#ifndef __device__
+#define __device__ __attribute__((device))
+#endif
+#ifndef __host__
+#define __host__ __attribute__((host))
+#endif
+#ifndef __shared__
+#define __shared__ __attribute__((shared))
+#endif
+#ifndef __constant__
+#define __constant__ __attribute__((constant))
+#endif
+#if !defined(__HIP__)
+#include <__clang_cuda_builtin_vars.h>
+#else
+#define __SE_DIM3(name, fx, fy, fz)                                                        \
+    struct __se_##name##_t {                                                                \
+        __declspec(property(get = __x)) unsigned int x;                                     \
+        __declspec(property(get = __y)) unsigned int y;                                     \
+        __declspec(property(get = __z)) unsigned int z;                                     \
+        static inline __attribute__((always_inline)) __device__ unsigned int __x() { return fx; } \
+        static inline __attribute__((always_inline)) __device__ unsigned int __y() { return fy; } \
+        static inline __attribute__((always_inline)) __device__ unsigned int __z() { return fz; } \
+    };                                                                                      \
+    extern const __device__ __attribute__((weak)) __se_##name##_t name;
+__SE_DIM3(threadIdx, __builtin_amdgcn_workitem_id_x(), __builtin_amdgcn_workitem_id_y(),
+          __builtin_amdgcn_workitem_id_z())
+__SE_DIM3(blockIdx, __builtin_amdgcn_workgroup_id_x(), __builtin_amdgcn_workgroup_id_y(),
+          __builtin_amdgcn_workgroup_id_z())
+__SE_DIM3(blockDim, __builtin_amdgcn_workgroup_size_x(), __builtin_amdgcn_workgroup_size_y(),
+          __builtin_amdgcn_workgroup_size_z())
+__SE_DIM3(gridDim, __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(),
+          __builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y(),
+          __builtin_amdgcn_grid_size_z() / __builtin_amdgcn_workgroup_size_z())
+#undef __SE_DIM3
+#endif
+"#;
 
 struct Ctx<'a> {
     k: &'a Config,

@@ -405,7 +405,9 @@ fn prebuilt_outputs_are_used_without_clang_and_refused_when_stale() {
 
 #[test]
 fn hsaco_is_built_or_the_error_says_what_is_missing() {
-    let cu = "extern \"C\" __global__ void k(float *o, float x) { o[0] = x; }\n";
+    // The prelude gives HIP the CUDA index variables too: only the link step may be missing.
+    let cu = "extern \"C\" __global__ void k(float *o, float x) {\n\
+              o[blockIdx.x * blockDim.x + threadIdx.x] = x * gridDim.x; }\n";
     let dir = package(&[("k/h.cu", cu)]);
     match builder(dir.path())
         .cuda("k/h.cu")
@@ -425,6 +427,7 @@ fn hsaco_is_built_or_the_error_says_what_is_missing() {
         Err(e) => {
             let text = e.to_string();
             assert!(text.contains("compile to HSACO for gfx90a"), "{text}");
+            assert!(!text.contains("error: use of undeclared"), "{text}");
             assert!(text.contains("lld"), "{text}");
         }
     }
