@@ -452,9 +452,13 @@ impl Ctx<'_> {
                 ident.push('_');
             }
             taken.push(ident.clone());
+            let c_type = match &decl.dynamic_shared {
+                Some(elem) if n == decl.params.len() => format!("extern __shared__ {elem}[]"),
+                _ => text.clone(),
+            };
             params.push(Param {
                 name: ident,
-                c_type: text.clone(),
+                c_type,
                 pod: ctype::pod_rust(&ty, env, "super::"),
                 launcher: ctype::launcher_rust(&ty, env, "super::"),
             });

@@ -465,7 +465,7 @@ pub mod add_mystery_value {
 /// Kernel `affine` (kernels/add_mystery_value.cu, kernels/add_mystery_value.cl), built by streamexec-build.
 #[allow(dead_code)]
 pub mod affine {
-    /// The kernel's parameters as a `TypedKernel` argument tuple: `p: Affine`, `use_bias: bool`, `in: const float *`, `out: double *`, `n: unsigned int`, `dynamic_shared: __local float *`.
+    /// The kernel's parameters as a `TypedKernel` argument tuple: `p: Affine`, `use_bias: bool`, `in: const float *`, `out: double *`, `n: unsigned int`, `dynamic_shared: extern __shared__ float[]`.
     pub type Args = (super::Affine, u8, ::streamexec::DevicePtr<f32>, ::streamexec::DevicePtr<f64>, u32, ::streamexec::SharedMemory<f32>);
     /// The loaded kernel.
     pub type Kernel = ::streamexec::TypedKernel<Args>;
