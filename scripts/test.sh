@@ -46,6 +46,28 @@ bash scripts/test-mpi.sh
 # Then any debug build of the libraries goes (it would shadow the release ones).
 cargo test -p streamexec-libcuda -p streamexec-libnvrtc
 bash scripts/build-libcuda.sh >/dev/null
+# streamexec-build against clang-19, then the typed-kernels example (its kernels built from CUDA C
+# and OpenCL C at build time) on host, OpenCL and CUDA; its committed prebuilt outputs must be
+# what the build generates, and must build and run without clang (STREAMEXEC_BUILD_PREBUILT=1).
+cargo test -p streamexec-build
+cargo build -q -p streamexec-typed-kernels
+generated="$(ls -t target/debug/build/streamexec-typed-kernels-*/out/kernels.rs | head -1)"
+if ! cmp -s "$generated" examples/typed-kernels/kernels/prebuilt/kernels.rs; then
+    echo "examples/typed-kernels/kernels/prebuilt is stale: run" \
+        "STREAMEXEC_BUILD_UPDATE_PREBUILT=1 cargo build -p streamexec-typed-kernels and commit it" >&2
+    exit 1
+fi
+typed_expected=$'result = 165.5\nscale<float>, scale<double>, affine: 1000 elements each match plain Rust'
+for platform in host opencl cuda; do
+    out="$(cargo run -q -p streamexec-typed-kernels -- --platform "$platform")"
+    if [[ "$out" != "$typed_expected" ]]; then
+        echo "typed-kernels on $platform printed: $out" >&2
+        exit 1
+    fi
+done
+out="$(STREAMEXEC_BUILD_PREBUILT=1 cargo run -q -p streamexec-typed-kernels)"
+[[ "$out" == "$typed_expected" ]] || { echo "typed-kernels from prebuilt outputs: $out" >&2; exit 1; }
+
 # Real CUDA software on the CPU libcuda: a cuda-core program with NVIDIA's NVRTC, and the quick
 # subset of numba-cuda's own test suite (scripts/real-clients/quick.txt; the whole suite is
 # `bash scripts/real-clients.sh`, on demand). The clients come from PyPI into a venv outside the

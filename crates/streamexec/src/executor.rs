@@ -14,7 +14,7 @@ use crate::allocations::LiveAllocations;
 pub(crate) use crate::allocations::{AllocationPin, InternalAllocator, OwnedAllocation};
 use crate::error::{Error, Result};
 use crate::event::{Event, Timer};
-use crate::interface::StreamExecutorInterface;
+use crate::interface::{KernelInterface, StreamExecutorInterface};
 use crate::kernel::{Kernel, TypedKernel};
 use crate::memory::{DeviceMemory, DeviceSlice, UnifiedMemory};
 use crate::stream::Stream;
@@ -23,6 +23,12 @@ use crate::types::{
     AllocatorStats, DeviceAddress, DeviceDescription, HostMemory, KernelArgs, MemoryUsage,
     MultiKernelLoaderSpec,
 };
+
+/// The executor's cache of loaded kernels: the backend kernel and whether it is an RPC launch,
+/// not the [`Kernel`] handle (which holds the executor: a reference cycle).
+type KernelCache = parking_lot::Mutex<
+    std::collections::HashMap<(&'static str, std::any::TypeId), (Arc<dyn KernelInterface>, bool)>,
+>;
 
 /// A device, with its allocator, kernel loader and stream factory. Cheap to clone: clones share
 /// the device. Memory, streams, kernels and events each hold a clone, so the device stays open
@@ -36,6 +42,9 @@ pub(crate) struct ExecutorShared {
     id: u64,
     platform: &'static str,
     ordinal: usize,
+    /// Kernels loaded by [`StreamExecutor::get_kernel_cached`], by key and `Args` type. Before
+    /// `iface`, so they drop first, as kernels held by handles do.
+    kernels: KernelCache,
     iface: Arc<dyn StreamExecutorInterface>,
     /// Allocations made through this executor and not yet freed.
     live: Arc<LiveAllocations>,
@@ -58,6 +67,7 @@ impl StreamExecutor {
                 id,
                 platform,
                 ordinal,
+                kernels: KernelCache::default(),
                 iface,
                 live: Arc::default(),
                 rpc: std::sync::OnceLock::new(),
@@ -489,6 +499,36 @@ impl StreamExecutor {
         let kernel = self.get_untyped_kernel(spec)?;
         kernel.inner.verify_signature(&Args::signature())?;
         Ok(TypedKernel::new(kernel))
+    }
+
+    /// [`get_kernel`](Self::get_kernel) once per executor: the first call for `key` (with
+    /// these `Args`) loads `spec()`, later calls return the same kernel without building the
+    /// spec. A failed load is not cached. `key` names the kernel uniquely in the program; the
+    /// launchers that `streamexec-build` generates use their module path. The cache lives as
+    /// long as the executor.
+    pub fn get_kernel_cached<Args: KernelArgs>(
+        &self,
+        key: &'static str,
+        spec: impl FnOnce() -> MultiKernelLoaderSpec,
+    ) -> Result<TypedKernel<Args>> {
+        let id = (key, std::any::TypeId::of::<Args>());
+        if let Some((inner, rpc)) = self.inner.kernels.lock().get(&id) {
+            return Ok(TypedKernel::new(Kernel {
+                exec: self.clone(),
+                inner: inner.clone(),
+                rpc: *rpc,
+            }));
+        }
+        // Loaded outside the lock (a load may compile); a racing load of the same key wins
+        // once, the other kernel is dropped.
+        let kernel = self.get_kernel::<Args>(&spec())?;
+        let untyped = kernel.untyped();
+        self.inner
+            .kernels
+            .lock()
+            .entry(id)
+            .or_insert_with(|| (untyped.inner.clone(), untyped.rpc));
+        Ok(kernel)
     }
 
     /// Loads a kernel for launches with a run-time [`ArgList`](crate::ArgList).

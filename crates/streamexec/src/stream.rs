@@ -169,6 +169,33 @@ impl Stream {
         self.launch_typed_maybe_rpc(threads.into(), blocks.into(), kernel, args, false)
     }
 
+    /// [`then_launch`](Self::then_launch) of the kernel `load` returns for this stream's
+    /// executor; a failed load fails the stream like a failed launch. On a stream that has
+    /// already failed, `load` is not called. The launchers that `streamexec-build` generates
+    /// call it with their cached `load`, so `module::launch(&mut stream, threads, blocks,
+    /// args..)` is the whole call.
+    pub fn then_launch_with<Args: KernelArgs>(
+        &mut self,
+        threads: impl Into<ThreadDim>,
+        blocks: impl Into<BlockDim>,
+        load: impl FnOnce(&StreamExecutor) -> Result<TypedKernel<Args>>,
+        args: Args,
+    ) -> &mut Self {
+        if self.error.is_none() {
+            self.error = self.iface().async_error();
+        }
+        if self.error.is_some() {
+            return self;
+        }
+        match load(&self.exec) {
+            Ok(kernel) => self.then_launch(threads, blocks, &kernel, args),
+            Err(e) => {
+                self.error = Some(e);
+                self
+            }
+        }
+    }
+
     /// A typed launch, through the executor's RPC server when the kernel's module defines
     /// `__llvm_rpc_client` (its kernels may call the server).
     fn launch_typed_maybe_rpc<Args: KernelArgs>(

@@ -212,3 +212,62 @@ fn cooperative_launches_let_blocks_wait_for_each_other() {
         assert!(e.to_string().contains("resident"), "{e}");
     });
 }
+
+/// The entry points generated launchers use (streamexec-build): `get_kernel_cached` builds the
+/// spec and loads once per executor; `then_launch_with` launches what it returns, fails the
+/// stream when the load fails (which is not cached), and does not load on a failed stream.
+#[test]
+fn cached_loads_happen_once_and_then_launch_with_fails_the_stream_on_a_failed_load() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    type Affine = (DevicePtr<u32>, u32, u32, u32);
+    on_each_platform(|exec| {
+        let built = AtomicUsize::new(0);
+        let load = |e: &streamexec::StreamExecutor| {
+            e.get_kernel_cached::<Affine>("conformance::launch::affine", || {
+                built.fetch_add(1, Ordering::Relaxed);
+                kernels::affine()
+            })
+        };
+        let mut r = rng("cached_loads_happen_once");
+        let n = 1000;
+        let mut want = random_u32s(&mut r, n, u32::MAX);
+        let x = exec.copy_to_device(&want).unwrap();
+        let mut s = exec.create_stream().unwrap();
+        s.then_launch_with(128u32, 8u32, load, (x.ptr(), n as u32, 3, 7))
+            .then_launch_with(128u32, 8u32, load, (x.ptr(), n as u32, 5, 1))
+            .block_host_until_done()
+            .unwrap();
+        kernels::affine_ref(&mut want, 3, 7);
+        kernels::affine_ref(&mut want, 5, 1);
+        assert_eq!(exec.copy_to_vec(&x).unwrap(), want);
+        assert_eq!(built.load(Ordering::Relaxed), 1, "one spec, one load");
+        assert_eq!(load(exec).unwrap().name(), "affine");
+        assert_eq!(built.load(Ordering::Relaxed), 1);
+
+        // Args of another arity than the spec's: the load fails, the stream takes the error.
+        let bad_loads = AtomicUsize::new(0);
+        let bad = |e: &streamexec::StreamExecutor| {
+            e.get_kernel_cached::<(DevicePtr<u32>, u32)>("conformance::launch::bad", || {
+                bad_loads.fetch_add(1, Ordering::Relaxed);
+                kernels::affine()
+            })
+        };
+        let mut s = exec.create_stream().unwrap();
+        s.then_launch_with(1u32, 1u32, bad, (x.ptr(), 1));
+        assert!(
+            matches!(s.status(), Err(Error::SignatureMismatch { .. })),
+            "{:?}",
+            s.status()
+        );
+        // The failed stream skips the next launch without loading.
+        s.then_launch_with(1u32, 1u32, bad, (x.ptr(), 1));
+        assert_eq!(bad_loads.load(Ordering::Relaxed), 1);
+        assert!(matches!(
+            s.block_host_until_done(),
+            Err(Error::SignatureMismatch { .. })
+        ));
+        // A failed load is not cached: the next try builds the spec again.
+        assert!(bad(exec).is_err());
+        assert_eq!(bad_loads.load(Ordering::Relaxed), 2);
+    });
+}
