@@ -39,8 +39,18 @@
 //!   the scalar code, so results are bit-identical by the same argument as below. An access
 //!   whose lanes touch consecutive elements of a cached device range or of shared memory is one
 //!   vector load or store; any other pattern goes lane by lane through the scalar check (exact
-//!   faults). `bar.sync` suspends the group; released together with agreeing uniform
-//!   registers it resumes as a group, else lane by lane on the scalar function. The driver
+//!   faults). Registers whose lanes step by a constant known at compile time (`%tid.x`,
+//!   `mul.wide` of it by 4, a pointer plus that; `stride.rs`, with a proof that 32-bit lanes
+//!   neither wrap nor cross the sign bit) are kept as lane 0's scalar and computed by scalar
+//!   code, and an access through one stepping by its element size is a vector access with no
+//!   run-time test that its lanes are consecutive; a comparison of such a register with a
+//!   constant no group can straddle (`%tid.x > 127`) is uniform. Each vector device access
+//!   first tries the range it found last (a per-site cache in the frame) before the context's
+//!   ways. `bar.sync` suspends the group, storing only the registers the spill area does not
+//!   already hold since the group's start or last resume (`Analysis::stored`), and marks its
+//!   lanes' states `GROUP`; a group whose four lanes still carry that mark resumes as a group
+//!   at once; otherwise, released together with agreeing uniform registers (and stepped ones
+//!   that still step) it resumes as a group, else lane by lane on the scalar function. The driver
 //!   calls the vector function first on blocks whose `ntid.x` is a multiple of 4, then the
 //!   scalar one only if a group handed threads over. Compiled code counts exits in the
 //!   context, so a block whose threads all exited skips the barrier scan.

@@ -623,7 +623,9 @@ impl<'b> VLower<'_, '_, 'b> {
         for r in &live {
             let p = self.lw.spill_at(*r);
             let v = match self.regs[*r as usize] {
+                // Uniform and stepped registers: lane 0's slot is all there is to load.
                 VReg::U(_) => VVal::U(self.b().ins().load(I64, flags(), p, 0)),
+                VReg::A(_, s) => VVal::A(self.b().ins().load(I64, flags(), p, 0), s),
                 _ => {
                     let a = self.b().ins().load(I64X2, f, p, 0);
                     let b = self.b().ins().load(I64X2, f, p, 16);
