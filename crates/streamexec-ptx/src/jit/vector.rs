@@ -341,9 +341,12 @@ mod tests {
                     }
                     said += 1;
                     let step = 1u32 << tz;
-                    let firsts = (0..64u32).map(|i| i * step).chain(
-                        [0x7fff_ffffu32, 0xffff_ffff].map(|e| (e & !(step - 1)).wrapping_sub(step)),
-                    );
+                    let firsts = (0..if cfg!(miri) { 4u32 } else { 64 })
+                        .map(|i| i * step)
+                        .chain(
+                            [0x7fff_ffffu32, 0xffff_ffff]
+                                .map(|e| (e & !(step - 1)).wrapping_sub(step)),
+                        );
                     for x0 in firsts.chain([0x7fff_ffff & !(step - 1), !(step - 1)]) {
                         for signed in [false, true] {
                             let lanes: Vec<bool> = (0..LANES as u32)
