@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rand::RngExt;
 use rand::rngs::StdRng;
-use streamexec::{DevicePtr, Error, MultiKernelLoaderSpec, StreamExecutor, TypedKernel};
+use streamexec::{Error, MultiKernelLoaderSpec, StreamExecutor};
 
 use common::{POISON_U32, random_u32s, rng};
 
@@ -21,14 +21,12 @@ use common::{POISON_U32, random_u32s, rng};
 #[allow(dead_code)]
 mod kernels;
 
-type Affine = TypedKernel<(DevicePtr<u32>, u32, u32, u32)>;
+use kernels::Affine;
 
 /// `x[i] = x[i] * mul + add` for `i < n`: PTX (the host platform runs it on the PTX JIT) and
-/// OpenCL C, no native host kernel.
+/// OpenCL C, no native host kernel (the generated spec as it is).
 fn affine() -> MultiKernelLoaderSpec {
-    MultiKernelLoaderSpec::new(4)
-        .add_cuda_ptx_in_memory(kernels::PTX, "affine")
-        .add_opencl_text_in_memory(kernels::AFFINE_CL, "affine")
+    kernels::generated::affine::spec()
 }
 
 /// Threads driving streams on each platform at once.

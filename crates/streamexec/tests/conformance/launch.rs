@@ -1,7 +1,7 @@
 //! Kernel launches: results against a Rust reference, index math, shared memory and barriers.
 
 use rand::RngExt;
-use streamexec::{ArgList, BlockDim, DevicePtr, Error, SharedMemory, ThreadDim, TypedKernel};
+use streamexec::{ArgList, BlockDim, DevicePtr, Error, SharedMemory, ThreadDim};
 
 use crate::common::{POISON_F32_BITS, POISON_U32, random_f32s, random_u32s, rng};
 use crate::{kernels, on_each_platform};
@@ -42,7 +42,7 @@ fn saxpy_matches_f64_reference() {
 #[test]
 fn thread_and_block_indices_cover_3d_launches() {
     on_each_platform(|exec| {
-        let k: TypedKernel<(DevicePtr<u32>,)> = exec.get_kernel(&kernels::thread_ids()).unwrap();
+        let k: kernels::ThreadIds = exec.get_kernel(&kernels::thread_ids()).unwrap();
         for (t, b) in [
             ((1, 1, 1), (1, 1, 1)),
             ((32, 1, 1), (3, 1, 1)),
@@ -177,7 +177,7 @@ fn cooperative_launches_let_blocks_wait_for_each_other() {
     on_each_platform(|exec| {
         let most = exec.description().max_cooperative_blocks;
         let spec = kernels::grid_arrive();
-        let k: TypedKernel<(DevicePtr<u32>, DevicePtr<u32>)> = match exec.get_kernel(&spec) {
+        let k: kernels::GridArrive = match exec.get_kernel(&spec) {
             Ok(k) => k,
             Err(e) => {
                 // A platform that loads no PTX has no cooperative launch either.

@@ -32,3 +32,37 @@ pub fn on_each_platform(test: impl Fn(&StreamExecutor)) {
         test(&exec);
     }
 }
+
+/// The committed generated kernels (`kernels::generated`, scripts/gen-typed.sh) match their
+/// sources, checked without clang: the PTX is the committed PTX (which `scripts/gen-ptx.sh
+/// --check` keeps current), the OpenCL C is kernels/cl/conformance.cl, and every input the
+/// manifest names still has its FNV-1a 64 hash. (`scripts/gen-typed.sh --check` regenerates
+/// with clang and compares byte for byte.)
+#[test]
+fn generated_kernels_match_their_sources() {
+    let stale = "crates/streamexec/tests/conformance/generated is stale: run scripts/gen-typed.sh";
+    for (_, ptx) in kernels::generated::saxpy::PTX {
+        assert!(*ptx == kernels::PTX, "{stale} (its PTX differs)");
+    }
+    let cl = include_str!("../../../../kernels/cl/conformance.cl");
+    assert!(kernels::opencl() == cl, "{stale} (its OpenCL C differs)");
+    let fnv1a64 = |bytes: &[u8]| {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let manifest = include_str!("generated/kernels.manifest");
+    let mut files = 0;
+    for line in manifest.lines().filter_map(|l| l.strip_prefix("file ")) {
+        let (hash, path) = line.split_once(' ').expect("`file HASH PATH`");
+        let bytes = std::fs::read(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(
+            format!("{:016x}", fnv1a64(&bytes)),
+            hash,
+            "{stale} ({path} changed)"
+        );
+        files += 1;
+    }
+    assert!(files >= 2, "{stale} (its manifest names {files} inputs)");
+}

@@ -2,10 +2,7 @@
 
 use std::time::Duration;
 
-use streamexec::{
-    DevicePtr, Error, HostKernel, HostMemory, MultiKernelLoaderSpec, StreamExecutor, TypedKernel,
-    UnifiedMemory,
-};
+use streamexec::{Error, HostMemory, StreamExecutor, UnifiedMemory};
 
 use crate::common::{POISON_U32, random_u32s, rng};
 use crate::{kernels, on_each_platform};
@@ -83,38 +80,10 @@ fn dropping_unified_memory_under_a_queued_kernel_is_safe() {
     });
 }
 
-fn spin_spec() -> MultiKernelLoaderSpec {
-    MultiKernelLoaderSpec::new(2)
-        .add_cuda_ptx_in_memory(
-            include_str!("../../../../kernels/ptx/conformance.O3.ptx"),
-            "spin",
-        )
-        .add_opencl_text_in_memory(
-            "__kernel void spin(volatile __global uint* flag, __global uint* out) {
-                 ulong i = 0;
-                 while (flag[0] == 0 && i < (1ul << 31)) i++;
-                 out[0] = flag[0];
-             }",
-            "spin",
-        )
-        .add_host_kernel(HostKernel::new(
-            "spin",
-            |ctx, (flag, out): (DevicePtr<u32>, DevicePtr<u32>)| {
-                let f = ctx.global(flag);
-                let start = std::time::Instant::now();
-                while f.get(0) == 0 && start.elapsed() < Duration::from_secs(10) {
-                    std::hint::spin_loop();
-                }
-                ctx.global(out).set(0, f.get(0));
-            },
-        ))
-}
-
 #[test]
 fn a_running_kernel_sees_a_host_store_to_unified_memory() {
     on_each_platform(|exec| {
-        let k: TypedKernel<(DevicePtr<u32>, DevicePtr<u32>)> =
-            exec.get_kernel(&spin_spec()).unwrap();
+        let k: kernels::Spin = exec.get_kernel(&kernels::spin()).unwrap();
         let Some(flag) = unified(exec, 1) else { return };
         let out = exec.copy_to_device(&[POISON_U32]).unwrap();
         let mut s = exec.create_stream().unwrap();
