@@ -16,7 +16,9 @@
 
 use crate::ir::{Op, Program, Src, Sreg};
 use crate::jit::native::{self, N};
-use crate::jit::vector::LANES;
+
+/// Threads a group of the vector code runs at once: one 128-bit vector of 32-bit lanes.
+pub(crate) const LANES: usize = 4;
 
 /// What is known of a register's lanes: lane `j` = lane 0 + `j * s`, and lane 0 has at
 /// least `tz` trailing zero bits.

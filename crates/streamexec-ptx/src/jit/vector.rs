@@ -12,8 +12,7 @@
 use crate::ir::{Addr, BarKind, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
 use crate::jit::native::{self, N};
 
-/// Threads a group runs at once: one 128-bit vector of 32-bit lanes.
-pub(crate) const LANES: usize = 4;
+pub(crate) use super::stride::LANES;
 
 /// The shape of a register's 64-bit slot over all its definitions, a join lattice:
 /// `None` (never written) < `Small` (0..2^31: both extensions agree) < `Z32`, `S32`
