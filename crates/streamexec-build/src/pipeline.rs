@@ -160,6 +160,18 @@ fn os(args: &[String]) -> Vec<OsString> {
 }
 
 impl Ctx<'_> {
+    /// A device compile's command line: `head` (language and target flags), then the CUDA
+    /// prelude unless turned off, the include directories and defines, and the user's flags.
+    fn device_args(&self, head: &[&str], prelude: &Path) -> Vec<String> {
+        let mut args: Vec<String> = head.iter().map(|a| a.to_string()).collect();
+        if !self.k.no_prelude {
+            args.extend(["-include".to_string(), prelude.display().to_string()]);
+        }
+        args.extend(self.common());
+        args.extend(self.k.flags.iter().cloned());
+        args
+    }
+
     fn common(&self) -> Vec<String> {
         let mut args = Vec::new();
         for dir in &self.k.includes {
@@ -223,18 +235,16 @@ impl Ctx<'_> {
         let wrap_path = self.work.join(format!("{stem}.cu"));
         std::fs::write(&wrap_path, &wrapper).map_err(io("write", &wrap_path))?;
         let archs = self.k.archs();
-        let mut base = vec![
-            "-x".to_string(),
-            "cuda".into(),
-            "--cuda-device-only".into(),
-            "-nocudainc".into(),
-            "-nocudalib".into(),
-        ];
-        if !self.k.no_prelude {
-            base.extend(["-include".to_string(), prelude.display().to_string()]);
-        }
-        base.extend(self.common());
-        base.extend(self.k.flags.iter().cloned());
+        let base = self.device_args(
+            &[
+                "-x",
+                "cuda",
+                "--cuda-device-only",
+                "-nocudainc",
+                "-nocudalib",
+            ],
+            prelude,
+        );
         let mut args = base.clone();
         args.extend([
             format!("--cuda-gpu-arch={}", archs[0]),
@@ -306,19 +316,18 @@ impl Ctx<'_> {
         let mut hsaco = Vec::new();
         for arch in &self.k.hip_archs {
             let out = self.work.join(format!("{stem}.{arch}.hsaco"));
-            let mut args = vec![
-                "-x".to_string(),
-                "hip".into(),
-                format!("--offload-arch={arch}"),
-                "--cuda-device-only".into(),
-                "-nogpulib".into(),
-                "-nogpuinc".into(),
-            ];
-            if !self.k.no_prelude {
-                args.extend(["-include".to_string(), prelude.display().to_string()]);
-            }
-            args.extend(self.common());
-            args.extend(self.k.flags.iter().cloned());
+            let offload = format!("--offload-arch={arch}");
+            let mut args = self.device_args(
+                &[
+                    "-x",
+                    "hip",
+                    &offload,
+                    "--cuda-device-only",
+                    "-nogpulib",
+                    "-nogpuinc",
+                ],
+                prelude,
+            );
             args.extend([
                 "-O3".into(),
                 "-c".into(),
