@@ -25,6 +25,7 @@
 
 pub mod blas;
 pub mod command_buffer;
+pub mod fft;
 pub mod rng;
 
 use std::any::Any;
@@ -33,6 +34,7 @@ use std::time::Duration;
 
 pub use blas::BlasSupport;
 pub use command_buffer::{Command, CommandBufferInterface, ReplayCallbackFn};
+pub use fft::{FftPlanInterface, FftSupport};
 pub use rng::RngSupport;
 
 // The backend contract's own types: defined in the floor (`types`), where the handles that
@@ -244,6 +246,12 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// Philox random fills on this device, if the platform has them; `None` makes
     /// `then_set_rng_seed` / `then_populate_rand_*` fail with `Unsupported`.
     fn rng(&self) -> Option<&dyn RngSupport> {
+        None
+    }
+
+    /// FFT plans on this device, if the platform has them; `None` makes
+    /// `StreamExecutor::create_fft_plan` fail with `Unsupported`.
+    fn fft(&self) -> Option<&dyn FftSupport> {
         None
     }
 
