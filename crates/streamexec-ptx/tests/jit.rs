@@ -317,3 +317,132 @@ JOIN:
         }
     }
 }
+
+/// `shfl.sync` in each mode with per-lane `b`, `c` (clamp and segment mask) and member masks,
+/// on whole warps (the driver's one-pass case) and on a last partial warp (the general rule):
+/// the JIT matches the interpreter bit for bit (values and predicates), and both match plain
+/// Rust where every lane names the whole warp.
+#[test]
+fn whole_warp_shuffles_match_the_interpreter_in_every_mode() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    const SHFL: &str = r#"
+.visible .entry jit_shfl(.param .u64 in, .param .u64 out, .param .u32 n)
+{
+    .reg .pred %p<5>; .reg .b32 %r<20>; .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %ctaid.x;
+    mad.lo.u32 %r5, %r4, %r3, %r2;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    mul.wide.u32 %rd5, %r1, 4;
+    ld.global.u32 %r6, [%rd4];
+    add.s64 %rd4, %rd4, %rd5;
+    ld.global.u32 %r7, [%rd4];
+    add.s64 %rd4, %rd4, %rd5;
+    ld.global.u32 %r8, [%rd4];
+    add.s64 %rd4, %rd4, %rd5;
+    ld.global.u32 %r9, [%rd4];
+    shfl.sync.up.b32 %r10|%p1, %r6, %r7, %r8, %r9;
+    shfl.sync.down.b32 %r11|%p2, %r6, %r7, %r8, %r9;
+    shfl.sync.bfly.b32 %r12|%p3, %r6, %r7, %r8, %r9;
+    shfl.sync.idx.b32 %r13|%p4, %r6, %r7, %r8, %r9;
+    selp.u32 %r14, 1, 0, %p1;
+    selp.u32 %r15, 2, 0, %p2;
+    or.b32 %r14, %r14, %r15;
+    selp.u32 %r15, 4, 0, %p3;
+    or.b32 %r14, %r14, %r15;
+    selp.u32 %r15, 8, 0, %p4;
+    or.b32 %r14, %r14, %r15;
+    add.s64 %rd6, %rd2, %rd3;
+    st.global.u32 [%rd6], %r10;
+    add.s64 %rd6, %rd6, %rd5;
+    st.global.u32 [%rd6], %r11;
+    add.s64 %rd6, %rd6, %rd5;
+    st.global.u32 [%rd6], %r12;
+    add.s64 %rd6, %rd6, %rd5;
+    st.global.u32 [%rd6], %r13;
+    add.s64 %rd6, %rd6, %rd5;
+    st.global.u32 [%rd6], %r14;
+    ret;
+}
+"#;
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<u32>, DevicePtr<u32>, u32)>(&exec, SHFL, "jit_shfl");
+    let mut rng = rand::rng();
+    for round in 0..12 {
+        // Block sizes of whole warps, then one with a partial last warp.
+        let threads = if round % 3 == 2 {
+            48
+        } else {
+            32 * rng.random_range(1..=4u32)
+        };
+        let blocks = rng.random_range(1..=3u32);
+        let n = (threads * blocks) as usize;
+        // Even rounds: every lane names the whole warp with `c = 31` (the plain-Rust check).
+        let simple = round % 2 == 0;
+        let mut input = vec![0u32; 4 * n];
+        for t in 0..n {
+            let lane = (t % threads as usize % 32) as u32;
+            input[t] = rng.random();
+            input[n + t] = rng.random_range(0..40);
+            input[2 * n + t] = if simple {
+                31
+            } else {
+                [31, 0, 0x1f | (0x18 << 8), 0x10 | (0x10 << 8), rng.random()]
+                    [rng.random_range(0..5)]
+            };
+            input[3 * n + t] = if simple || rng.random_bool(0.5) {
+                u32::MAX
+            } else {
+                rng.random::<u32>() | 1 << lane
+            };
+        }
+        let src = upload(&exec, &input);
+        let mut outs = Vec::new();
+        for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
+            let out = poisoned(&exec, 5 * n, POISON_U32);
+            with_engine(&exec, e, || {
+                run(&exec, threads, blocks, &k, (src.ptr(), out.ptr(), n as u32))
+            });
+            outs.push(download(&exec, &out));
+        }
+        assert_eq!(
+            outs[0], outs[1],
+            "round {round}: {threads} threads × {blocks} blocks"
+        );
+        if simple && threads % 32 == 0 {
+            for t in 0..n {
+                let (warp, lane) = (t - t % 32, (t % 32) as i64);
+                let b = input[n + t] as i64 & 31;
+                let from = |j: i64, ok: bool| {
+                    if ok {
+                        input[warp + j as usize]
+                    } else {
+                        input[t]
+                    }
+                };
+                // With `c = 31` (no segments) the bound is lane 31: `up` takes a lane only
+                // when `lane - b >= 31`, as PTX's rule says.
+                let (up, down) = (lane - b, lane + b);
+                let want = [
+                    from(up, up >= 31),
+                    from(down, down <= 31),
+                    from(lane ^ b, true),
+                    from(b, true),
+                    u32::from(up >= 31) | u32::from(down <= 31) << 1 | 4 | 8,
+                ];
+                for (m, w) in want.iter().enumerate() {
+                    assert_eq!(
+                        outs[0][m * n + t],
+                        *w,
+                        "round {round}, thread {t}, output {m}"
+                    );
+                }
+            }
+        }
+    }
+}

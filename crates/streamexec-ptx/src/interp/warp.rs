@@ -31,6 +31,8 @@ pub(crate) fn lanes(mut m: u32) -> impl Iterator<Item = usize> {
 /// `b` (lane or delta) and `c` (clamp and segment mask), and whether the computed index is in
 /// range. An index out of range, or naming a lane that is not one of `members` or did not
 /// arrive in `group`, gives the lane itself (its own value).
+// Inlined: the JIT's driver calls it for each lane of every whole-warp shuffle.
+#[inline(always)]
 pub(crate) fn shfl_source(
     mode: ShflMode,
     lane: usize,

@@ -9,7 +9,7 @@ use crate::fault::Fault;
 use crate::interp::mem::{self, BlockMem, Loc};
 use crate::interp::sync::match_result;
 use crate::interp::warp::{lanes, shfl_source, vote_result};
-use crate::ir::{BarKind, Fn1, Fn2, Fn3, Inst, Op, Space, WARP};
+use crate::ir::{BarKind, Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, WARP};
 use crate::launch::Launch;
 
 /// A thread's state word: the resume index in the low bits, this bit while it waits.
@@ -559,6 +559,9 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
     let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, hi) };
     // SAFETY: as above, `COLL_WIDTH` u64s per thread.
     let coll = unsafe { std::slice::from_raw_parts_mut(ctx.coll, hi * COLL_WIDTH) };
+    if whole_warp_shuffle(k, l, &mut state[lo..hi], &mut coll[lo * COLL_WIDTH..]) {
+        return true;
+    }
     let operand = |lane: usize, j: usize| coll[(lo + lane) * COLL_WIDTH + j];
     // Where the member mask sits in a waiting thread's operand row (`lower/` stores
     // `a, b, c, mask` for `shfl`, `a, mask` for the others; `activemask` has none).
@@ -627,6 +630,58 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
         coll[(lo + lane) * COLL_WIDTH + 1] = out[lane].1;
         // Each thread resumes from its own suspension (its inlined copy of the instruction).
         state[lo + lane] &= !WAIT;
+    }
+    true
+}
+
+/// [`warp_points`] for its commonest case, in one pass: all 32 lanes of the warp wait in the
+/// same suspension of a `shfl.sync`. Then they form the only group, and every lane's result is
+/// what the general rule gives (`shfl_source` with the whole warp arrived). False, touching
+/// nothing, in every other case.
+fn whole_warp_shuffle(k: &JitKernel, l: &Launch, state: &mut [u32], coll: &mut [u64]) -> bool {
+    let s0 = state[0];
+    if state.len() != WARP || s0 == EXITED || s0 & WAIT == 0 || state.iter().any(|s| *s != s0) {
+        return false;
+    }
+    let Some(&(pc, PointKind::Warp)) = ((s0 & !(WAIT | GROUP)) as usize)
+        .checked_sub(1)
+        .and_then(|i| k.resumes.get(i))
+    else {
+        return false;
+    };
+    let Some(Op::Shfl { mode, .. }) = l.prog.code.get(pc as usize).map(|i| &i.op) else {
+        return false;
+    };
+    let mut a = [0u64; WARP];
+    for (lane, v) in a.iter_mut().enumerate() {
+        *v = coll[lane * COLL_WIDTH] & 0xFFFF_FFFF;
+    }
+    // One loop per mode, so that each compiles without the per-lane `match`.
+    fn resolve(coll: &mut [u64], a: &[u64; WARP], source: impl Fn(usize, &[u64]) -> (usize, bool)) {
+        for (lane, row) in coll.chunks_exact_mut(COLL_WIDTH).take(WARP).enumerate() {
+            let (j, ok) = source(lane, row);
+            row[0] = a[j];
+            row[1] = ok as u64;
+        }
+    }
+    // `a, b, c, mask` in a row, as `lower/` stores a waiting `shfl`'s operands.
+    let all = u32::MAX;
+    match *mode {
+        ShflMode::Up => resolve(coll, &a, |lane, r| {
+            shfl_source(ShflMode::Up, lane, r[1], r[2], r[3] as u32, all)
+        }),
+        ShflMode::Down => resolve(coll, &a, |lane, r| {
+            shfl_source(ShflMode::Down, lane, r[1], r[2], r[3] as u32, all)
+        }),
+        ShflMode::Bfly => resolve(coll, &a, |lane, r| {
+            shfl_source(ShflMode::Bfly, lane, r[1], r[2], r[3] as u32, all)
+        }),
+        ShflMode::Idx => resolve(coll, &a, |lane, r| {
+            shfl_source(ShflMode::Idx, lane, r[1], r[2], r[3] as u32, all)
+        }),
+    }
+    for s in state.iter_mut() {
+        *s &= !WAIT;
     }
     true
 }
