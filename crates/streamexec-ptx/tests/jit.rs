@@ -16,7 +16,7 @@ use common::*;
 const POISON_U32: u32 = 0xDEAD_BEEF;
 
 /// The bench kernels get a vector function (their groups of threads run in SIMD registers),
-/// but the warp reduction, whose warp collectives still run on the scalar code.
+/// the warp reduction's `shfl.sync` included.
 #[test]
 fn the_bench_kernels_get_a_vector_function() {
     let path = common::committed_ptx()
@@ -27,12 +27,7 @@ fn the_bench_kernels_get_a_vector_function() {
     let checks = streamexec_ptx::check_jit_vector(&ast, 0x1000).unwrap();
     assert!(checks.len() >= 6, "{checks:?}");
     for (name, r) in checks {
-        if name == "bench_warp_reduce" {
-            let why = r.expect_err("the warp reduction has no vector function yet");
-            assert!(why.contains("warp collectives"), "{why}");
-        } else {
-            assert_eq!(r, Ok(()), "`{name}`");
-        }
+        assert_eq!(r, Ok(()), "`{name}`");
     }
 }
 
@@ -443,6 +438,88 @@ fn whole_warp_shuffles_match_the_interpreter_in_every_mode() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Shuffles after lanes of one group took different paths (the group goes to the scalar code
+/// while the warp's other groups wait in the vector code), and a guarded shuffle among the
+/// even lanes only: the JIT matches the interpreter and plain Rust.
+#[test]
+fn shuffles_after_divergence_match_plain_rust() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    const DIVERGE: &str = r#"
+.visible .entry jit_shfl_diverge(.param .u64 in, .param .u64 out, .param .u32 n)
+{
+    .reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %ctaid.x;
+    mad.lo.u32 %r5, %r4, %r3, %r2;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r6, [%rd4];
+    and.b32 %r7, %r2, 6;
+    setp.eq.u32 %p1, %r7, 2;
+    @%p1 bra ODD;
+    add.u32 %r8, %r6, 100;
+    bra.uni JOIN;
+ODD:
+    mul.lo.u32 %r8, %r6, 3;
+JOIN:
+    shfl.sync.bfly.b32 %r9, %r8, 1, 31, -1;
+    shfl.sync.down.b32 %r10, %r9, 4, 31, -1;
+    and.b32 %r7, %r2, 1;
+    setp.eq.u32 %p2, %r7, 0;
+    mov.u32 %r11, 0;
+    @%p2 shfl.sync.idx.b32 %r11, %r10, 2, 31, 0x55555555;
+    add.u32 %r10, %r10, %r11;
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.u32 [%rd5], %r10;
+    ret;
+}
+"#;
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<u32>, DevicePtr<u32>, u32)>(&exec, DIVERGE, "jit_shfl_diverge");
+    let mut rng = rand::rng();
+    for _ in 0..6 {
+        let threads = 32 * rng.random_range(1..=4u32);
+        let blocks = rng.random_range(1..=3u32);
+        let n = (threads * blocks) as usize;
+        let input: Vec<u32> = (0..n).map(|_| rng.random_range(0..1 << 20)).collect();
+        let src = upload(&exec, &input);
+        // Plain Rust, warp by warp.
+        let mut want = vec![0u32; n];
+        for w in (0..n).step_by(32) {
+            let x: Vec<u32> = (0..32)
+                .map(|l| {
+                    let v = input[w + l];
+                    if l & 6 == 2 { v * 3 } else { v + 100 }
+                })
+                .collect();
+            let bfly: Vec<u32> = (0..32).map(|l| x[l ^ 1]).collect();
+            let down: Vec<u32> = (0..32)
+                .map(|l| bfly[if l + 4 <= 31 { l + 4 } else { l }])
+                .collect();
+            for l in 0..32 {
+                // Even lanes read lane 2 (even, a member); odd lanes add 0.
+                let idx = if l % 2 == 0 { down[2] } else { 0 };
+                want[w + l] = down[l].wrapping_add(idx);
+            }
+        }
+        for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
+            let out = poisoned(&exec, n, POISON_U32);
+            with_engine(&exec, e, || {
+                run(&exec, threads, blocks, &k, (src.ptr(), out.ptr(), n as u32))
+            });
+            assert_eq!(
+                download(&exec, &out),
+                want,
+                "{e:?}, {threads} threads × {blocks} blocks"
+            );
         }
     }
 }

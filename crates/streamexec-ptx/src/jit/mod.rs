@@ -25,8 +25,8 @@
 //!   into regions at compile time (PoCL's region formation), the regions are the paths between
 //!   suspension points, found at run time; this handles unstructured control flow and barriers
 //!   inside loops or device functions without a CFG transformation.
-//! - **Groups of lanes as vectors.** Kernels without calls, warp collectives or `nanosleep`
-//!   also get a vector function (`lower/vector/`) that runs 4 consecutive threads of a block
+//! - **Groups of lanes as vectors.** Kernels without calls, `nanosleep` or warp collectives
+//!   other than `shfl.sync` also get a vector function (`lower/vector/`) that runs 4 consecutive threads of a block
 //!   row at once: registers the same in every lane (parameters, block ids and what is computed
 //!   from them) are scalars, the others `i32x4` (32-bit values, zero- or sign-extended in their
 //!   slots) or two `i64x2`. The group never diverges: a branch or guard taken by all or by none
@@ -50,7 +50,9 @@
 //!   already hold since the group's start or last resume (`Analysis::stored`), and marks its
 //!   lanes' states `GROUP`; a group whose four lanes still carry that mark resumes as a group
 //!   at once; otherwise, released together with agreeing uniform registers (and stepped ones
-//!   that still step) it resumes as a group, else lane by lane on the scalar function. The driver
+//!   that still step) it resumes as a group, else lane by lane on the scalar function.
+//!   `shfl.sync` suspends the group the same way, with its operands per lane where the scalar
+//!   code puts them; the resume reads each lane's result. The driver
 //!   calls the vector function first on blocks whose `ntid.x` is a multiple of 4, then the
 //!   scalar one only if a group handed threads over. Compiled code counts exits in the
 //!   context, so a block whose threads all exited skips the barrier scan.
@@ -60,10 +62,12 @@
 //!   a runtime call) have all arrived, with `bar.red`'s reduction, and calls again, until every
 //!   thread has exited. Exited threads count as arrived at a whole-block barrier (as on the
 //!   hardware); a barrier no thread set can release is the interpreter's "barrier divergence"
-//!   error. Kernels with warp collectives run one warp at a time: after each call the lanes of the
+//!   error. Kernels with warp collectives run one warp at a time (the vector function on the
+//!   warp, then the scalar one on the lanes it handed over): after each call the lanes of the
 //!   warp waiting at the same collective are resolved together (the lowest-PC group whose member
 //!   masks are all satisfied first; the shuffle source, the ballot, the active mask: COX's
 //!   warp-level treatment, with the warp as the unit instead of the block) and the warp goes on.
+//!   All 32 lanes waiting in one suspension of a `shfl.sync` take a one-pass path.
 //!   Member masks act as in the interpreter (`interp/collective.rs`). Kernels with no
 //!   suspension point and no vector function run in one pass with no state words at all.
 //! - **Calls** to `.func`s are inlined (16 deep; recursion goes to the interpreter); arguments and

@@ -503,7 +503,19 @@ fn run_threads(
             for w in 0..nwarps {
                 let (lo, hi) = (w * WARP, ((w + 1) * WARP).min(n));
                 loop {
-                    call(ctx, k.func, lo, hi)?;
+                    // The vector code runs the warp's groups it can; the scalar code the
+                    // lanes it hands over (or every lane, without vector code).
+                    let (slo, shi) = match vector {
+                        Some(v) => {
+                            (ctx.handed_lo, ctx.handed_hi) = (u64::MAX, 0);
+                            call(ctx, v, lo, hi)?;
+                            (ctx.handed_lo as usize, ctx.handed_hi as usize)
+                        }
+                        None => (lo, hi),
+                    };
+                    if slo < shi {
+                        call(ctx, k.func, slo, shi)?;
+                    }
                     if !warp_points(k, l, ctx, lo, hi) {
                         break;
                     }

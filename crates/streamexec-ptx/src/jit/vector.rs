@@ -69,12 +69,11 @@ pub(crate) fn refuse(prog: &Program) -> Option<&'static str> {
     for i in &prog.code {
         match &i.op {
             Op::Call(_) | Op::CallIndirect { .. } => return Some("it calls functions"),
-            Op::Shfl { .. }
-            | Op::Vote { .. }
+            Op::Vote { .. }
             | Op::Match { .. }
             | Op::Redux { .. }
             | Op::Activemask { .. }
-            | Op::WarpSync { .. } => return Some("it has warp collectives"),
+            | Op::WarpSync { .. } => return Some("it has warp collectives other than `shfl.sync`"),
             Op::Nanosleep { .. } => return Some("it spin-waits"),
             _ => {}
         }
@@ -280,6 +279,11 @@ fn varying_and_class(
                     ..
                 } => any = true,
                 Op::Cvta { a, .. } => any |= vsrc(a, &varying),
+                // Another group's lane may be the source: varying; `b32` and a predicate.
+                Op::Shfl { .. } => {
+                    any = true;
+                    cls = Class::Z32;
+                }
                 _ => any = true,
             }
             for d in defs {

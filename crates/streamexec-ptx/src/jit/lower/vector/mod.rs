@@ -511,7 +511,27 @@ impl<'b> VLower<'_, '_, 'b> {
                 let (Some(VVal::U(id)), Some(VVal::U(count))) = (id, count) else {
                     return self.over(pc);
                 };
-                self.suspend(pc, id, count);
+                let plain = self.b().ins().bor(id, count);
+                self.suspend(pc, &[VVal::U(id), VVal::U(count)], &[], Some(plain));
+                return Ok(true);
+            }
+            // The group waits for the driver, which resolves the warp's lanes together (in
+            // one pass when all 32 wait here), as for the scalar code's lanes.
+            Op::Shfl {
+                d,
+                p,
+                a,
+                b,
+                c,
+                mask,
+                ..
+            } => {
+                let ops = [*a, *b, *c, *mask].map(|x| self.val(x));
+                let [Some(a), Some(b), Some(c), Some(m)] = ops else {
+                    return self.over(pc);
+                };
+                let results: Vec<u32> = std::iter::once(*d).chain(*p).collect();
+                self.suspend(pc, &[a, b, c, m], &results, None);
                 return Ok(true);
             }
             _ => return self.over(pc),
@@ -549,11 +569,19 @@ impl<'b> VLower<'_, '_, 'b> {
         Some(Ok(()))
     }
 
-    /// `bar.sync` for the whole group: live registers and the barrier's operands stored per
-    /// lane, as the scalar code stores them, and a group resume block.
-    fn suspend(&mut self, pc: u32, id: Value, count: Value) {
+    /// The whole group waits at the suspension point `pc` (`bar.sync`, or a warp collective):
+    /// live registers (but `results`) and `operands` stored per lane, as the scalar code
+    /// stores them, and a group resume block, which takes `results[j]` from each lane's
+    /// operand row, word `j`, where the driver wrote it. `plain`: a barrier's `id | count`,
+    /// which the driver's fast release counts.
+    fn suspend(&mut self, pc: u32, operands: &[VVal], results: &[u32], plain: Option<Value>) {
         let k = self.lw.an.point_at[&pc];
-        let live = self.lw.an.points[k].live.clone();
+        let live: Vec<u32> = self.lw.an.points[k]
+            .live
+            .iter()
+            .copied()
+            .filter(|r| !results.contains(r))
+            .collect();
         let index = k as u32 + 1;
         for r in &live {
             if !self.stored[pc as usize].has(*r) {
@@ -564,14 +592,18 @@ impl<'b> VLower<'_, '_, 'b> {
         let coll = self.lw.u.coll;
         let row = (run::COLL_WIDTH * 8) as i32;
         let at = self.b().ins().imul_imm_s(t0, row as i64);
-        let p = self.b().ins().iadd(coll, at);
-        for j in 0..LANES as i32 {
-            self.b().ins().store(flags(), id, p, j * row);
-            self.b().ins().store(flags(), count, p, j * row + 8);
+        let rows = self.b().ins().iadd(coll, at);
+        for (j, v) in operands.iter().enumerate() {
+            for lane in 0..LANES {
+                let x = self.lane(*v, lane);
+                let at = lane as i32 * row + 8 * j as i32;
+                self.b().ins().store(flags(), x, rows, at);
+            }
         }
         self.set_states(index | WAIT | GROUP);
-        let plain = self.b().ins().bor(id, count);
-        self.lw.count_wait(LANES as i64, Some(plain));
+        if let Some(plain) = plain {
+            self.lw.count_wait(LANES as i64, Some(plain));
+        }
         let next = self.lw.next;
         self.b().ins().jump(next, &[]);
         // The group resume block: uniform registers must still agree and stepped ones still
@@ -634,6 +666,20 @@ impl<'b> VLower<'_, '_, 'b> {
             };
             self.set(*r, v)
                 .expect("a uniform register gets a uniform value");
+        }
+        if !results.is_empty() {
+            let t0 = self.use_var(self.lw.t);
+            let coll = self.lw.u.coll;
+            let at = self.b().ins().imul_imm_s(t0, row as i64);
+            let rows = self.b().ins().iadd(coll, at);
+            for (j, r) in results.iter().enumerate() {
+                let lanes = std::array::from_fn(|lane| {
+                    let at = lane as i32 * row + 8 * j as i32;
+                    self.b().ins().load(I64, flags(), rows, at)
+                });
+                self.set(*r, VVal::Lanes(lanes))
+                    .expect("a collective's result is varying");
+            }
         }
         let after = self.lw.block_for(0, pc + 1);
         self.b().ins().jump(after, &[]);
