@@ -523,3 +523,119 @@ JOIN:
         }
     }
 }
+
+/// `vote` (ballot, all, any), `redux.sync.add`, `match.any` and `activemask` on whole warps
+/// run by the vector code, and on a block whose last warp is partial: the JIT matches the
+/// interpreter and plain Rust.
+#[test]
+fn votes_reductions_and_matches_match_plain_rust() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    const VOTES: &str = r#"
+.visible .entry jit_votes(.param .u64 in, .param .u64 out, .param .u32 n)
+{
+    .reg .pred %p<5>; .reg .b32 %r<16>; .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %ctaid.x;
+    mad.lo.u32 %r5, %r4, %r3, %r2;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r6, [%rd4];
+    and.b32 %r7, %r6, 1;
+    setp.ne.u32 %p1, %r7, 0;
+    vote.sync.ballot.b32 %r8, %p1, -1;
+    vote.sync.all.pred %p2, %p1, -1;
+    vote.sync.any.pred %p3, %p1, -1;
+    redux.sync.add.u32 %r9, %r6, -1;
+    and.b32 %r10, %r6, 3;
+    match.any.sync.b32 %r11, %r10, -1;
+    activemask.b32 %r12;
+    selp.u32 %r13, 1, 0, %p2;
+    selp.u32 %r14, 2, 0, %p3;
+    or.b32 %r13, %r13, %r14;
+    mul.wide.u32 %rd5, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r8;
+    add.s64 %rd4, %rd4, %rd5;
+    st.global.u32 [%rd4], %r13;
+    add.s64 %rd4, %rd4, %rd5;
+    st.global.u32 [%rd4], %r9;
+    add.s64 %rd4, %rd4, %rd5;
+    st.global.u32 [%rd4], %r11;
+    add.s64 %rd4, %rd4, %rd5;
+    st.global.u32 [%rd4], %r12;
+    ret;
+}
+"#;
+    // The kernel gets a vector function (its collectives run in SIMD groups).
+    let ast = streamexec_ptx::parse_module(VOTES).unwrap();
+    let checks = streamexec_ptx::check_jit_vector(&ast, 0x1000).unwrap();
+    assert_eq!(checks, vec![("jit_votes".to_string(), Ok(()))]);
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<u32>, DevicePtr<u32>, u32)>(&exec, VOTES, "jit_votes");
+    let mut rng = rand::rng();
+    for round in 0..6 {
+        let threads = if round == 5 {
+            48
+        } else {
+            32 * rng.random_range(1..=4u32)
+        };
+        let blocks = rng.random_range(1..=3u32);
+        let n = (threads * blocks) as usize;
+        // Some rounds all odd or all even, so `all` is true somewhere.
+        let input: Vec<u32> = (0..n)
+            .map(|_| match round {
+                0 => rng.random_range(0..1000) * 2 + 1,
+                1 => rng.random_range(0..1000) * 2,
+                _ => rng.random_range(0..1000),
+            })
+            .collect();
+        let src = upload(&exec, &input);
+        let mut outs = Vec::new();
+        for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
+            let out = poisoned(&exec, 5 * n, POISON_U32);
+            with_engine(&exec, e, || {
+                run(&exec, threads, blocks, &k, (src.ptr(), out.ptr(), n as u32))
+            });
+            outs.push(download(&exec, &out));
+        }
+        assert_eq!(
+            outs[0], outs[1],
+            "round {round}: {threads} threads × {blocks} blocks"
+        );
+        // Plain Rust, warp by warp of each block.
+        for t in 0..n {
+            let in_block = t % threads as usize;
+            let w0 = t - in_block % 32;
+            let w1 = (w0 + 32).min(t - in_block + threads as usize);
+            let warp = &input[w0..w1];
+            let ballot = warp
+                .iter()
+                .enumerate()
+                .fold(0u32, |m, (l, v)| m | (v & 1) << l);
+            let lanes = if warp.len() == 32 {
+                u32::MAX
+            } else {
+                (1 << warp.len()) - 1
+            };
+            let flags = u32::from(ballot == lanes) | u32::from(ballot != 0) << 1;
+            let sum = warp.iter().fold(0u32, |s, v| s.wrapping_add(*v));
+            let same = warp
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| *v & 3 == input[t] & 3)
+                .fold(0u32, |m, (l, _)| m | 1 << l);
+            let want = [ballot, flags, sum, same, lanes];
+            for (m, w) in want.iter().enumerate() {
+                assert_eq!(
+                    outs[0][m * n + t],
+                    *w,
+                    "round {round}, thread {t}, output {m}"
+                );
+            }
+        }
+    }
+}

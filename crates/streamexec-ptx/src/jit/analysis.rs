@@ -283,7 +283,7 @@ impl Bits {
 impl Analysis {
     /// For the vector code (which has no calls): per instruction, the registers whose spill
     /// slots hold their values on every path there, from a group's start (none) or from a
-    /// barrier's or shuffle's resume (the live registers it reloads). A suspend or hand-over there need
+    /// barrier's or warp collective's resume (the live registers it reloads). A suspend or hand-over there need
     /// not store them again.
     pub(crate) fn stored(&self, prog: &Program) -> Vec<Bits> {
         let code = &prog.code;
@@ -302,7 +302,15 @@ impl Analysis {
                     continue;
                 };
                 match (&code[pc].op, self.point_at.get(&(pc as u32))) {
-                    (Op::Bar { .. } | Op::Shfl { .. }, Some(k)) => {
+                    (
+                        Op::Bar { .. }
+                        | Op::Shfl { .. }
+                        | Op::Vote { .. }
+                        | Op::Redux { .. }
+                        | Op::Match { .. }
+                        | Op::Activemask { .. },
+                        Some(k),
+                    ) => {
                         // The resume reloads the live registers; the instruction's results
                         // come from the driver.
                         out = Bits::new(regs);

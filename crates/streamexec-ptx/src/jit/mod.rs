@@ -25,8 +25,8 @@
 //!   into regions at compile time (PoCL's region formation), the regions are the paths between
 //!   suspension points, found at run time; this handles unstructured control flow and barriers
 //!   inside loops or device functions without a CFG transformation.
-//! - **Groups of lanes as vectors.** Kernels without calls, `nanosleep` or warp collectives
-//!   other than `shfl.sync` also get a vector function (`lower/vector/`) that runs 4 consecutive threads of a block
+//! - **Groups of lanes as vectors.** Kernels without calls, `nanosleep` or `bar.warp.sync`
+//!   also get a vector function (`lower/vector/`) that runs 4 consecutive threads of a block
 //!   row at once: registers the same in every lane (parameters, block ids and what is computed
 //!   from them) are scalars, the others `i32x4` (32-bit values, zero- or sign-extended in their
 //!   slots) or two `i64x2`. The group never diverges: a branch or guard taken by all or by none
@@ -51,8 +51,9 @@
 //!   lanes' states `GROUP`; a group whose four lanes still carry that mark resumes as a group
 //!   at once; otherwise, released together with agreeing uniform registers (and stepped ones
 //!   that still step) it resumes as a group, else lane by lane on the scalar function.
-//!   `shfl.sync` suspends the group the same way, with its operands per lane where the scalar
-//!   code puts them; the resume reads each lane's result. The driver
+//!   A warp collective (`shfl`, `vote`, `redux`, `match`, `activemask`) suspends the group the
+//!   same way, with its operands per lane where the scalar code puts them; the resume reads
+//!   each lane's results. The driver
 //!   calls the vector function first on blocks whose `ntid.x` is a multiple of 4, then the
 //!   scalar one only if a group handed threads over. Compiled code counts exits in the
 //!   context, so a block whose threads all exited skips the barrier scan.

@@ -69,11 +69,7 @@ pub(crate) fn refuse(prog: &Program) -> Option<&'static str> {
     for i in &prog.code {
         match &i.op {
             Op::Call(_) | Op::CallIndirect { .. } => return Some("it calls functions"),
-            Op::Vote { .. }
-            | Op::Match { .. }
-            | Op::Redux { .. }
-            | Op::Activemask { .. }
-            | Op::WarpSync { .. } => return Some("it has warp collectives other than `shfl.sync`"),
+            Op::WarpSync { .. } => return Some("it has `bar.warp.sync`"),
             Op::Nanosleep { .. } => return Some("it spin-waits"),
             _ => {}
         }
@@ -279,8 +275,13 @@ fn varying_and_class(
                     ..
                 } => any = true,
                 Op::Cvta { a, .. } => any |= vsrc(a, &varying),
-                // Another group's lane may be the source: varying; `b32` and a predicate.
-                Op::Shfl { .. } => {
+                // Other groups' lanes take part: varying; `b32` values (masks, a 32-bit
+                // reduction) and predicates, zero-extended in their slots.
+                Op::Shfl { .. }
+                | Op::Vote { .. }
+                | Op::Redux { .. }
+                | Op::Match { .. }
+                | Op::Activemask { .. } => {
                     any = true;
                     cls = Class::Z32;
                 }

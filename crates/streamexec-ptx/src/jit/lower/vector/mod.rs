@@ -515,8 +515,9 @@ impl<'b> VLower<'_, '_, 'b> {
                 self.suspend(pc, &[VVal::U(id), VVal::U(count)], &[], Some(plain));
                 return Ok(true);
             }
-            // The group waits for the driver, which resolves the warp's lanes together (in
-            // one pass when all 32 wait here), as for the scalar code's lanes.
+            // Warp collectives: the group waits for the driver, which resolves the warp's
+            // lanes together (in one pass when all 32 wait at one `shfl`), as for the scalar
+            // code's lanes, whose operand rows (`lower/ops.rs`) these match.
             Op::Shfl {
                 d,
                 p,
@@ -525,15 +526,14 @@ impl<'b> VLower<'_, '_, 'b> {
                 c,
                 mask,
                 ..
-            } => {
-                let ops = [*a, *b, *c, *mask].map(|x| self.val(x));
-                let [Some(a), Some(b), Some(c), Some(m)] = ops else {
-                    return self.over(pc);
-                };
-                let results: Vec<u32> = std::iter::once(*d).chain(*p).collect();
-                self.suspend(pc, &[a, b, c, m], &results, None);
-                return Ok(true);
+            } => return Ok(self.collective(pc, &[*a, *b, *c, *mask], *d, *p)),
+            Op::Vote { d, a, mask, .. } | Op::Redux { d, a, mask, .. } => {
+                return Ok(self.collective(pc, &[*a, *mask], *d, None));
             }
+            Op::Match { d, p, a, mask, .. } => {
+                return Ok(self.collective(pc, &[*a, *mask], *d, *p));
+            }
+            Op::Activemask { d } => return Ok(self.collective(pc, &[], *d, None)),
             _ => return self.over(pc),
         }
         Ok(false)
@@ -567,6 +567,24 @@ impl<'b> VLower<'_, '_, 'b> {
         };
         self.lw.b.def_var(v, r);
         Some(Ok(()))
+    }
+
+    /// A warp collective at `pc` with `operands`, writing `d` (and `p`): the group suspends;
+    /// true (the block ended).
+    fn collective(&mut self, pc: u32, operands: &[Src], d: u32, p: Option<u32>) -> bool {
+        let mut vals = Vec::with_capacity(operands.len());
+        for s in operands {
+            match self.val(*s) {
+                Some(v) => vals.push(v),
+                None => {
+                    self.hand_over(pc);
+                    return true;
+                }
+            }
+        }
+        let results: Vec<u32> = std::iter::once(d).chain(p).collect();
+        self.suspend(pc, &vals, &results, None);
+        true
     }
 
     /// The whole group waits at the suspension point `pc` (`bar.sync`, or a warp collective):
