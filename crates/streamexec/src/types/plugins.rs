@@ -228,9 +228,8 @@ pub(crate) fn decide(
             status(lib, format!("{choice}: the vendor library loaded")),
         ),
         (Plugin::Vendor, Err(why)) => {
-            let why = why.unwrap_or_else(|| {
-                format!("{platform} has no vendor {fam} plugin in this build")
-            });
+            let why = why
+                .unwrap_or_else(|| format!("{platform} has no vendor {fam} plugin in this build"));
             let fallback = match builtin {
                 Some(_) => "choose Plugin::Auto or Plugin::Builtin",
                 None => "no other implementation exists here either",
@@ -283,7 +282,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("libclblast.so.1") && e.contains("Plugin::Builtin"), "{e}");
+        assert!(
+            e.contains("libclblast.so.1") && e.contains("Plugin::Builtin"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -334,6 +336,9 @@ mod tests {
         assert_eq!(c.get(PluginFamily::Blas), Plugin::Builtin);
         assert_eq!(c.get(PluginFamily::Rng), Plugin::Auto);
         assert_ne!(c, PluginConfig::default());
-        assert_eq!(c, PluginConfig::default().with(PluginFamily::Blas, Plugin::Builtin));
+        assert_eq!(
+            c,
+            PluginConfig::default().with(PluginFamily::Blas, Plugin::Builtin)
+        );
     }
 }

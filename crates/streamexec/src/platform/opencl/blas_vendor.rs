@@ -19,7 +19,9 @@ use super::queue::StreamShared;
 use super::stream::OpenClStream;
 use crate::error::{Error, Result};
 use crate::interface::StreamInterface;
-use crate::interface::blas::{BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand, Transpose};
+use crate::interface::blas::{
+    BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand, Transpose,
+};
 use crate::platform::downcast::downcast;
 
 /// An operand as CLBlast takes it: its allocation's buffer and its offset in elements.
@@ -53,14 +55,25 @@ impl OpenClExecutor {
         if !(off as u64).is_multiple_of(size) {
             return Err(Error::invalid(
                 op,
-                format!("operand at {} is not aligned to its {size}-byte elements", o.addr),
+                format!(
+                    "operand at {} is not aligned to its {size}-byte elements",
+                    o.addr
+                ),
             ));
         }
-        Ok(Some(Buf { alloc, off: off / size as usize }))
+        Ok(Some(Buf {
+            alloc,
+            off: off / size as usize,
+        }))
     }
 
     /// Every operand as a buffer, or `None` if any is SVM.
-    fn bufs<const N: usize>(&self, ops: [&Operand; N], size: u64, op: &str) -> Result<Option<[Buf; N]>> {
+    fn bufs<const N: usize>(
+        &self,
+        ops: [&Operand; N],
+        size: u64,
+        op: &str,
+    ) -> Result<Option<[Buf; N]>> {
         let mut out = Vec::with_capacity(N);
         for o in ops {
             match self.buf(o, size, op)? {
@@ -169,14 +182,51 @@ pub(super) unsafe fn gemm(
             let status = unsafe {
                 if single {
                     (r.gemm)(
-                        COL_MAJOR, ta, tb, m, n, k, t(c.alpha), a.mem(), a.off, lda, b.mem(),
-                        b.off, ldb, t(c.beta), cc.mem(), cc.off, ldc, q, ev,
+                        COL_MAJOR,
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        t(c.alpha),
+                        a.mem(),
+                        a.off,
+                        lda,
+                        b.mem(),
+                        b.off,
+                        ldb,
+                        t(c.beta),
+                        cc.mem(),
+                        cc.off,
+                        ldc,
+                        q,
+                        ev,
                     )
                 } else {
                     (r.gemm_strided)(
-                        COL_MAJOR, ta, tb, m, n, k, t(c.alpha), a.mem(), a.off, lda,
-                        us(c.stride_a), b.mem(), b.off, ldb, us(c.stride_b), t(c.beta),
-                        cc.mem(), cc.off, ldc, us(c.stride_c), us(c.batch), q, ev,
+                        COL_MAJOR,
+                        ta,
+                        tb,
+                        m,
+                        n,
+                        k,
+                        t(c.alpha),
+                        a.mem(),
+                        a.off,
+                        lda,
+                        us(c.stride_a),
+                        b.mem(),
+                        b.off,
+                        ldb,
+                        us(c.stride_b),
+                        t(c.beta),
+                        cc.mem(),
+                        cc.off,
+                        ldc,
+                        us(c.stride_c),
+                        us(c.batch),
+                        q,
+                        ev,
                     )
                 }
             };
@@ -197,7 +247,11 @@ pub(super) unsafe fn gemv(
     c: &GemvCall,
 ) -> Result<bool> {
     const OP: &str = "then_blas_gemv";
-    let (lx, ly) = if c.trans.is_transposed() { (c.m, c.n) } else { (c.n, c.m) };
+    let (lx, ly) = if c.trans.is_transposed() {
+        (c.m, c.n)
+    } else {
+        (c.n, c.m)
+    };
     // CLBlast reads y even when beta = 0 (NaN·0 propagates); streamexec's contract says y is
     // not read then. A contiguous y is zeroed first; a strided one (whose gaps must stay as
     // they are) goes to the built-in kernels.
@@ -210,7 +264,12 @@ pub(super) unsafe fn gemv(
     let (cb, c) = (cb.clone(), *c);
     let zero_y = (c.beta == 0.0).then(|| {
         let size = c.elem.size() as usize;
-        (y.alloc.clone(), y.off * size, us(ly) * size, vec![0u8; size])
+        (
+            y.alloc.clone(),
+            y.off * size,
+            us(ly) * size,
+            vec![0u8; size],
+        )
     });
     let shared = stream_shared(stream, OP)?;
     enqueue(stream, OP, move |q, ev| {
@@ -221,13 +280,31 @@ pub(super) unsafe fn gemv(
             drop(shared.track(raw));
         }
         by_elem!(c.elem, cb, |r, t| {
-            let name = if c.elem == BlasElem::F32 { "CLBlastSgemv" } else { "CLBlastDgemv" };
+            let name = if c.elem == BlasElem::F32 {
+                "CLBlastSgemv"
+            } else {
+                "CLBlastDgemv"
+            };
             // SAFETY: as in `gemm`.
             let status = unsafe {
                 (r.gemv)(
-                    COL_MAJOR, trans(c.trans), us(c.m), us(c.n), t(c.alpha), a.mem(), a.off,
-                    us(c.lda), x.mem(), x.off, us(c.incx), t(c.beta), y.mem(), y.off,
-                    us(c.incy), q, ev,
+                    COL_MAJOR,
+                    trans(c.trans),
+                    us(c.m),
+                    us(c.n),
+                    t(c.alpha),
+                    a.mem(),
+                    a.off,
+                    us(c.lda),
+                    x.mem(),
+                    x.off,
+                    us(c.incx),
+                    t(c.beta),
+                    y.mem(),
+                    y.off,
+                    us(c.incy),
+                    q,
+                    ev,
                 )
             };
             check(name, status)
@@ -279,7 +356,18 @@ pub(super) unsafe fn level1(
                 Level1Op::Axpy { alpha } => {
                     let y = need(y)?;
                     unsafe {
-                        (rt.axpy)(n, t(alpha), x.mem(), x.off, incx, y.mem(), y.off, incy, q, ev)
+                        (rt.axpy)(
+                            n,
+                            t(alpha),
+                            x.mem(),
+                            x.off,
+                            incx,
+                            y.mem(),
+                            y.off,
+                            incy,
+                            q,
+                            ev,
+                        )
                     }
                 }
                 Level1Op::Scal { alpha } => unsafe {
@@ -293,7 +381,17 @@ pub(super) unsafe fn level1(
                     let (y, r) = (need(y)?, need(r)?);
                     unsafe {
                         (rt.dot)(
-                            n, r.mem(), r.off, x.mem(), x.off, incx, y.mem(), y.off, incy, q, ev,
+                            n,
+                            r.mem(),
+                            r.off,
+                            x.mem(),
+                            x.off,
+                            incx,
+                            y.mem(),
+                            y.off,
+                            incy,
+                            q,
+                            ev,
                         )
                     }
                 }

@@ -36,16 +36,69 @@ pub(super) const TRANS: c_int = 112;
 type Queue = *mut cl_command_queue;
 type Ev = *mut cl_event;
 type Gemm<T> = unsafe extern "C" fn(
-    c_int, c_int, c_int, usize, usize, usize, T, cl_mem, usize, usize, cl_mem, usize, usize, T,
-    cl_mem, usize, usize, Queue, Ev,
+    c_int,
+    c_int,
+    c_int,
+    usize,
+    usize,
+    usize,
+    T,
+    cl_mem,
+    usize,
+    usize,
+    cl_mem,
+    usize,
+    usize,
+    T,
+    cl_mem,
+    usize,
+    usize,
+    Queue,
+    Ev,
 ) -> c_int;
 type GemmStrided<T> = unsafe extern "C" fn(
-    c_int, c_int, c_int, usize, usize, usize, T, cl_mem, usize, usize, usize, cl_mem, usize, usize,
-    usize, T, cl_mem, usize, usize, usize, usize, Queue, Ev,
+    c_int,
+    c_int,
+    c_int,
+    usize,
+    usize,
+    usize,
+    T,
+    cl_mem,
+    usize,
+    usize,
+    usize,
+    cl_mem,
+    usize,
+    usize,
+    usize,
+    T,
+    cl_mem,
+    usize,
+    usize,
+    usize,
+    usize,
+    Queue,
+    Ev,
 ) -> c_int;
 type Gemv<T> = unsafe extern "C" fn(
-    c_int, c_int, usize, usize, T, cl_mem, usize, usize, cl_mem, usize, usize, T, cl_mem, usize,
-    usize, Queue, Ev,
+    c_int,
+    c_int,
+    usize,
+    usize,
+    T,
+    cl_mem,
+    usize,
+    usize,
+    cl_mem,
+    usize,
+    usize,
+    T,
+    cl_mem,
+    usize,
+    usize,
+    Queue,
+    Ev,
 ) -> c_int;
 /// axpy: `n, alpha, x, x_off, x_inc, y, y_off, y_inc`.
 type Axpy<T> =
@@ -57,7 +110,17 @@ type Copy =
     unsafe extern "C" fn(usize, cl_mem, usize, usize, cl_mem, usize, usize, Queue, Ev) -> c_int;
 /// dot: `n, result, r_off, x, x_off, x_inc, y, y_off, y_inc`.
 type Dot = unsafe extern "C" fn(
-    usize, cl_mem, usize, cl_mem, usize, usize, cl_mem, usize, usize, Queue, Ev,
+    usize,
+    cl_mem,
+    usize,
+    cl_mem,
+    usize,
+    usize,
+    cl_mem,
+    usize,
+    usize,
+    Queue,
+    Ev,
 ) -> c_int;
 /// nrm2 / asum: `n, result, r_off, x, x_off, x_inc`.
 type Reduce = unsafe extern "C" fn(usize, cl_mem, usize, cl_mem, usize, usize, Queue, Ev) -> c_int;
@@ -86,15 +149,17 @@ pub(crate) struct ClBlast {
 ///
 /// # Safety
 /// `lib` is CLBlast 1.x, whose symbols of these names have these C signatures.
-unsafe fn routines<T>(lib: &libloading::Library, prefix: char) -> std::result::Result<Routines<T>, String> {
+unsafe fn routines<T>(
+    lib: &libloading::Library,
+    prefix: char,
+) -> std::result::Result<Routines<T>, String> {
     macro_rules! sym {
         ($name:literal) => {{
             let name = format!("CLBlast{prefix}{}\0", $name);
             // SAFETY: the caller vouches for the signature; the pointer is used only while
             // the library stays loaded (it is kept in `ClBlast` for the process).
-            *unsafe { lib.get(name.as_bytes()) }.map_err(|e| {
-                format!("{LIBRARY} lacks {}: {e}", name.trim_end_matches('\0'))
-            })?
+            *unsafe { lib.get(name.as_bytes()) }
+                .map_err(|e| format!("{LIBRARY} lacks {}: {e}", name.trim_end_matches('\0')))?
         }};
     }
     Ok(Routines {
@@ -184,7 +249,10 @@ mod tests {
     #[test]
     fn failures_name_the_routine_and_the_status() {
         let e = check("CLBlastSgemm", -1017).unwrap_err().to_string();
-        assert!(e.contains("CLBlastSgemm") && e.contains("InvalidDimension"), "{e}");
+        assert!(
+            e.contains("CLBlastSgemm") && e.contains("InvalidDimension"),
+            "{e}"
+        );
         assert!(check("CLBlastSgemm", 0).is_ok());
     }
 }
