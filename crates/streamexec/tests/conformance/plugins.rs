@@ -105,8 +105,7 @@ fn vendor_without_its_library_fails_at_creation_naming_it() {
         match exec.platform_name() {
             "host" => {
                 let e = vendor
-                    .err()
-                    .expect("the host platform has no vendor BLAS")
+                    .expect_err("the host platform has no vendor BLAS")
                     .to_string();
                 assert!(
                     e.contains("gemm crate") && e.contains("Plugin::Builtin"),
@@ -115,8 +114,7 @@ fn vendor_without_its_library_fails_at_creation_naming_it() {
             }
             "cuda" => {
                 let e = vendor
-                    .err()
-                    .expect("the CPU libcuda has no cuBLAS")
+                    .expect_err("the CPU libcuda has no cuBLAS")
                     .to_string();
                 assert!(e.contains("libcublas.so.12"), "{e}");
                 let auto = exec.plugins();

@@ -345,63 +345,29 @@ pub(super) unsafe fn level1(
         c.elem.prefix().to_ascii_uppercase(),
         c.op.name()
     );
+    let needs_y = matches!(c.op, Level1Op::Axpy { .. } | Level1Op::Copy | Level1Op::Dot);
+    let needs_r = matches!(c.op, Level1Op::Dot | Level1Op::Nrm2 | Level1Op::Asum);
+    if (needs_y && y.is_none()) || (needs_r && r.is_none()) {
+        return Err(Error::internal(format!("{name}: an operand is missing")));
+    }
     let (n, incx, incy) = (us(c.n), us(c.incx), us(c.incy));
     enqueue(stream, &op, move |q, ev| {
-        let need = |b: Option<Buf>| {
-            b.ok_or_else(|| Error::internal(format!("{name}: an operand is missing")))
-        };
+        // Operands a routine does not take are x again (never passed).
+        let (ym, yo) = y.as_ref().map_or((x.mem(), x.off), |b| (b.mem(), b.off));
+        let (rm, ro) = r.as_ref().map_or((x.mem(), x.off), |b| (b.mem(), b.off));
+        let (xm, xo) = (x.mem(), x.off);
         by_elem!(c.elem, cb, |rt, t| {
-            // SAFETY (every arm): as in `gemm`.
-            let status = match c.op {
-                Level1Op::Axpy { alpha } => {
-                    let y = need(y)?;
-                    unsafe {
-                        (rt.axpy)(
-                            n,
-                            t(alpha),
-                            x.mem(),
-                            x.off,
-                            incx,
-                            y.mem(),
-                            y.off,
-                            incy,
-                            q,
-                            ev,
-                        )
+            // SAFETY: as in `gemm`; each routine gets the operands its op has (checked above).
+            let status = unsafe {
+                match c.op {
+                    Level1Op::Axpy { alpha } => {
+                        (rt.axpy)(n, t(alpha), xm, xo, incx, ym, yo, incy, q, ev)
                     }
-                }
-                Level1Op::Scal { alpha } => unsafe {
-                    (rt.scal)(n, t(alpha), x.mem(), x.off, incx, q, ev)
-                },
-                Level1Op::Copy => {
-                    let y = need(y)?;
-                    unsafe { (rt.copy)(n, x.mem(), x.off, incx, y.mem(), y.off, incy, q, ev) }
-                }
-                Level1Op::Dot => {
-                    let (y, r) = (need(y)?, need(r)?);
-                    unsafe {
-                        (rt.dot)(
-                            n,
-                            r.mem(),
-                            r.off,
-                            x.mem(),
-                            x.off,
-                            incx,
-                            y.mem(),
-                            y.off,
-                            incy,
-                            q,
-                            ev,
-                        )
-                    }
-                }
-                Level1Op::Nrm2 => {
-                    let r = need(r)?;
-                    unsafe { (rt.nrm2)(n, r.mem(), r.off, x.mem(), x.off, incx, q, ev) }
-                }
-                Level1Op::Asum => {
-                    let r = need(r)?;
-                    unsafe { (rt.asum)(n, r.mem(), r.off, x.mem(), x.off, incx, q, ev) }
+                    Level1Op::Scal { alpha } => (rt.scal)(n, t(alpha), xm, xo, incx, q, ev),
+                    Level1Op::Copy => (rt.copy)(n, xm, xo, incx, ym, yo, incy, q, ev),
+                    Level1Op::Dot => (rt.dot)(n, rm, ro, xm, xo, incx, ym, yo, incy, q, ev),
+                    Level1Op::Nrm2 => (rt.nrm2)(n, rm, ro, xm, xo, incx, q, ev),
+                    Level1Op::Asum => (rt.asum)(n, rm, ro, xm, xo, incx, q, ev),
                 }
             };
             check(&name, status)
