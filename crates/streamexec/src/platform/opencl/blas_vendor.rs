@@ -31,16 +31,19 @@ struct Buf {
 }
 
 impl Buf {
+    /// The buffer handle.
     fn mem(&self) -> cl_mem {
         // `Buf`s are made only of buffers (`OpenClExecutor::buf`).
         self.alloc.buffer().unwrap_or(std::ptr::null_mut())
     }
 }
 
+/// CLBlast's transpose argument (a real type's conjugate transpose is its transpose).
 fn trans(t: Transpose) -> std::ffi::c_int {
     if t.is_transposed() { TRANS } else { NO_TRANS }
 }
 
+/// A validated extent or count as CLBlast's `size_t`.
 fn us(v: u64) -> usize {
     v as usize // OpenCL devices addressable here have 64-bit size_t
 }
@@ -119,27 +122,18 @@ fn enqueue(
     )
 }
 
-/// The routines of `elem`'s precision.
-fn routines_f32(cb: &ClBlast) -> &Routines<f32> {
-    &cb.s
-}
-
-fn routines_f64(cb: &ClBlast) -> &Routines<f64> {
-    &cb.d
-}
-
 /// Dispatches on the element type: `$body` runs with `$r` the routines and `$t` a function
 /// that turns an `f64` scalar into the element type.
 macro_rules! by_elem {
     ($elem:expr, $cb:expr, |$r:ident, $t:ident| $body:expr) => {
         match $elem {
             BlasElem::F32 => {
-                let $r = routines_f32(&$cb);
+                let $r: &Routines<f32> = &$cb.s;
                 let $t = |v: f64| v as f32;
                 $body
             }
             BlasElem::F64 => {
-                let $r = routines_f64(&$cb);
+                let $r: &Routines<f64> = &$cb.d;
                 let $t = |v: f64| v;
                 $body
             }
