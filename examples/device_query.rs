@@ -1,5 +1,6 @@
 //! Lists every platform streamexec knows — compiled in or not — with its availability or the
-//! reason it is unavailable, and each device's description (like `clinfo` or `deviceQuery`).
+//! reason it is unavailable, each device's description (like `clinfo` or `deviceQuery`), and
+//! what serves its canned operations under the default `PluginConfig` (`executor.plugins()`).
 
 use streamexec::PlatformManager;
 
@@ -28,6 +29,15 @@ fn main() {
                     match platform.description(ordinal) {
                         Ok(desc) => println!("{desc}"),
                         Err(e) => println!("  Device {ordinal}: cannot describe: {e}"),
+                    }
+                    match platform.executor_for_device(ordinal) {
+                        Ok(exec) => {
+                            println!("  canned operations (Plugin::Auto):");
+                            for line in exec.plugins().to_string().lines() {
+                                println!("    {line}");
+                            }
+                        }
+                        Err(e) => println!("  Device {ordinal}: cannot open: {e}"),
                     }
                 }
             }

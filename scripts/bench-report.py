@@ -48,6 +48,7 @@ BASELINES = [
     ("cuda.rs", r"cuda_launch_empty|cuda_copy_(h2d|d2h)_256MiB", r".+", "cudarc"),
     ("cuda_on_cpu.rs", r"launch_empty|saxpy_1M", r"host|cuda", "host"),
     ("canned.rs", r"sgemm_1024", r".+", "gemm_crate_direct"),
+    ("plugins.rs", r"opencl_sgemm_\d+", r".+", "builtin"),
     ("canned.rs", r"philox_fill_64MiB", r"(.+?)_(uniform_u32|gaussian_f32|memset32_baseline)",
      r"\1_memset32_baseline"),
     ("async_done.rs", r"completions_10k", r".+", "block_host_until_done_thread_per_stream"),
@@ -62,7 +63,7 @@ BASELINES = [
 
 # The order of the bench sections.
 BENCH_ORDER = ["host.rs", "opencl.rs", "cuda.rs", "cuda_on_cpu.rs", "canned.rs",
-               "async_done.rs", "command_buffer.rs", "rpc.rs", "mpi.rs", "ptx.rs"]
+               "plugins.rs", "async_done.rs", "command_buffer.rs", "rpc.rs", "mpi.rs", "ptx.rs"]
 
 
 def repo_root():

@@ -22,6 +22,8 @@ export STREAMEXEC_LIBCUDA_DIR="$libcuda_dir"
 
 # The conformance suite must run on these platforms: a missing one fails instead of skipping.
 export STREAMEXEC_REQUIRE="${STREAMEXEC_REQUIRE:-opencl,cuda}"
+# ... and the BLAS tests must also run on CLBlast (scripts/install-deps.sh installs it).
+export STREAMEXEC_REQUIRE_PLUGINS="${STREAMEXEC_REQUIRE_PLUGINS:-clblast}"
 cargo test -p streamexec -p streamexec-ptx -p streamexec-rpc -p streamexec-test-support --all-targets
 # PTX runs on the JIT by default; the engines must agree: the corpus, the one-instruction cells
 # and the bench kernels on the JIT (forced) and on the interpreter, one seed, every downloaded

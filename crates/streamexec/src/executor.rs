@@ -21,7 +21,7 @@ use crate::stream::Stream;
 use crate::stream_order::{SharedStream, StreamKind, StreamOrder};
 use crate::types::{
     AllocatorStats, DeviceAddress, DeviceDescription, HostMemory, KernelArgs, MemoryUsage,
-    MultiKernelLoaderSpec,
+    MultiKernelLoaderSpec, PluginConfig, PluginFamily, PluginReport, PluginStatus,
 };
 
 /// The executor's cache of loaded kernels: the backend kernel and whether it is an RPC launch,
@@ -52,13 +52,26 @@ pub(crate) struct ExecutorShared {
     rpc: std::sync::OnceLock<crate::executor_rpc::ExecutorRpc>,
     /// The default stream and the blocking streams it orders against.
     order: StreamOrder,
+    /// What the executor was asked to serve each canned family with.
+    plugins: PluginConfig,
 }
 
 impl StreamExecutor {
+    #[cfg(test)]
     pub(crate) fn new(
         platform: &'static str,
         ordinal: usize,
         iface: Arc<dyn StreamExecutorInterface>,
+    ) -> Self {
+        Self::with_plugins(platform, ordinal, iface, PluginConfig::default())
+    }
+
+    /// The handle of backend executor `iface`, created with plugin config `plugins`.
+    pub(crate) fn with_plugins(
+        platform: &'static str,
+        ordinal: usize,
+        iface: Arc<dyn StreamExecutorInterface>,
+        plugins: PluginConfig,
     ) -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
@@ -72,6 +85,7 @@ impl StreamExecutor {
                 live: Arc::default(),
                 rpc: std::sync::OnceLock::new(),
                 order: StreamOrder::default(),
+                plugins,
             }),
         }
     }
@@ -100,6 +114,53 @@ impl StreamExecutor {
     pub fn description(&self) -> &DeviceDescription {
         self.inner.iface.description()
     }
+    /// The plugin config this executor was created with (`Platform::executor_for_device_with`).
+    pub fn plugin_config(&self) -> PluginConfig {
+        self.inner.plugins
+    }
+
+    /// What serves each canned family (BLAS, RNG, FFT, DNN) on this executor and why, as
+    /// decided from its [`PluginConfig`] when it was created. `Display` prints one line per
+    /// family.
+    pub fn plugins(&self) -> PluginReport {
+        let iface = self.interface();
+        let families = PluginFamily::ALL
+            .iter()
+            .map(|&family| {
+                iface
+                    .plugin_status(family)
+                    .unwrap_or_else(|| self.served_by_default(family))
+            })
+            .collect();
+        PluginReport {
+            platform: self.platform_name(),
+            families,
+        }
+    }
+
+    /// A family's report entry where the backend gives none: what it serves, as the only
+    /// implementation it has.
+    fn served_by_default(&self, family: PluginFamily) -> PluginStatus {
+        let iface = self.interface();
+        let only = "the platform's only implementation";
+        let (implementation, reason) = match family {
+            PluginFamily::Blas if iface.blas().is_some() => ("built-in", only),
+            PluginFamily::Rng if iface.rng().is_some() => ("built-in", only),
+            PluginFamily::Fft => match iface.fft() {
+                Some(f) => (f.implementation(), only),
+                None => ("none", "no FFT on this platform in this build"),
+            },
+            PluginFamily::Dnn => ("none", "not implemented"),
+            _ => ("none", "this platform does not implement it"),
+        };
+        PluginStatus {
+            family,
+            choice: self.inner.plugins.get(family),
+            implementation: implementation.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
     /// The backend (crate-private: user code never reaches a backend object).
     pub(crate) fn interface(&self) -> &Arc<dyn StreamExecutorInterface> {
         &self.inner.iface

@@ -27,6 +27,10 @@ pub struct Memory;
 #[doc = include_str!("../../../docs/canned-ops.md")]
 pub struct CannedOps;
 
+/// docs/plugins.md.
+#[doc = include_str!("../../../docs/plugins.md")]
+pub struct Plugins;
+
 /// docs/command-buffers.md.
 #[doc = include_str!("../../../docs/command-buffers.md")]
 pub struct CommandBuffers;

@@ -86,3 +86,4 @@ pub use types::{
     HostMemory, KernelArgs, KernelParam, MemoryUsage, MultiKernelLoaderSpec, PrintfOutput,
     PtxEngine, PtxServices, RandDistribution, SharedMemory, ThreadDim,
 };
+pub use types::{Plugin, PluginConfig, PluginFamily, PluginReport, PluginStatus};

@@ -3,8 +3,8 @@
 //! As StreamExecutor's `MultiPlatformManager`, platforms are chosen at run time by name
 //! (case-insensitive). A platform whose driver is missing is listed as unavailable with the
 //! reason; asking for it returns `Error::PlatformUnavailable`, never a panic. Each device has at
-//! most one live executor: `executor_for_device` hands out the same one while any handle to it
-//! lives, and opens a fresh one after every handle has dropped.
+//! most one live executor per `PluginConfig`: `executor_for_device(_with)` hands out the same
+//! one while any handle to it lives, and opens a fresh one after every handle has dropped.
 //!
 //! Adding a platform: a folder under `src/platform/` whose `mod.rs` has an `open` function, and
 //! one line in [`REGISTRY`].
@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::executor::{ExecutorShared, StreamExecutor};
 use crate::interface::PlatformInterface;
 use crate::platform;
-use crate::types::DeviceDescription;
+use crate::types::{DeviceDescription, PluginConfig};
 
 /// A backend's opener: the platform, or why it cannot run here.
 type OpenFn = fn() -> std::result::Result<Arc<dyn PlatformInterface>, String>;
@@ -111,7 +111,8 @@ pub struct Platform {
 
 struct PlatformShared {
     iface: Arc<dyn PlatformInterface>,
-    executors: Mutex<HashMap<usize, Weak<ExecutorShared>>>,
+    /// Live executors by (ordinal, plugin config).
+    executors: Mutex<HashMap<(usize, PluginConfig), Weak<ExecutorShared>>>,
 }
 
 impl Platform {
@@ -143,16 +144,31 @@ impl Platform {
         self.inner.iface.description(ordinal)
     }
 
-    /// The executor of device `ordinal`: the live one if there is one, else a new one.
+    /// The executor of device `ordinal` with the default [`PluginConfig`] (every family on
+    /// `Plugin::Auto`): the live one if there is one, else a new one.
     pub fn executor_for_device(&self, ordinal: usize) -> Result<StreamExecutor> {
+        self.executor_for_device_with(ordinal, PluginConfig::default())
+    }
+
+    /// The executor of device `ordinal` whose canned families are served as `config` asks
+    /// (StreamExecutor's `ExecutorForDeviceWithPluginConfig`): the live one for this
+    /// (ordinal, config) if there is one, else a new one, so two configs get two executors.
+    /// A `Plugin::Vendor` whose library is absent is an `Err` naming the library, here, before
+    /// anything runs. `StreamExecutor::plugins` reports what was chosen and why.
+    pub fn executor_for_device_with(
+        &self,
+        ordinal: usize,
+        config: PluginConfig,
+    ) -> Result<StreamExecutor> {
         self.check_ordinal(ordinal)?;
         let mut cache = self.inner.executors.lock();
-        if let Some(shared) = cache.get(&ordinal).and_then(Weak::upgrade) {
+        cache.retain(|_, weak| weak.strong_count() > 0);
+        if let Some(shared) = cache.get(&(ordinal, config)).and_then(Weak::upgrade) {
             return Ok(StreamExecutor::from_shared(shared));
         }
-        let iface = self.inner.iface.create_executor(ordinal)?;
-        let exec = StreamExecutor::new(self.name(), ordinal, iface);
-        cache.insert(ordinal, exec.downgrade());
+        let iface = self.inner.iface.create_executor(ordinal, &config)?;
+        let exec = StreamExecutor::with_plugins(self.name(), ordinal, iface, config);
+        cache.insert((ordinal, config), exec.downgrade());
         Ok(exec)
     }
 }

@@ -68,6 +68,12 @@ fn device_query_lists_every_platform() {
         "{text}"
     );
     assert!(text.contains("max threads per block:   1024"), "{text}");
+    // The plugin report of each available device, one line per family.
+    assert!(
+        text.contains("    blas: gemm crate (Plugin::Auto: "),
+        "{text}"
+    );
+    assert!(text.contains("    dnn: none (not implemented)"), "{text}");
 }
 
 #[test]

@@ -46,7 +46,10 @@ pub use crate::types::{
 };
 
 use crate::error::Result;
-use crate::types::{DeviceAddress, DeviceDescription, MemoryUsage, MultiKernelLoaderSpec};
+use crate::types::{
+    DeviceAddress, DeviceDescription, MemoryUsage, MultiKernelLoaderSpec, PluginConfig,
+    PluginFamily, PluginStatus,
+};
 
 /// A host function run in stream order; its `Err` fails the stream.
 pub type HostCallbackFn = Box<dyn FnOnce() -> Result<()> + Send + 'static>;
@@ -67,8 +70,14 @@ pub trait PlatformInterface: Send + Sync + 'static {
     fn device_count(&self) -> usize;
     /// Description of device `ordinal` (already range-checked by the caller).
     fn description(&self, ordinal: usize) -> Result<DeviceDescription>;
-    /// Opens device `ordinal` (already range-checked). Called once per live executor.
-    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>>;
+    /// Opens device `ordinal` (already range-checked) with `plugins` choosing what serves each
+    /// canned family. Called once per live (ordinal, config) executor. A `Plugin::Vendor` the
+    /// backend cannot honour is an `Err` naming the missing library (`types::decide`).
+    fn create_executor(
+        &self,
+        ordinal: usize,
+        plugins: &PluginConfig,
+    ) -> Result<Arc<dyn StreamExecutorInterface>>;
 }
 
 /// One device of a platform.
@@ -252,6 +261,13 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// FFT plans on this device, if the platform has them; `None` makes
     /// `StreamExecutor::create_fft_plan` fail with `Unsupported`.
     fn fft(&self) -> Option<&dyn FftSupport> {
+        None
+    }
+
+    /// What serves `family` on this executor and why, as decided at creation from its
+    /// `PluginConfig`. `None` (the default) lets `StreamExecutor::plugins` describe the family
+    /// from [`blas`](Self::blas) / [`rng`](Self::rng) / [`fft`](Self::fft) alone.
+    fn plugin_status(&self, _family: PluginFamily) -> Option<PluginStatus> {
         None
     }
 

@@ -11,6 +11,7 @@ mod geometry;
 mod host_memory;
 mod loader_spec;
 pub mod philox;
+mod plugins;
 mod ptx_services;
 
 mod rpc_caps;
@@ -31,6 +32,8 @@ pub use loader_spec::{
     InProcessKernel, KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec,
 };
 pub use philox::RandDistribution;
+pub use plugins::{Plugin, PluginConfig, PluginFamily, PluginReport, PluginStatus};
+pub(crate) use plugins::{Served, decide, refuse_vendor};
 pub use ptx_services::{PrintfOutput, PtxServices};
 pub use rpc_caps::{RpcBlockMemory, RpcCapability, RpcLockPlacement};
 pub use streamexec_ptx::PtxEngine;

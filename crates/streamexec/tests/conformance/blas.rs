@@ -1,13 +1,55 @@
 //! BLAS through the stream, against plain f64 loops on random inputs. Outputs start poisoned
 //! (NaN), and every element outside the operation (gaps between strided elements or columns)
-//! must still hold its poison bits afterwards.
+//! must still hold its poison bits afterwards. Every test runs once per BLAS plugin a platform
+//! has ([`on_each_blas_plugin`]): the built-in implementation, and the vendor library where it
+//! loads (CLBlast on OpenCL, cuBLAS on CUDA).
 
 use rand::RngExt;
 use rand::rngs::StdRng;
-use streamexec::{BlasScalar, DeviceMemory, Error, StreamExecutor, Transpose};
+use streamexec::{
+    BlasScalar, DeviceMemory, Error, PlatformManager, Plugin, PluginConfig, PluginFamily,
+    StreamExecutor, Transpose,
+};
 
 use crate::common::{POISON_F32_BITS, rng};
-use crate::on_each_platform;
+use crate::plugins::required_vendor_plugins;
+
+/// Runs `test` on device 0 of every platform under test once per BLAS plugin it has:
+/// `Plugin::Builtin`, and `Plugin::Vendor` where the vendor library loads (required where
+/// `STREAMEXEC_REQUIRE_PLUGINS` names it, e.g. `clblast`). The executors are made once per
+/// process and shared by the tests, so vendor kernels compile once.
+pub fn on_each_blas_plugin(test: impl Fn(&StreamExecutor)) {
+    static EXECUTORS: std::sync::OnceLock<Vec<StreamExecutor>> = std::sync::OnceLock::new();
+    let executors = EXECUTORS.get_or_init(|| {
+        let required = required_vendor_plugins();
+        let mut out = Vec::new();
+        for exec in crate::common::executors() {
+            let platform = PlatformManager::platform_with_name(exec.platform_name()).unwrap();
+            for choice in [Plugin::Builtin, Plugin::Vendor] {
+                match platform.executor_for_device_with(0, PluginConfig::default().blas(choice)) {
+                    Ok(e) => out.push(e),
+                    Err(e) if choice == Plugin::Vendor => {
+                        let named = required.iter().find(|r| e.to_string().contains(r.as_str()));
+                        assert!(named.is_none(), "STREAMEXEC_REQUIRE_PLUGINS: {e}");
+                        eprintln!("no vendor BLAS on {}: {e}", exec.platform_name());
+                    }
+                    Err(e) => panic!("{}: Plugin::Builtin for BLAS: {e}", exec.platform_name()),
+                }
+            }
+        }
+        out
+    });
+    for exec in executors {
+        let blas = exec.plugins();
+        let blas = blas.get(PluginFamily::Blas).unwrap();
+        eprintln!(
+            "-- on platform {} with BLAS from {}",
+            exec.platform_name(),
+            blas.implementation
+        );
+        test(exec);
+    }
+}
 
 /// What the tests need of `f32` / `f64`.
 trait El: BlasScalar + PartialEq + std::fmt::Debug {
@@ -198,12 +240,12 @@ fn gemm_all<T: El>(exec: &StreamExecutor, name: &str) {
 
 #[test]
 fn sgemm_matches_f64_reference() {
-    on_each_platform(|exec| gemm_all::<f32>(exec, "sgemm_matches_f64_reference"));
+    on_each_blas_plugin(|exec| gemm_all::<f32>(exec, "sgemm_matches_f64_reference"));
 }
 
 #[test]
 fn dgemm_matches_f64_reference() {
-    on_each_platform(|exec| gemm_all::<f64>(exec, "dgemm_matches_f64_reference"));
+    on_each_blas_plugin(|exec| gemm_all::<f64>(exec, "dgemm_matches_f64_reference"));
 }
 
 /// Poisoned vector of `n` elements `inc` apart, real values at the strided positions.
@@ -281,7 +323,7 @@ fn gemv_all<T: El>(exec: &StreamExecutor, name: &str) {
 
 #[test]
 fn gemv_matches_f64_reference() {
-    on_each_platform(|exec| {
+    on_each_blas_plugin(|exec| {
         gemv_all::<f32>(exec, "sgemv_matches_f64_reference");
         gemv_all::<f64>(exec, "dgemv_matches_f64_reference");
     });
@@ -389,7 +431,7 @@ fn level1_all<T: El>(exec: &StreamExecutor, name: &str) {
 
 #[test]
 fn level1_matches_f64_reference() {
-    on_each_platform(|exec| {
+    on_each_blas_plugin(|exec| {
         level1_all::<f32>(exec, "level1_f32_matches_f64_reference");
         level1_all::<f64>(exec, "level1_f64_matches_f64_reference");
     });
@@ -397,7 +439,7 @@ fn level1_matches_f64_reference() {
 
 #[test]
 fn empty_reductions_write_zero_and_empty_calls_do_nothing() {
-    on_each_platform(|exec| {
+    on_each_blas_plugin(|exec| {
         let x = upload(exec, &[1.0f32; 4]);
         let res = upload(exec, &[f32::from_bits(POISON_F32_BITS); 3]);
         let c = upload(exec, &[f32::from_bits(POISON_F32_BITS); 4]);
@@ -438,7 +480,7 @@ type Call<'a> = dyn Fn(&mut streamexec::Stream) + 'a;
 
 #[test]
 fn bad_dimensions_fail_before_anything_runs() {
-    on_each_platform(|exec| {
+    on_each_blas_plugin(|exec| {
         let a = upload(exec, &[1.0f32; 12]);
         let c = upload(exec, &[7.0f32; 12]);
         let cases: Vec<(&str, Box<Call>)> = vec![

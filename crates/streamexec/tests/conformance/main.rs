@@ -18,6 +18,7 @@ mod forged;
 mod launch;
 mod lifetime;
 mod memory;
+mod plugins;
 mod rng;
 mod streams;
 mod unified;

@@ -282,6 +282,18 @@ unsafe impl Driver for CudaDriver {
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
+    fn blas_library(&self) -> std::result::Result<&'static str, Option<String>> {
+        // SAFETY: only tries to dlopen the library names cudarc would use.
+        if unsafe { cudarc::cublas::sys::is_culib_present() } {
+            Ok("cuBLAS")
+        } else {
+            Err(Some(
+                "cuBLAS not found: libcublas.so.12 (or another name cudarc tries) is missing"
+                    .into(),
+            ))
+        }
+    }
+
     fn open(ordinal: usize) -> Result<Self> {
         CudaDriver::new(ordinal)
     }

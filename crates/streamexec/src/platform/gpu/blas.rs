@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::interface::blas::{BlasElem, GemmCall, GemvCall, Level1Call, Level1Op, Operand};
 use crate::interface::{BlasSupport, KernelInterface, StreamExecutorInterface, StreamInterface};
 use crate::platform::downcast::downcast;
+use crate::types::Served;
 use crate::types::{BlockDim, LaunchDims, Packable, PackedArg, ThreadDim};
 
 /// The stream as this backend's, for calls that need its driver handle (the handle layer
@@ -62,7 +63,7 @@ impl<D: Driver> GpuExecutor<D> {
 impl<D: Driver> BlasSupport for GpuExecutor<D> {
     unsafe fn gemm(&self, stream: &dyn StreamInterface, call: &GemmCall) -> Result<()> {
         const OP: &str = "then_blas_gemm";
-        if self.drv.blas()?.is_none() {
+        if self.blas_served != Served::Vendor {
             // SAFETY: the operands are this call's, validated by the caller (the contract).
             return self.canned(OP, |k| unsafe { k.gemm(stream, call) });
         }
@@ -72,7 +73,7 @@ impl<D: Driver> BlasSupport for GpuExecutor<D> {
 
     unsafe fn gemv(&self, stream: &dyn StreamInterface, call: &GemvCall) -> Result<()> {
         const OP: &str = "then_blas_gemv";
-        if self.drv.blas()?.is_none() {
+        if self.blas_served != Served::Vendor {
             // SAFETY: the operands are this call's, validated by the caller (the contract).
             return self.canned(OP, |k| unsafe { k.gemv(stream, call) });
         }
@@ -82,7 +83,7 @@ impl<D: Driver> BlasSupport for GpuExecutor<D> {
 
     unsafe fn level1(&self, stream: &dyn StreamInterface, call: &Level1Call) -> Result<()> {
         const OP: &str = "then_blas_*";
-        if self.drv.blas()?.is_none() {
+        if self.blas_served != Served::Vendor {
             // SAFETY: the operands are this call's, validated by the caller (the contract).
             return self.canned(OP, |k| unsafe { k.level1(stream, call) });
         }

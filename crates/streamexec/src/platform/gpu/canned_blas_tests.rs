@@ -457,3 +457,38 @@ fn without_a_blas_library_blas_launches_the_built_in_kernels_in_stream_order() {
         .unwrap();
     assert_eq!(log.lock().last().unwrap().0, "se_blas_asum_f32");
 }
+
+/// `Plugin::Builtin` runs the built-in kernels even where the driver's vendor library is
+/// installed (the mock's is), and `Plugin::Vendor` where it is not is an error naming it.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "minutes under Miri (the simulated driver's stream threads)"
+)]
+fn plugin_builtin_forces_the_built_in_kernels_and_vendor_needs_the_library() {
+    use crate::interface::StreamExecutorInterface;
+    use crate::types::{Plugin, PluginConfig, PluginFamily};
+    let builtin = PluginConfig::default().blas(Plugin::Builtin);
+    let drv = MockDriver::new();
+    let log = drv.canned_blas.clone();
+    let iface = GpuExecutor::with_plugins(drv, &builtin).unwrap();
+    let exec = StreamExecutor::new("mock", 0, iface);
+    let x = exec.copy_to_device(&[1.0f32; 8]).unwrap();
+    let mut s = exec.create_stream().unwrap();
+    s.then_blas_scal(8, 2.0f32, &x, 1)
+        .block_host_until_done()
+        .unwrap();
+    assert_eq!(log.lock().last().unwrap().0, "se_blas_scal_f32");
+    let status = exec.interface().plugin_status(PluginFamily::Blas).unwrap();
+    assert_eq!(status.reason, "Plugin::Builtin chosen");
+
+    let vendor = PluginConfig::default().blas(Plugin::Vendor);
+    let err = GpuExecutor::with_plugins(MockDriver::without_blas_library(), &vendor)
+        .err()
+        .expect("no vendor library")
+        .to_string();
+    assert!(err.contains("mock BLAS not installed"), "{err}");
+    let with_library = GpuExecutor::with_plugins(MockDriver::new(), &vendor).unwrap();
+    let status = with_library.plugin_status(PluginFamily::Blas).unwrap();
+    assert_eq!(status.implementation, "mock BLAS");
+}

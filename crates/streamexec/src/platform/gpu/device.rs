@@ -18,7 +18,10 @@ use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::platform::work_queue::{StreamSet, Submitter};
 use crate::ptx::parse_entries;
-use crate::types::{DeviceAddress, DeviceDescription, MultiKernelLoaderSpec};
+use crate::types::{
+    DeviceAddress, DeviceDescription, MultiKernelLoaderSpec, PluginConfig, PluginFamily,
+    PluginStatus, Served, decide, refuse_vendor,
+};
 
 /// What a device address was allocated as.
 #[derive(Clone, Copy, Debug)]
@@ -48,10 +51,47 @@ pub(crate) struct GpuExecutor<D: Driver> {
     /// Backs `Event::ready` up (see event.rs).
     pub(super) notifier: Arc<super::event::Notifier>,
     pub(super) me: Weak<GpuExecutor<D>>,
+    /// What runs BLAS: the driver's vendor library or the built-in kernels (blas.rs).
+    pub(super) blas_served: Served,
+    /// What serves each canned family, as decided from the executor's `PluginConfig`.
+    pub(super) plugins: Vec<PluginStatus>,
 }
 
 impl<D: Driver> GpuExecutor<D> {
+    /// The executor of `drv` with every family on `Plugin::Auto`.
+    #[cfg(test)]
     pub(crate) fn new(drv: D) -> Result<Arc<Self>> {
+        Self::with_plugins(drv, &PluginConfig::default())
+    }
+
+    /// The executor of `drv`, each canned family served as `config` asks: BLAS by the
+    /// driver's vendor library or the built-in kernels of `D::CANNED_PTX`, RNG by the built-in
+    /// Philox kernels (no vendor RNG in this build), FFT and DNN by nothing vendor.
+    pub(crate) fn with_plugins(drv: D, config: &PluginConfig) -> Result<Arc<Self>> {
+        refuse_vendor(
+            D::PLATFORM,
+            config,
+            &[PluginFamily::Rng, PluginFamily::Fft, PluginFamily::Dnn],
+        )?;
+        let vendor_blas = if D::HAS_BLAS {
+            drv.blas_library()
+        } else {
+            Err(None)
+        };
+        let (blas_served, blas) = decide(
+            D::PLATFORM,
+            PluginFamily::Blas,
+            config.get(PluginFamily::Blas),
+            vendor_blas,
+            D::CANNED_PTX.map(|_| "built-in kernels"),
+        )?;
+        let (_, rng) = decide(
+            D::PLATFORM,
+            PluginFamily::Rng,
+            config.get(PluginFamily::Rng),
+            Err(None),
+            D::CANNED_PTX.map(|_| "built-in Philox kernels"),
+        )?;
         let description = drv.describe()?;
         Ok(Arc::new_cyclic(|me| GpuExecutor {
             drv: Arc::new(drv),
@@ -63,6 +103,8 @@ impl<D: Driver> GpuExecutor<D> {
             builtins: Mutex::new(HashMap::new()),
             notifier: Arc::default(),
             me: me.clone(),
+            blas_served,
+            plugins: vec![blas, rng],
         }))
     }
 

@@ -105,6 +105,13 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
         Ok(None)
     }
 
+    /// The vendor BLAS's name when its library is installed (checked without creating a
+    /// handle), else why not: `Err(Some(why))` naming the missing library, `Err(None)` where
+    /// the platform has no vendor BLAS in this build (the default).
+    fn blas_library(&self) -> std::result::Result<&'static str, Option<String>> {
+        Err(None)
+    }
+
     /// Opens device `ordinal` (already range-checked against the platform's device count).
     fn open(ordinal: usize) -> Result<Self>;
     /// The description of device `ordinal`, without opening it.

@@ -259,9 +259,16 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     }
 
     fn blas(&self) -> Option<&dyn crate::interface::BlasSupport> {
-        // The vendor library where it is installed, else the built-in kernels (blas.rs).
-        (D::HAS_BLAS || D::CANNED_PTX.is_some())
+        // The vendor library or the built-in kernels, as decided at creation (blas.rs).
+        (self.blas_served != crate::types::Served::Nothing)
             .then_some(self as &dyn crate::interface::BlasSupport)
+    }
+
+    fn plugin_status(
+        &self,
+        family: crate::types::PluginFamily,
+    ) -> Option<crate::types::PluginStatus> {
+        self.plugins.iter().find(|s| s.family == family).cloned()
     }
 
     fn rng(&self) -> Option<&dyn crate::interface::RngSupport> {

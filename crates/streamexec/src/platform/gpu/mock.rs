@@ -274,6 +274,13 @@ unsafe impl Driver for MockDriver {
         Ok(self.blas_library.then_some(self as &dyn GpuBlas))
     }
 
+    fn blas_library(&self) -> std::result::Result<&'static str, Option<String>> {
+        match self.blas_library {
+            true => Ok("mock BLAS"),
+            false => Err(Some("mock BLAS not installed".into())),
+        }
+    }
+
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 

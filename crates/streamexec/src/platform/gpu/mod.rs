@@ -128,8 +128,12 @@ impl<D: Driver> PlatformInterface for GpuPlatform<D> {
         D::describe_device(ordinal)
     }
 
-    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>> {
-        Ok(GpuExecutor::new(D::open(ordinal)?)?)
+    fn create_executor(
+        &self,
+        ordinal: usize,
+        plugins: &crate::types::PluginConfig,
+    ) -> Result<Arc<dyn StreamExecutorInterface>> {
+        Ok(GpuExecutor::with_plugins(D::open(ordinal)?, plugins)?)
     }
 }
 

@@ -11,7 +11,33 @@ use super::status::{self, PLATFORM};
 use crate::error::Result;
 use crate::platform::work_queue::{StreamSet, WorkQueue};
 use crate::ptx::memory::{self, AllocTable};
-use crate::types::{DeviceAddress, DeviceDescription};
+use crate::types::{
+    DeviceAddress, DeviceDescription, PluginConfig, PluginFamily, PluginStatus, decide,
+    refuse_vendor,
+};
+
+/// The host platform's canned families: BLAS (the `gemm` crate and loops, blas.rs) and Philox
+/// (rng.rs) are built in, with no vendor alternative; it has no FFT or DNN in this build.
+fn decide_plugins(config: &PluginConfig) -> Result<Vec<PluginStatus>> {
+    refuse_vendor(PLATFORM, config, &[PluginFamily::Fft, PluginFamily::Dnn])?;
+    let blas = decide(
+        PLATFORM,
+        PluginFamily::Blas,
+        config.get(PluginFamily::Blas),
+        Err(Some(
+            "the host platform has no vendor BLAS (its BLAS is the gemm crate, built in)".into(),
+        )),
+        Some("gemm crate"),
+    )?;
+    let rng = decide(
+        PLATFORM,
+        PluginFamily::Rng,
+        config.get(PluginFamily::Rng),
+        Err(None),
+        Some("built-in Philox"),
+    )?;
+    Ok(vec![blas.1, rng.1])
+}
 
 /// The host device.
 pub(crate) struct HostExecutor {
@@ -29,10 +55,13 @@ pub(crate) struct HostExecutor {
     pub(super) ptx_engine: parking_lot::Mutex<crate::types::PtxEngine>,
     /// What PTX kernels' `vprintf`, `malloc` and `free` calls reach.
     pub(super) ptx_services: Arc<crate::types::PtxServices>,
+    /// What serves each canned family (decided from the executor's `PluginConfig`).
+    pub(super) plugins: Vec<PluginStatus>,
 }
 
 impl HostExecutor {
-    pub(super) fn new(description: DeviceDescription) -> Result<Arc<Self>> {
+    pub(super) fn new(description: DeviceDescription, config: &PluginConfig) -> Result<Arc<Self>> {
+        let plugins = decide_plugins(config)?;
         let ordinal = description.ordinal;
         let ptx_engine = crate::types::PtxEngine::from_env()?;
         let pool = rayon::ThreadPoolBuilder::new()
@@ -52,6 +81,7 @@ impl HostExecutor {
             ptx_modules: Default::default(),
             race_check: AtomicBool::new(false),
             ptx_engine: parking_lot::Mutex::new(ptx_engine),
+            plugins,
         }))
     }
 

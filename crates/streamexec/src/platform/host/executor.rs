@@ -199,6 +199,13 @@ impl StreamExecutorInterface for HostExecutor {
         Some(self)
     }
 
+    fn plugin_status(
+        &self,
+        family: crate::types::PluginFamily,
+    ) -> Option<crate::types::PluginStatus> {
+        self.plugins.iter().find(|s| s.family == family).cloned()
+    }
+
     fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // One server serves both kinds of client: PTX modules built against LLVM's GPU libc
         // (a warp of the engine is one client; the module's `__llvm_rpc_client` holds its

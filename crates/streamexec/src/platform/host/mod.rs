@@ -141,7 +141,11 @@ impl PlatformInterface for HostPlatform {
     fn description(&self, ordinal: usize) -> Result<DeviceDescription> {
         Ok(describe(ordinal))
     }
-    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>> {
-        Ok(HostExecutor::new(describe(ordinal))?)
+    fn create_executor(
+        &self,
+        ordinal: usize,
+        plugins: &crate::types::PluginConfig,
+    ) -> Result<Arc<dyn StreamExecutorInterface>> {
+        Ok(HostExecutor::new(describe(ordinal), plugins)?)
     }
 }

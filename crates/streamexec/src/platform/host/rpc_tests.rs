@@ -20,7 +20,11 @@ const HELLO_PRE_O0: &str = include_str!("../../../../../kernels/ptx/rpc_hello.pr
 
 /// A host executor of its own (not the platform's shared one), so its server starts here.
 fn fresh() -> StreamExecutor {
-    StreamExecutor::new("host", 0, HostExecutor::new(describe(0)).unwrap())
+    StreamExecutor::new(
+        "host",
+        0,
+        HostExecutor::new(describe(0), &Default::default()).unwrap(),
+    )
 }
 
 #[derive(Clone, Default)]

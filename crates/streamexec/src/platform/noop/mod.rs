@@ -143,9 +143,15 @@ impl PlatformInterface for NoopPlatform {
         Ok(describe(ordinal))
     }
 
-    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>> {
-        // Called once per live executor of a device: the registry hands out the live one while
-        // any handle to it exists.
+    fn create_executor(
+        &self,
+        ordinal: usize,
+        plugins: &crate::types::PluginConfig,
+    ) -> Result<Arc<dyn StreamExecutorInterface>> {
+        // Called once per live executor of a device and plugin config: the registry hands out
+        // the live one while any handle to it exists. A backend decides each canned family
+        // here (`types::decide`); noop has no vendor library, so `Plugin::Vendor` fails.
+        crate::types::refuse_vendor(PLATFORM, plugins, &crate::types::PluginFamily::ALL)?;
         Ok(Arc::new(NoopExecutor::new(describe(ordinal))))
     }
 }

@@ -1,6 +1,9 @@
-//! BLAS on OpenCL: GEMM (tiled, local memory), GEMV, level 1 and one-work-group reductions,
-//! as built-in kernels of `builtins.cl` (see builtins.rs for how they are built and launched).
+//! BLAS on OpenCL: CLBlast where the executor's `PluginConfig` chose it (blas_vendor.rs, which
+//! hands back the calls CLBlast cannot take), else GEMM (tiled, local memory), GEMV, level 1
+//! and one-work-group reductions as built-in kernels of `builtins.cl` (see builtins.rs for how
+//! they are built and launched).
 
+use super::blas_vendor;
 use super::builtins::{WG, groups, ptr};
 use super::device::OpenClExecutor;
 use crate::error::{Error, Result};
@@ -28,6 +31,12 @@ fn flag(b: bool) -> PackedArg {
 
 impl BlasSupport for OpenClExecutor {
     unsafe fn gemm(&self, stream: &dyn StreamInterface, c: &GemmCall) -> Result<()> {
+        if let Some(cb) = &self.clblast
+            // SAFETY: the trait method's contract, passed on.
+            && unsafe { blas_vendor::gemm(self, cb, stream, c)? }
+        {
+            return Ok(());
+        }
         const OP: &str = "then_blas_gemm";
         let (size, fp64) = (c.elem.size(), c.elem == BlasElem::F64);
         let [a, offa] = ptr(&c.a, size, OP)?;
@@ -64,6 +73,12 @@ impl BlasSupport for OpenClExecutor {
     }
 
     unsafe fn gemv(&self, stream: &dyn StreamInterface, c: &GemvCall) -> Result<()> {
+        if let Some(cb) = &self.clblast
+            // SAFETY: the trait method's contract, passed on.
+            && unsafe { blas_vendor::gemv(self, cb, stream, c)? }
+        {
+            return Ok(());
+        }
         const OP: &str = "then_blas_gemv";
         let (size, fp64) = (c.elem.size(), c.elem == BlasElem::F64);
         let [a, offa] = ptr(&c.a, size, OP)?;
@@ -101,6 +116,12 @@ impl BlasSupport for OpenClExecutor {
     }
 
     unsafe fn level1(&self, stream: &dyn StreamInterface, c: &Level1Call) -> Result<()> {
+        if let Some(cb) = &self.clblast
+            // SAFETY: the trait method's contract, passed on.
+            && unsafe { blas_vendor::level1(self, cb, stream, c)? }
+        {
+            return Ok(());
+        }
         let op = format!("then_blas_{}", c.op.name());
         let (size, fp64) = (c.elem.size(), c.elem == BlasElem::F64);
         let [x, offx] = ptr(&c.x, size, &op)?;

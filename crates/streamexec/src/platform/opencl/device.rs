@@ -14,6 +14,7 @@ use opencl3::program::Program;
 use opencl3::types::cl_device_id;
 use parking_lot::{Mutex, RwLock};
 
+use super::clblast::{self, ClBlast};
 use super::khr_command_buffer::CommandBufferSupport;
 use super::memory::{ClAlloc, Reaper, reap};
 use super::queue::StreamShared;
@@ -22,7 +23,10 @@ use super::status::{PLATFORM, cl_error, error_text};
 use crate::error::{Error, Result};
 use crate::interface::KernelInterface;
 use crate::platform::work_queue::StreamSet;
-use crate::types::{DeviceAddress, DeviceDescription, MultiKernelLoaderSpec};
+use crate::types::{
+    DeviceAddress, DeviceDescription, MultiKernelLoaderSpec, Plugin, PluginConfig, PluginFamily,
+    PluginStatus, Served, decide, refuse_vendor,
+};
 
 /// `STREAMEXEC_OPENCL_RED_ZONES=0` (read when an executor is created) turns red zones off:
 /// buffers on CPU devices are the driver's again and launches are not checked (for
@@ -35,6 +39,38 @@ pub(crate) const OFFSET_BITS: u32 = 40;
 type ProgramKey = (bool, Vec<u8>, String);
 /// A built-in kernel: double precision or not, and its name.
 type BuiltinKey = (bool, &'static str);
+
+/// The OpenCL platform's canned families: BLAS by CLBlast (clblast.rs) or the built-in
+/// kernels, RNG by the built-in Philox kernels; no vendor RNG, FFT or DNN in this build.
+fn decide_plugins(config: &PluginConfig) -> Result<(Option<Arc<ClBlast>>, Vec<PluginStatus>)> {
+    refuse_vendor(
+        PLATFORM,
+        config,
+        &[PluginFamily::Rng, PluginFamily::Fft, PluginFamily::Dnn],
+    )?;
+    let choice = config.get(PluginFamily::Blas);
+    let loaded = match choice {
+        Plugin::Builtin => Err(None),
+        _ => ClBlast::get().map_err(Some),
+    };
+    let vendor = loaded.as_ref().map(|_| clblast::NAME).map_err(Clone::clone);
+    let (served, blas) = decide(
+        PLATFORM,
+        PluginFamily::Blas,
+        choice,
+        vendor,
+        Some("built-in kernels"),
+    )?;
+    let (_, rng) = decide(
+        PLATFORM,
+        PluginFamily::Rng,
+        config.get(PluginFamily::Rng),
+        Err(None),
+        Some("built-in Philox kernels"),
+    )?;
+    let clblast = loaded.ok().filter(|_| served == Served::Vendor);
+    Ok((clblast, vec![blas, rng]))
+}
 
 /// One OpenCL device.
 pub(crate) struct OpenClExecutor {
@@ -61,6 +97,10 @@ pub(crate) struct OpenClExecutor {
     pub(super) me: Weak<OpenClExecutor>,
     /// `cl_khr_command_buffer` support, or why there is none (`command_buffer.rs`).
     pub(super) command_buffers: std::result::Result<Arc<CommandBufferSupport>, String>,
+    /// CLBlast, where the `PluginConfig` chose it for BLAS (blas.rs); `None`: built-in kernels.
+    pub(super) clblast: Option<Arc<ClBlast>>,
+    /// What serves each canned family, as decided from the `PluginConfig`.
+    pub(super) plugins: Vec<PluginStatus>,
 }
 
 // SAFETY: OpenCL contexts, devices and queues are thread-safe handles (OpenCL 1.1+); the
@@ -70,7 +110,12 @@ unsafe impl Send for OpenClExecutor {}
 unsafe impl Sync for OpenClExecutor {}
 
 impl OpenClExecutor {
-    pub(crate) fn new(device: cl_device_id, description: DeviceDescription) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        device: cl_device_id,
+        description: DeviceDescription,
+        config: &PluginConfig,
+    ) -> Result<Arc<Self>> {
+        let (clblast, plugins) = decide_plugins(config)?;
         let context = Context::from_device(&Device::new(device))
             .map_err(|e| cl_error("clCreateContext", e.0))?;
         let queue =
@@ -101,6 +146,8 @@ impl OpenClExecutor {
             builtins: Mutex::new(HashMap::new()),
             me: me.clone(),
             command_buffers,
+            clblast,
+            plugins,
         }))
     }
 

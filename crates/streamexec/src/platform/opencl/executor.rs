@@ -376,6 +376,13 @@ impl StreamExecutorInterface for OpenClExecutor {
         Some(self)
     }
 
+    fn plugin_status(
+        &self,
+        family: crate::types::PluginFamily,
+    ) -> Option<crate::types::PluginStatus> {
+        self.plugins.iter().find(|s| s.family == family).cloned()
+    }
+
     fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // The OpenCL C client (`opencl_prelude`): each work-item is a lane-size-1 client over
         // the executor's SVM block, with its port locks right after the protocol's bytes.

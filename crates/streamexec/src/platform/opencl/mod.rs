@@ -96,7 +96,9 @@
 //! reports `Unsupported`.
 
 mod blas;
+mod blas_vendor;
 mod builtins;
+mod clblast;
 mod command_buffer;
 mod device;
 mod event;
@@ -230,8 +232,12 @@ impl PlatformInterface for OpenClPlatform {
     fn description(&self, ordinal: usize) -> Result<DeviceDescription> {
         describe(self.devices[ordinal], ordinal)
     }
-    fn create_executor(&self, ordinal: usize) -> Result<Arc<dyn StreamExecutorInterface>> {
+    fn create_executor(
+        &self,
+        ordinal: usize,
+        plugins: &crate::types::PluginConfig,
+    ) -> Result<Arc<dyn StreamExecutorInterface>> {
         let desc = describe(self.devices[ordinal], ordinal)?;
-        Ok(OpenClExecutor::new(self.devices[ordinal], desc)?)
+        Ok(OpenClExecutor::new(self.devices[ordinal], desc, plugins)?)
     }
 }
