@@ -24,8 +24,8 @@ impl<'b> Lower<'_, 'b> {
     /// cached ranges; also for generic addresses) or the block's shared memory (static, then
     /// dynamic): a jump to `done` with the host pointer, else to `miss`. Shared by the scalar
     /// code (one thread's access) and the vector code (a group's consecutive lanes), which
-    /// passes its access site's cache: a device range found is written there (see
-    /// `lower/vector/mem.rs`).
+    /// passes its access site's cache: a device access tries the range the site found last
+    /// before the cache's ways, and a range found in the ways is written there.
     pub(super) fn inline_range(
         &mut self,
         space: Space,
@@ -41,6 +41,20 @@ impl<'b> Lower<'_, 'b> {
         self.b.switch_to_block(go);
         match space {
             Space::Global | Space::Generic => {
+                if let Some(slot) = site {
+                    // The range this site found last: one subtraction and compare.
+                    let (fast, ways) = (self.b.create_block(), self.b.create_block());
+                    let lo = self.b.ins().stack_load(I64, I64, slot, 0);
+                    let lim = self.b.ins().stack_load(I64, I64, slot, 8);
+                    let off = self.b.ins().isub(a, lo);
+                    let inside = self.b.ins().icmp(IntCC::UnsignedLessThan, off, lim);
+                    self.b.ins().brif(inside, fast, &[], ways, &[]);
+                    self.b.switch_to_block(fast);
+                    let delta = self.b.ins().stack_load(I64, I64, slot, 16);
+                    let p = self.b.ins().iadd(a, delta);
+                    self.b.ins().jump(done, &[p.into()]);
+                    self.b.switch_to_block(ways);
+                }
                 for way in 0..run::WAYS {
                     let o = off!(cache) + (way * 24) as i32;
                     let lo = self.b.ins().load(I64, fixed_flags(), self.u.ctx, o);

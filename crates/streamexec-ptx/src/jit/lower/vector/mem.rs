@@ -62,23 +62,6 @@ impl<'b> VLower<'_, '_, 'b> {
         let hit = self.b().create_block();
         self.b().append_block_param(hit, I64);
         let site = self.sites.get(&pc).copied();
-        if let Some(slot) = site {
-            let b = self.b();
-            let misaligned = b.ins().band_imm_s(a, (size - 1) as i64);
-            let (aligned, fast, ways) = (b.create_block(), b.create_block(), b.create_block());
-            b.ins().brif(misaligned, miss, &[], aligned, &[]);
-            b.switch_to_block(aligned);
-            let lo = b.ins().stack_load(I64, I64, slot, 0);
-            let lim = b.ins().stack_load(I64, I64, slot, 8);
-            let off = b.ins().isub(a, lo);
-            let inside = b.ins().icmp(IntCC::UnsignedLessThan, off, lim);
-            b.ins().brif(inside, fast, &[], ways, &[]);
-            b.switch_to_block(fast);
-            let delta = b.ins().stack_load(I64, I64, slot, 16);
-            let p = b.ins().iadd(a, delta);
-            b.ins().jump(hit, &[p.into()]);
-            b.switch_to_block(ways);
-        }
         self.lw
             .inline_range(space, a, total, size, (hit, miss), site);
         hit
