@@ -282,6 +282,8 @@ unsafe impl Driver for CudaDriver {
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
+    const FFT_PTX: Option<&'static str> = Some(include_str!("../../../kernels/ptx/fft.O3.ptx"));
+
     fn open(ordinal: usize) -> Result<Self> {
         CudaDriver::new(ordinal)
     }

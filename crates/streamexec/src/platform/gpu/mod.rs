@@ -80,6 +80,7 @@ mod device;
 mod driver;
 mod event;
 mod executor;
+mod fft;
 mod kernel;
 mod rng;
 mod status;

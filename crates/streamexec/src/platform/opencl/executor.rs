@@ -376,6 +376,10 @@ impl StreamExecutorInterface for OpenClExecutor {
         Some(self)
     }
 
+    fn fft(&self) -> Option<&dyn crate::interface::FftSupport> {
+        Some(self)
+    }
+
     fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // The OpenCL C client (`opencl_prelude`): each work-item is a lane-size-1 client over
         // the executor's SVM block, with its port locks right after the protocol's bytes.

@@ -101,6 +101,7 @@ mod command_buffer;
 mod device;
 mod event;
 mod executor;
+mod fft;
 mod kernel;
 mod khr_command_buffer;
 mod memory;
