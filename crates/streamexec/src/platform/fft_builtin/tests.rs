@@ -591,3 +591,39 @@ fn one_plan_on_two_streams_on_cuda() {
         shared_plan_on_two_streams(&exec, &native_plans(&exec));
     }
 }
+
+/// Prints the time of one C2C f32 4096 × 64 forward transform (after a warm-up) on each
+/// available platform: `cargo test --lib fft_timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "a timing printout, not a check"]
+fn fft_timing() {
+    let desc = case(FftType::C2C, &[4096], 64, FftDirection::Forward).desc;
+    let runs: Vec<(&str, StreamExecutor, bool)> = [("host (PTX engine)", Some(host()), false)]
+        .into_iter()
+        .chain([("opencl", optional("opencl"), true), ("cuda", optional("cuda"), true)])
+        .filter_map(|(n, e, native)| e.map(|e| (n, e, native)))
+        .collect();
+    for (name, exec, native) in runs {
+        let plan = if native {
+            native_plans(&exec)(&desc)
+        } else {
+            ptx_plans(&exec, 1024)(&desc)
+        };
+        let x: Vec<f32> = values(7, 2 * 4096 * 64).iter().map(|&v| v as f32).collect();
+        let (i, o) = (exec.copy_to_device(&x).unwrap(), exec.copy_to_device(&x).unwrap());
+        let op = |m: &crate::DeviceMemory<f32>| Operand {
+            addr: m.address(),
+            len: m.len() as u64 / 2,
+        };
+        let mut s = exec.create_stream().unwrap();
+        let mut best = f64::INFINITY;
+        for _ in 0..4 {
+            let t = std::time::Instant::now();
+            // SAFETY: whole allocations of `exec`, dense layouts of the plan's size.
+            unsafe { plan.execute(s.iface(), FftDirection::Forward, op(&i), op(&o)) }.unwrap();
+            s.block_host_until_done().unwrap();
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        println!("C2C f32 4096 x 64 on {name}: {:.2} ms", best * 1e3);
+    }
+}
