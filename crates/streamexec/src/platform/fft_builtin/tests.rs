@@ -600,7 +600,10 @@ fn fft_timing() {
     let desc = case(FftType::C2C, &[4096], 64, FftDirection::Forward).desc;
     let runs: Vec<(&str, StreamExecutor, bool)> = [("host (PTX engine)", Some(host()), false)]
         .into_iter()
-        .chain([("opencl", optional("opencl"), true), ("cuda", optional("cuda"), true)])
+        .chain([
+            ("opencl", optional("opencl"), true),
+            ("cuda", optional("cuda"), true),
+        ])
         .filter_map(|(n, e, native)| e.map(|e| (n, e, native)))
         .collect();
     for (name, exec, native) in runs {
@@ -610,7 +613,10 @@ fn fft_timing() {
             ptx_plans(&exec, 1024)(&desc)
         };
         let x: Vec<f32> = values(7, 2 * 4096 * 64).iter().map(|&v| v as f32).collect();
-        let (i, o) = (exec.copy_to_device(&x).unwrap(), exec.copy_to_device(&x).unwrap());
+        let (i, o) = (
+            exec.copy_to_device(&x).unwrap(),
+            exec.copy_to_device(&x).unwrap(),
+        );
         let op = |m: &crate::DeviceMemory<f32>| Operand {
             addr: m.address(),
             len: m.len() as u64 / 2,
