@@ -121,6 +121,42 @@ SE_KERNEL SE_NAME(pass)(SE_GLOBAL const SE_T* src, u64 src_off, SE_GLOBAL SE_T* 
     for (u64 g = SE_GID; g < total; g += SE_GSIZE) {
         u64 line = g / q_n, i = g % q_n, k = i % m;
         u64 base = SE_NAME(line_base)(line, n, s);
+        if (p == 4) {
+            // Radix 4 without the generic loops (the common case): y0 = (x0+x2)+(x1+x3),
+            // y2 = (x0+x2)−(x1+x3), y1 = (x0−x2) − i(x1−x3), y3 = (x0−x2) + i(x1−x3).
+            CPX x0 = SE_NAME(load)(src, base + i * s);
+            CPX x1 = SE_NAME(load)(src, base + (i + q_n) * s);
+            CPX x2 = SE_NAME(load)(src, base + (i + 2 * q_n) * s);
+            CPX x3 = SE_NAME(load)(src, base + (i + 3 * q_n) * s);
+            if (k > 0) {
+                x1 = SE_NAME(mul)(x1, SE_NAME(load)(tw, k * tstep));
+                x2 = SE_NAME(mul)(x2, SE_NAME(load)(tw, 2 * k * tstep));
+                x3 = SE_NAME(mul)(x3, SE_NAME(load)(tw, 3 * k * tstep));
+            }
+            CPX a, b, c, d, y;
+            a.x = x0.x + x2.x;
+            a.y = x0.y + x2.y;
+            b.x = x1.x + x3.x;
+            b.y = x1.y + x3.y;
+            c.x = x0.x - x2.x;
+            c.y = x0.y - x2.y;
+            d.x = x1.x - x3.x;
+            d.y = x1.y - x3.y;
+            u64 o4 = (i - k) * 4 + k;
+            y.x = a.x + b.x;
+            y.y = a.y + b.y;
+            SE_NAME(store)(dst, base + o4 * s, y);
+            y.x = c.x + d.y;
+            y.y = c.y - d.x;
+            SE_NAME(store)(dst, base + (o4 + m) * s, y);
+            y.x = a.x - b.x;
+            y.y = a.y - b.y;
+            SE_NAME(store)(dst, base + (o4 + 2 * m) * s, y);
+            y.x = c.x - d.y;
+            y.y = c.y + d.x;
+            SE_NAME(store)(dst, base + (o4 + 3 * m) * s, y);
+            continue;
+        }
         CPX x[7];
         for (u32 j = 0; j < p; j++) {
             CPX v = SE_NAME(load)(src, base + (i + j * q_n) * s);
@@ -136,30 +172,6 @@ SE_KERNEL SE_NAME(pass)(SE_GLOBAL const SE_T* src, u64 src_off, SE_GLOBAL SE_T* 
             x[1].y = a.y - b.y;
             SE_NAME(store)(dst, base + o * s, x[0]);
             SE_NAME(store)(dst, base + (o + m) * s, x[1]);
-        } else if (p == 4) {
-            // y0 = (x0+x2)+(x1+x3), y2 = (x0+x2)−(x1+x3), y1 = (x0−x2) − i(x1−x3),
-            // y3 = (x0−x2) + i(x1−x3): the forward 4-point DFT.
-            CPX a, b, c, d, y;
-            a.x = x[0].x + x[2].x;
-            a.y = x[0].y + x[2].y;
-            b.x = x[1].x + x[3].x;
-            b.y = x[1].y + x[3].y;
-            c.x = x[0].x - x[2].x;
-            c.y = x[0].y - x[2].y;
-            d.x = x[1].x - x[3].x;
-            d.y = x[1].y - x[3].y;
-            y.x = a.x + b.x;
-            y.y = a.y + b.y;
-            SE_NAME(store)(dst, base + o * s, y);
-            y.x = c.x + d.y;
-            y.y = c.y - d.x;
-            SE_NAME(store)(dst, base + (o + m) * s, y);
-            y.x = a.x - b.x;
-            y.y = a.y - b.y;
-            SE_NAME(store)(dst, base + (o + 2 * m) * s, y);
-            y.x = c.x - d.y;
-            y.y = c.y + d.x;
-            SE_NAME(store)(dst, base + (o + 3 * m) * s, y);
         } else {
             for (u32 q = 0; q < p; q++) {
                 CPX y = x[0];
