@@ -111,7 +111,9 @@ pub(super) fn plan_axes(shape: &[u64], op: &str) -> Result<(Vec<Axis>, Vec<[f64;
                 let m = (2 * n - 1).checked_next_power_of_two().ok_or_else(|| {
                     Error::invalid(op, format!("size {n} is too large for Bluestein's padding"))
                 })?;
-                let radices = factor(m).expect("a power of two factors into 4s and 2s");
+                let radices = factor(m).ok_or_else(|| {
+                    Error::internal(format!("Bluestein's padded length {m} did not factor"))
+                })?;
                 let twiddles = table.len() as u64;
                 table.extend(twiddles_checked(m, op)?);
                 let chirp_at = table.len() as u64;
