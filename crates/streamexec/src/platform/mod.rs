@@ -13,11 +13,15 @@
 //!
 //! Shared helpers: `downcast.rs` (a backend's object back from an interface object; a mismatch
 //! is an internal error), `work_queue.rs` (the in-order worker queue, first failure sticks),
-//! `ptx_signature.rs` (PTX entries against `TypedKernel` signatures).
+//! `ptx_signature.rs` (PTX entries against `TypedKernel` signatures), `fft_builtin/` (the FFT
+//! plan of the built-in kernels that `gpu/` and `opencl/` share: factoring, tables, scratch,
+//! the launches).
 
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
 pub(crate) mod downcast;
+#[cfg(any(feature = "cuda", feature = "hip", feature = "opencl"))]
+pub(crate) mod fft_builtin;
 #[cfg(any(feature = "cuda", feature = "hip"))]
 mod gpu;
 #[cfg(feature = "hip")]

@@ -134,7 +134,7 @@ impl PackedArg {
 
     /// A pointer argument a backend builds for its own kernels (canned operations) from a
     /// range the caller validated.
-    #[cfg(any(feature = "cuda", feature = "hip"))]
+    #[cfg(any(feature = "cuda", feature = "hip", feature = "opencl"))]
     pub(crate) fn backend_pointer(
         addr: DeviceAddress,
         bytes: u64,

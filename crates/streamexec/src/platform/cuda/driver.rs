@@ -282,6 +282,8 @@ unsafe impl Driver for CudaDriver {
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
+    const FFT_PTX: Option<&'static str> = Some(include_str!("../../../kernels/ptx/fft.O3.ptx"));
+
     fn blas_library(&self) -> std::result::Result<&'static str, Option<String>> {
         // SAFETY: only tries to dlopen the library names cudarc would use.
         if unsafe { cudarc::cublas::sys::is_culib_present() } {

@@ -95,6 +95,9 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
     /// PTX of kernels/canned.cu (Philox fills, and BLAS where there is no vendor library)
     /// where the driver loads PTX.
     const CANNED_PTX: Option<&'static str> = None;
+    /// PTX of kernels/fft.cu (the built-in FFT kernels) where the driver loads PTX; without
+    /// it the executor has no FFT.
+    const FFT_PTX: Option<&'static str> = None;
     /// True when the platform has a vendor BLAS that [`blas`](Self::blas) may return.
     const HAS_BLAS: bool = false;
 

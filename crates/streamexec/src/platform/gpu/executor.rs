@@ -275,6 +275,10 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         D::CANNED_PTX.map(|_| self as &dyn crate::interface::RngSupport)
     }
 
+    fn fft(&self) -> Option<&dyn crate::interface::FftSupport> {
+        D::FFT_PTX.map(|_| self as &dyn crate::interface::FftSupport)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }

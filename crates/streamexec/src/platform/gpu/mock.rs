@@ -284,6 +284,8 @@ unsafe impl Driver for MockDriver {
     const CANNED_PTX: Option<&'static str> =
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
+    const FFT_PTX: Option<&'static str> = Some(include_str!("../../../kernels/ptx/fft.O3.ptx"));
+
     fn open(_ordinal: usize) -> Result<Self> {
         Err(Error::unsupported(
             Self::PLATFORM,

@@ -15,6 +15,7 @@
 //! | `stream.rs` | `GpuStream<D>`: the `StreamInterface` impl: async copies that hold host memory until a driver host function releases it, launches |
 //! | `event.rs` | `GpuEvent<D>`: record generations |
 //! | `kernel.rs` | cached modules and kernels with their PTX entry (when the image was PTX) |
+//! | `fft.rs` | `FftSupport`: the built-in kernels of `kernels/fft.cu` (`Driver::FFT_PTX`), planned and enqueued by `platform/fft_builtin` (shared with OpenCL) |
 //! | `blas.rs`, `rng.rs` | BLAS through the driver's vendor library (cuBLAS), or built-in PTX kernels where it is not installed; Philox fills from built-in PTX kernels |
 //! | `status.rs` | how driver failures get a better kind (allocation → `OutOfMemory`, launch → `LaunchConfig`) |
 //! | `mock.rs`, `tests.rs`, `rpc_tests.rs` | a simulated CUDA-like driver (a thread per engine queue, freed-memory detection) and the backend's tests over it, so fences, deferred streams and event generations are tested without a GPU |
@@ -73,6 +74,14 @@
 //! OpenCL's `builtins.cl`, built with `-ffp-contract=off` so every double operation is `.rn` and
 //! ptxas cannot fuse) on the user's stream, where the driver loads PTX. cuRAND's own Philox uses
 //! a different mapping and is not used.
+//!
+//! # FFT
+//!
+//! `FftSupport` (where the driver has `FFT_PTX`: CUDA, including the CPU libcuda; HIP has none
+//! and reports no FFT) runs the `se_fft_*` kernels of `kernels/fft.cu`, whose body
+//! (`kernels/fft_body.h`) OpenCL builds too, through the plan in `platform/fft_builtin`
+//! (Stockham and Bluestein passes, layouts by gather/scatter, scratch per plan, executions of
+//! one plan ordered by an event). cuFFT is not used.
 
 mod blas;
 mod command_buffer;
@@ -80,6 +89,7 @@ mod device;
 mod driver;
 mod event;
 mod executor;
+mod fft;
 mod kernel;
 mod rng;
 mod status;

@@ -1,4 +1,5 @@
-//! The built-in kernels behind BLAS and Philox on OpenCL (`builtins.cl`): built on first use
+//! The built-in kernels behind BLAS and Philox on OpenCL (`builtins.cl`, and FFT's through
+//! `fft.rs`): built on first use
 //! (once per executor and precision) and launched through the stream's ordinary `launch`, so
 //! they follow the stream's ordering, error state and direct/deferred modes like any user
 //! kernel.
@@ -35,24 +36,38 @@ fn arity(name: &str) -> usize {
 }
 
 impl OpenClExecutor {
-    /// Built-in kernel `name` in single or double precision (`fp64`), built on first use;
-    /// `op` is the operation that needs it (for the `Unsupported` of a device without fp64).
+    /// Built-in kernel `name` of `builtins.cl` in single or double precision (`fp64`), built
+    /// on first use; `op` is the operation that needs it (for the `Unsupported` of a device
+    /// without fp64).
     fn builtin_kernel(
         &self,
         fp64: bool,
         name: &'static str,
         op: &str,
     ) -> Result<Arc<dyn KernelInterface>> {
-        if let Some(k) = self.builtins.lock().get(&(fp64, name)) {
-            return Ok(k.clone());
-        }
         let options = if fp64 {
             "-DSE_T=double -DSE_FP64"
         } else {
             "-DSE_T=float"
         };
-        let spec = MultiKernelLoaderSpec::new(arity(name))
-            .add_opencl_text_in_memory(SOURCE, name)
+        self.builtin_kernel_from((SOURCE, options), fp64, name, arity(name), op)
+    }
+
+    /// Built-in kernel `name` (of `arity` parameters) from `source` built with `options`,
+    /// cached by (`fp64`, `name`), so names must be unique across sources.
+    pub(super) fn builtin_kernel_from(
+        &self,
+        (source, options): (&'static str, &str),
+        fp64: bool,
+        name: &'static str,
+        arity: usize,
+        op: &str,
+    ) -> Result<Arc<dyn KernelInterface>> {
+        if let Some(k) = self.builtins.lock().get(&(fp64, name)) {
+            return Ok(k.clone());
+        }
+        let spec = MultiKernelLoaderSpec::new(arity)
+            .add_opencl_text_in_memory(source, name)
             .with_opencl_build_options(options);
         let k = self.load_kernel(&spec).map_err(|e| match e {
             Error::KernelLoad { detail, .. } if fp64 => Error::unsupported(

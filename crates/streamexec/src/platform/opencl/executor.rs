@@ -383,6 +383,10 @@ impl StreamExecutorInterface for OpenClExecutor {
         self.plugins.iter().find(|s| s.family == family).cloned()
     }
 
+    fn fft(&self) -> Option<&dyn crate::interface::FftSupport> {
+        Some(self)
+    }
+
     fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // The OpenCL C client (`opencl_prelude`): each work-item is a lane-size-1 client over
         // the executor's SVM block, with its port locks right after the protocol's bytes.

@@ -22,6 +22,7 @@
 //! | `khr_command_buffer.rs` | the extension as the driver provides it: detection, entry points, an owned `cl_command_buffer_khr` |
 //! | `builtins.rs`, `builtins.cl` | the built-in kernels of BLAS and Philox: source, per-executor cache, launch |
 //! | `blas.rs`, `rng.rs` | `BlasSupport` and `RngSupport` over the built-in kernels |
+//! | `fft.rs` | `FftSupport`: the FFT kernels of `kernels/fft_body.h` (the CUDA platform's text) behind an OpenCL C prelude, planned by `platform/fft_builtin` |
 //! | `status.rs` | OpenCL status codes as `Error`s |
 //!
 //! # Device addresses
@@ -94,6 +95,14 @@
 //! with user kernels. Double precision (and every gaussian, computed in `f64`) is a second
 //! build of the same source with `-DSE_T=double -DSE_FP64`; a device that cannot build it
 //! reports `Unsupported`.
+//!
+//! # FFT
+//!
+//! FFT plans run the built-in kernels the CUDA platform compiles to PTX, from the same text
+//! (`crates/streamexec/kernels/fft_body.h`, built here with `-DSE_T=… -DSE_SUF=…` after a prelude
+//! of OpenCL spellings), through the plan `platform/fft_builtin` shares with the CUDA-like
+//! backend (its notes give the algorithm, memory and stream rules). The kernels share the
+//! BLAS/Philox cache (their names differ).
 
 mod blas;
 mod blas_vendor;
@@ -103,6 +112,7 @@ mod command_buffer;
 mod device;
 mod event;
 mod executor;
+mod fft;
 mod kernel;
 mod khr_command_buffer;
 mod memory;
