@@ -17,7 +17,7 @@ mod ptx_services;
 mod rpc_caps;
 
 pub use address::{AllocatorStats, DeviceAddress, MemoryUsage};
-#[cfg(any(feature = "cuda", feature = "hip"))]
+#[cfg(any(feature = "cuda", feature = "hip", feature = "opencl"))]
 pub(crate) use args::Packable;
 pub(crate) use args::Token;
 pub use args::{
