@@ -32,8 +32,10 @@ pub use loader_spec::{
     InProcessKernel, KernelFormat, KernelImage, KernelSource, MultiKernelLoaderSpec,
 };
 pub use philox::RandDistribution;
+#[cfg(any(feature = "cuda", feature = "hip", feature = "opencl"))]
+pub(crate) use plugins::Served;
 pub use plugins::{Plugin, PluginConfig, PluginFamily, PluginReport, PluginStatus};
-pub(crate) use plugins::{Served, decide, refuse_vendor};
+pub(crate) use plugins::{decide, refuse_vendor};
 pub use ptx_services::{PrintfOutput, PtxServices};
 pub use rpc_caps::{RpcBlockMemory, RpcCapability, RpcLockPlacement};
 pub use streamexec_ptx::PtxEngine;

@@ -105,6 +105,7 @@ pub(crate) fn kernel_name(base: &str, precision: FftPrecision) -> Result<&'stati
 }
 
 /// Parameters of kernel `name` (for loaders that need the count up front, as OpenCL's).
+#[cfg(feature = "opencl")]
 pub(crate) fn arity(name: &str) -> usize {
     match name.trim_end_matches("_f32").trim_end_matches("_f64") {
         "se_fft_gather" => 14,
