@@ -268,13 +268,22 @@ fn check_layout(name: &str, layout: &FftLayout, shape: &[u64], batch: u64) -> Re
     let extent = (batch - 1)
         .checked_mul(layout.dist)
         .and_then(|x| x.checked_add(span))
-        .ok_or_else(|| overflow(&format!("the extent of {batch} batches {} apart", layout.dist)))?;
+        .ok_or_else(|| {
+            overflow(&format!(
+                "the extent of {batch} batches {} apart",
+                layout.dist
+            ))
+        })?;
     Ok((extent, span))
 }
 
 /// The descriptor `spec` describes for a transform of type `ty` in `precision`, validated,
 /// with each side's extent in its elements.
-fn validate(ty: FftType, precision: FftPrecision, spec: &FftPlanSpec) -> Result<(FftPlanDesc, u64, u64)> {
+fn validate(
+    ty: FftType,
+    precision: FftPrecision,
+    spec: &FftPlanSpec,
+) -> Result<(FftPlanDesc, u64, u64)> {
     let rank = spec.dims.len();
     if !(1..=3).contains(&rank) {
         return Err(Error::invalid(
@@ -312,7 +321,9 @@ fn validate(ty: FftType, precision: FftPrecision, spec: &FftPlanSpec) -> Result<
         let dist = embed
             .iter()
             .try_fold(1u64, |a, &e| a.checked_mul(e))
-            .ok_or_else(|| Error::invalid(CREATE, format!("dims {:?} overflow 64 bits", spec.dims)))?;
+            .ok_or_else(|| {
+                Error::invalid(CREATE, format!("dims {:?} overflow 64 bits", spec.dims))
+            })?;
         Ok(FftLayout {
             embed,
             stride: 1,

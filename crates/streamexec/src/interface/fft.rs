@@ -77,7 +77,11 @@ impl FftLayout {
     pub fn offset(&self, b: u64, idx: &[u64]) -> u64 {
         let mut linear = 0u64;
         for (d, &i) in idx.iter().enumerate() {
-            linear = if d == 0 { i } else { linear * self.embed[d] + i };
+            linear = if d == 0 {
+                i
+            } else {
+                linear * self.embed[d] + i
+            };
         }
         b * self.dist + self.stride * linear
     }

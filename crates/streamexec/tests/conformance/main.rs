@@ -14,6 +14,7 @@ mod blas;
 mod command_buffer;
 mod default_stream;
 mod errors;
+mod fft;
 mod forged;
 mod launch;
 mod lifetime;

@@ -20,11 +20,11 @@ use rustfft::{Fft, FftNum, FftPlanner};
 
 use super::device::HostExecutor;
 use crate::error::{Error, Result};
+use crate::interface::StreamInterface;
 use crate::interface::blas::Operand;
 use crate::interface::fft::{
     FftDirection, FftLayout, FftPlanDesc, FftPlanInterface, FftPrecision, FftSupport, FftType,
 };
-use crate::interface::StreamInterface;
 use crate::ptx::device_bytes;
 use crate::ptx::memory::Pinned;
 
@@ -160,7 +160,11 @@ impl<T: FftNum + bytemuck::Pod> Plan<T> {
         cx: &mut [Complex<T>],
     ) -> Result<()> {
         let per_cx = product(&self.complex_shape);
-        let per_re = if re.is_empty() { 0 } else { product(&self.real_shape) };
+        let per_re = if re.is_empty() {
+            0
+        } else {
+            product(&self.real_shape)
+        };
         let (ip, op) = (input.as_ptr() as usize, output.as_ptr() as usize);
         let run = |(i, (re, cx)): (usize, (&mut [T], &mut [Complex<T>]))| -> Result<()> {
             let b0 = i * k;
@@ -214,10 +218,26 @@ impl<T: FftNum + bytemuck::Pod> Plan<T> {
         let d = &self.desc;
         if d.ty == FftType::R2C {
             let b = bytemuck::cast_slice_mut(re);
-            copy_layout(p as *mut u8, &d.input, &self.real_shape, size_of::<T>(), b0, b, false);
+            copy_layout(
+                p as *mut u8,
+                &d.input,
+                &self.real_shape,
+                size_of::<T>(),
+                b0,
+                b,
+                false,
+            );
         } else {
             let b = bytemuck::cast_slice_mut(cx);
-            copy_layout(p as *mut u8, &d.input, &self.complex_shape, 2 * size_of::<T>(), b0, b, false);
+            copy_layout(
+                p as *mut u8,
+                &d.input,
+                &self.complex_shape,
+                2 * size_of::<T>(),
+                b0,
+                b,
+                false,
+            );
         }
     }
 
@@ -229,12 +249,25 @@ impl<T: FftNum + bytemuck::Pod> Plan<T> {
             copy_layout(p, &d.output, &self.real_shape, size_of::<T>(), b0, b, true);
         } else {
             let b = bytemuck::cast_slice_mut(cx);
-            copy_layout(p, &d.output, &self.complex_shape, 2 * size_of::<T>(), b0, b, true);
+            copy_layout(
+                p,
+                &d.output,
+                &self.complex_shape,
+                2 * size_of::<T>(),
+                b0,
+                b,
+                true,
+            );
         }
     }
 
     /// Transforms the packed batches in `re` / `cx`.
-    fn transform(&self, direction: FftDirection, re: &mut [T], cx: &mut [Complex<T>]) -> Result<()> {
+    fn transform(
+        &self,
+        direction: FftDirection,
+        re: &mut [T],
+        cx: &mut [Complex<T>],
+    ) -> Result<()> {
         let mut bufs = self.bufs.lock().pop().unwrap_or_else(|| TaskBufs {
             block: Vec::new(),
             scratch: Vec::new(),
@@ -285,7 +318,13 @@ impl<T: FftNum + bytemuck::Pod> Plan<T> {
 
     /// Complex FFTs (`dir`: 0 forward, 1 inverse) along each axis in `axes` of the packed
     /// transforms in `cx` (shape `complex_shape`).
-    fn axes(&self, dir: usize, axes: std::ops::Range<usize>, cx: &mut [Complex<T>], bufs: &mut TaskBufs<T>) {
+    fn axes(
+        &self,
+        dir: usize,
+        axes: std::ops::Range<usize>,
+        cx: &mut [Complex<T>],
+        bufs: &mut TaskBufs<T>,
+    ) {
         let shape = &self.complex_shape;
         for d in axes.rev() {
             let n = shape[d];
@@ -298,7 +337,8 @@ impl<T: FftNum + bytemuck::Pod> Plan<T> {
                 fft.process_with_scratch(cx, &mut bufs.scratch);
                 continue;
             }
-            bufs.block.resize(n * inner, Complex::new(T::zero(), T::zero()));
+            bufs.block
+                .resize(n * inner, Complex::new(T::zero(), T::zero()));
             for block in cx.chunks_mut(n * inner) {
                 transpose(block, &mut bufs.block, n, inner);
                 fft.process_with_scratch(&mut bufs.block, &mut bufs.scratch);
@@ -338,7 +378,10 @@ fn copy_layout(
     let per = product(shape);
     let count = packed.len() / (per * e);
     let (stride, dist) = (layout.stride as usize, layout.dist as usize);
-    let rows_packed = layout.embed[1..].iter().zip(&shape[1..]).all(|(&m, &n)| m as usize == n);
+    let rows_packed = layout.embed[1..]
+        .iter()
+        .zip(&shape[1..])
+        .all(|(&m, &n)| m as usize == n);
     let copy = |off_elems: usize, bytes: &mut [u8]| {
         let at = p.wrapping_add(off_elems * e);
         // SAFETY: every offset this function forms is an element of a validated layout for a
@@ -355,18 +398,21 @@ fn copy_layout(
     if stride == 1 && rows_packed && dist == per {
         // All batches are one contiguous range: large copies in parallel.
         let base = p as usize + b0 * dist * e;
-        packed.par_chunks_mut(COPY_CHUNK).enumerate().for_each(|(i, bytes)| {
-            let off = i * COPY_CHUNK;
-            let at = (base + off) as *mut u8;
-            // SAFETY: as in `copy`: inside the batches' contiguous extent.
-            unsafe {
-                if store {
-                    device_bytes::store_bytes(at, bytes);
-                } else {
-                    device_bytes::load_bytes(bytes, at);
+        packed
+            .par_chunks_mut(COPY_CHUNK)
+            .enumerate()
+            .for_each(|(i, bytes)| {
+                let off = i * COPY_CHUNK;
+                let at = (base + off) as *mut u8;
+                // SAFETY: as in `copy`: inside the batches' contiguous extent.
+                unsafe {
+                    if store {
+                        device_bytes::store_bytes(at, bytes);
+                    } else {
+                        device_bytes::load_bytes(bytes, at);
+                    }
                 }
-            }
-        });
+            });
         return;
     }
     let n_last = shape[rank - 1];

@@ -58,12 +58,12 @@
 //! Unified memory is ordinary device memory here (it is host memory already).
 
 mod blas;
-mod fft;
 mod block;
 mod command_buffer;
 mod device;
 mod event;
 mod executor;
+mod fft;
 mod kernel;
 mod launch;
 
