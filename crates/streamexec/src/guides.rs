@@ -27,6 +27,10 @@ pub struct Memory;
 #[doc = include_str!("../../../docs/canned-ops.md")]
 pub struct CannedOps;
 
+/// docs/fft.md.
+#[doc = include_str!("../../../docs/fft.md")]
+pub struct Fft;
+
 /// docs/command-buffers.md.
 #[doc = include_str!("../../../docs/command-buffers.md")]
 pub struct CommandBuffers;

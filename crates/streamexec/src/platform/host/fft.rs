@@ -31,6 +31,9 @@ use crate::ptx::memory::Pinned;
 /// Bytes of packed data one task handles (gathers, transforms, scatters) at a time.
 const CHUNK_BYTES: usize = 256 << 10;
 
+/// Elements of rows one task transforms when a chunk's rows are split across threads.
+const ROW_CHUNK: usize = 16 << 10;
+
 /// Bytes per parallel task of a large contiguous copy.
 const COPY_CHUNK: usize = 256 << 10;
 
@@ -294,23 +297,38 @@ impl<T: FftNum + bytemuck::Pod> Plan<T> {
             FftType::C2C => self.axes(dir, 0..rank, cx, bufs),
             FftType::R2C => {
                 let r2c = self.lines.r2c.as_ref().expect("R2C plans hold an r2c"); // ok: made in new
-                for (r, c) in re.chunks_mut(n_last).zip(cx.chunks_mut(nc_last)) {
-                    r2c.process_with_scratch(r, c, &mut bufs.scratch)
-                        .map_err(|e| Error::internal(format!("realfft R2C: {e}")))?;
-                }
+                let rows = (ROW_CHUNK / n_last).max(1);
+                re.par_chunks_mut(rows * n_last)
+                    .zip(cx.par_chunks_mut(rows * nc_last))
+                    .try_for_each(|(re, cx)| {
+                        let mut scratch = self.scratch();
+                        for (r, c) in re.chunks_mut(n_last).zip(cx.chunks_mut(nc_last)) {
+                            r2c.process_with_scratch(r, c, &mut scratch)
+                                .map_err(|e| Error::internal(format!("realfft R2C: {e}")))?;
+                        }
+                        Ok::<_, Error>(())
+                    })?;
                 self.axes(0, 0..rank - 1, cx, bufs);
             }
             FftType::C2R => {
                 self.axes(1, 0..rank - 1, cx, bufs);
                 let c2r = self.lines.c2r.as_ref().expect("C2R plans hold a c2r"); // ok: made in new
-                for (c, r) in cx.chunks_mut(nc_last).zip(re.chunks_mut(n_last)) {
-                    match c2r.process_with_scratch(c, r, &mut bufs.scratch) {
-                        // Non-zero imaginary parts of the first (and, n even, the last) value
-                        // are ignored, as cuFFT ignores them; realfft computes as if they were 0.
-                        Ok(()) | Err(FftError::InputValues(..)) => {}
-                        Err(e) => return Err(Error::internal(format!("realfft C2R: {e}"))),
-                    }
-                }
+                let rows = (ROW_CHUNK / n_last).max(1);
+                cx.par_chunks_mut(rows * nc_last)
+                    .zip(re.par_chunks_mut(rows * n_last))
+                    .try_for_each(|(cx, re)| {
+                        let mut scratch = self.scratch();
+                        for (c, r) in cx.chunks_mut(nc_last).zip(re.chunks_mut(n_last)) {
+                            match c2r.process_with_scratch(c, r, &mut scratch) {
+                                // Non-zero imaginary parts of the first (and, n even, the last)
+                                // value are ignored, as cuFFT ignores them; realfft computes as
+                                // if they were 0.
+                                Ok(()) | Err(FftError::InputValues(..)) => {}
+                                Err(e) => return Err(Error::internal(format!("realfft C2R: {e}"))),
+                            }
+                        }
+                        Ok(())
+                    })?;
             }
         }
         Ok(())
@@ -334,31 +352,38 @@ impl<T: FftNum + bytemuck::Pod> Plan<T> {
             let fft = &self.lines.c2c[d][dir];
             let inner: usize = product(&shape[d + 1..]);
             if inner == 1 {
-                fft.process_with_scratch(cx, &mut bufs.scratch);
+                self.rows(fft, cx, &mut bufs.scratch);
                 continue;
             }
             bufs.block
                 .resize(n * inner, Complex::new(T::zero(), T::zero()));
             for block in cx.chunks_mut(n * inner) {
-                transpose(block, &mut bufs.block, n, inner);
-                fft.process_with_scratch(&mut bufs.block, &mut bufs.scratch);
-                transpose(&bufs.block, block, inner, n);
+                // The block is `n × inner` (row-major): its lines along this axis are columns.
+                transpose::transpose(block, &mut bufs.block, inner, n);
+                self.rows(fft, &mut bufs.block, &mut bufs.scratch);
+                transpose::transpose(&bufs.block, block, n, inner);
             }
         }
     }
 }
 
-/// `dst` (`cols × rows`) = the transpose of `src` (`rows × cols`), both row-major.
-fn transpose<T: Copy>(src: &[T], dst: &mut [T], rows: usize, cols: usize) {
-    const TILE: usize = 16;
-    for r0 in (0..rows).step_by(TILE) {
-        for c0 in (0..cols).step_by(TILE) {
-            for r in r0..(r0 + TILE).min(rows) {
-                for c in c0..(c0 + TILE).min(cols) {
-                    dst[c * rows + r] = src[r * cols + c];
-                }
-            }
+impl<T: FftNum + bytemuck::Pod> Plan<T> {
+    /// `fft` over every row of `buf` (rows of `fft.len()`), in parallel chunks of about
+    /// [`ROW_CHUNK`] elements when there is more than one.
+    fn rows(&self, fft: &Arc<dyn Fft<T>>, buf: &mut [Complex<T>], scratch: &mut [Complex<T>]) {
+        let n = fft.len();
+        let per = (ROW_CHUNK / n).max(1) * n;
+        if buf.len() <= per {
+            fft.process_with_scratch(buf, scratch);
+            return;
         }
+        buf.par_chunks_mut(per)
+            .for_each(|rows| fft.process_with_scratch(rows, &mut self.scratch()));
+    }
+
+    /// A fresh FFT scratch buffer for a parallel task.
+    fn scratch(&self) -> Vec<Complex<T>> {
+        vec![Complex::new(T::zero(), T::zero()); self.lines.scratch]
     }
 }
 
