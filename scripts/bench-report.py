@@ -50,6 +50,8 @@ BASELINES = [
     ("canned.rs", r"sgemm_1024", r".+", "gemm_crate_direct"),
     ("canned.rs", r"philox_fill_64MiB", r"(.+?)_(uniform_u32|gaussian_f32|memset32_baseline)",
      r"\1_memset32_baseline"),
+    ("fft.rs", r"fft_c2c_f32_.+", r".+", "rustfft_direct"),
+    ("fft.rs", r"fft_platforms_c2c_f32_.+", r"host|cuda", "host"),
     ("async_done.rs", r"completions_10k", r".+", "block_host_until_done_thread_per_stream"),
     ("command_buffer.rs", r"launch_chain_64/.+", r"(issue_only/)?(replay \(.+\)|one_by_one)",
      r"\1one_by_one"),
@@ -61,7 +63,7 @@ BASELINES = [
 ]
 
 # The order of the bench sections.
-BENCH_ORDER = ["host.rs", "opencl.rs", "cuda.rs", "cuda_on_cpu.rs", "canned.rs",
+BENCH_ORDER = ["host.rs", "opencl.rs", "cuda.rs", "cuda_on_cpu.rs", "canned.rs", "fft.rs",
                "async_done.rs", "command_buffer.rs", "rpc.rs", "mpi.rs", "ptx.rs"]
 
 
