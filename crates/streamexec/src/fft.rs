@@ -221,14 +221,13 @@ fn check_layout(name: &str, layout: &FftLayout, shape: &[u64], batch: u64) -> Re
             ),
         ));
     }
-    for d in 1..rank {
-        if layout.embed[d] < shape[d] {
+    for (d, (&e, &n)) in layout.embed.iter().zip(shape).enumerate().skip(1) {
+        if e < n {
             return Err(Error::invalid(
                 CREATE,
                 format!(
-                    "{name}.embed[{d}] = {} is less than {}, the side's size in dimension {d}; \
-                     storage sizes must hold the data",
-                    layout.embed[d], shape[d]
+                    "{name}.embed[{d}] = {e} is less than {n}, the side's size in dimension {d}; \
+                     storage sizes must hold the data"
                 ),
             ));
         }

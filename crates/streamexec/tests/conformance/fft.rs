@@ -636,9 +636,7 @@ fn fft_invalid_calls_fail_the_stream_naming_the_argument() {
         // Each call fails the stream: the error comes back from block_host_until_done, and a
         // valid call after it does not run (its output stays poisoned).
         let fails = |f: &dyn Fn(&mut streamexec::Stream), arg: &str| {
-            let out = exec
-                .copy_to_device(&vec![<[f32; 2]>::poison(); 16])
-                .unwrap();
+            let out = exec.copy_to_device(&[<[f32; 2]>::poison(); 16]).unwrap();
             let mut s = exec.create_stream().unwrap();
             f(&mut s);
             assert!(
@@ -747,7 +745,7 @@ fn fft_invalid_calls_fail_the_stream_naming_the_argument() {
         // A plan or buffers of another executor.
         for other in executors().into_iter().filter(|e| !e.same_as(exec)) {
             eprintln!("   with a foreign {}", other.platform_name());
-            let foreign = other.copy_to_device(&vec![[0.0f32; 2]; 16]).unwrap();
+            let foreign = other.copy_to_device(&[[0.0f32; 2]; 16]).unwrap();
             fails(
                 &|s| {
                     s.then_fft(&c2c, Forward, &foreign, &b);

@@ -54,6 +54,9 @@ struct TaskBufs<T> {
     scratch: Vec<Complex<T>>,
 }
 
+/// Packed real and complex data of one execution (the real part empty for C2C).
+type Packed<T> = (Vec<T>, Vec<Complex<T>>);
+
 /// A host plan in one precision.
 struct Plan<T: FftNum> {
     desc: FftPlanDesc,
@@ -62,7 +65,7 @@ struct Plan<T: FftNum> {
     complex_shape: Vec<usize>,
     lines: Lines<T>,
     /// Packed real and complex data of whole executions, kept for the next one.
-    data: Mutex<Vec<(Vec<T>, Vec<Complex<T>>)>>,
+    data: Mutex<Vec<Packed<T>>>,
     /// Task buffers, kept for the next task.
     bufs: Mutex<Vec<TaskBufs<T>>>,
 }
