@@ -313,16 +313,17 @@ fn validate(
     // The packed layout of a side of `shape`; `pad` widens the last dimension to the complex
     // side's storage seen as reals.
     let packed = |shape: Vec<u64>, pad: bool| -> Result<FftLayout> {
+        let overflow = || Error::invalid(CREATE, format!("dims {:?} overflow 64 bits", spec.dims));
         let mut embed = shape;
         if pad {
-            embed[rank - 1] = 2 * (spec.dims[rank - 1] / 2 + 1);
+            embed[rank - 1] = (spec.dims[rank - 1] / 2 + 1)
+                .checked_mul(2)
+                .ok_or_else(overflow)?;
         }
         let dist = embed
             .iter()
             .try_fold(1u64, |a, &e| a.checked_mul(e))
-            .ok_or_else(|| {
-                Error::invalid(CREATE, format!("dims {:?} overflow 64 bits", spec.dims))
-            })?;
+            .ok_or_else(overflow)?;
         Ok(FftLayout {
             embed,
             stride: 1,

@@ -31,6 +31,9 @@ use crate::ptx::memory::Pinned;
 /// Bytes of packed data one task handles (gathers, transforms, scatters) at a time.
 const CHUNK_BYTES: usize = 256 << 10;
 
+/// The most points one transform may have (2^34: 128 GiB of f32 complex values).
+const MAX_POINTS: u64 = 1 << 34;
+
 /// Elements of rows one task transforms when a chunk's rows are split across threads.
 const ROW_CHUNK: usize = 16 << 10;
 
@@ -481,6 +484,20 @@ impl FftSupport for HostExecutor {
     }
 
     fn create_plan(&self, desc: &FftPlanDesc) -> Result<Box<dyn FftPlanInterface>> {
+        // Twiddles and scratch are O(n) host memory made now; refuse sizes no buffer could
+        // hold rather than abort on a failed allocation.
+        let points = desc.dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        if points.is_none_or(|n| n > MAX_POINTS) {
+            return Err(Error::unsupported(
+                super::PLATFORM,
+                "create_fft_plan",
+                format!(
+                    "dims {:?} make more than 2^34 points per transform, more than the host \
+                     FFT plans; split the transform",
+                    desc.dims
+                ),
+            ));
+        }
         let exec = self
             .me
             .upgrade()
