@@ -15,6 +15,7 @@ mod command_buffer;
 mod default_stream;
 mod errors;
 mod fft;
+mod fft_errors;
 mod forged;
 mod launch;
 mod lifetime;
