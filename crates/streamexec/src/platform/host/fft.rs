@@ -135,8 +135,8 @@ impl<T: FftNum + bytemuck::Pod> Plan<T> {
         }
     }
 
-    /// Runs every batch: `input` and `output` are the pinned operands, `in_place` when they
-    /// are the same bytes.
+    /// Runs every batch: `input` and `output` are the pinned operands (the same bytes when in
+    /// place).
     fn run(&self, direction: FftDirection, input: &Pinned, output: &Pinned) -> Result<()> {
         let d = &self.desc;
         let batch = d.batch as usize;
