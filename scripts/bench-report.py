@@ -51,6 +51,8 @@ BASELINES = [
     ("plugins.rs", r"opencl_sgemm_\d+", r".+", "builtin"),
     ("canned.rs", r"philox_fill_64MiB", r"(.+?)_(uniform_u32|gaussian_f32|memset32_baseline)",
      r"\1_memset32_baseline"),
+    ("fft.rs", r"fft_c2c_f32_.+", r".+", "rustfft_direct"),
+    ("fft.rs", r"fft_platforms_c2c_f32_.+", r"host|cuda", "host"),
     ("async_done.rs", r"completions_10k", r".+", "block_host_until_done_thread_per_stream"),
     ("command_buffer.rs", r"launch_chain_64/.+", r"(issue_only/)?(replay \(.+\)|one_by_one)",
      r"\1one_by_one"),
@@ -62,8 +64,8 @@ BASELINES = [
 ]
 
 # The order of the bench sections.
-BENCH_ORDER = ["host.rs", "opencl.rs", "cuda.rs", "cuda_on_cpu.rs", "canned.rs",
-               "plugins.rs", "async_done.rs", "command_buffer.rs", "rpc.rs", "mpi.rs", "ptx.rs"]
+BENCH_ORDER = ["host.rs", "opencl.rs", "cuda.rs", "cuda_on_cpu.rs", "canned.rs", "plugins.rs",
+               "fft.rs", "async_done.rs", "command_buffer.rs", "rpc.rs", "mpi.rs", "ptx.rs"]
 
 
 def repo_root():

@@ -31,6 +31,10 @@ pub struct CannedOps;
 #[doc = include_str!("../../../docs/plugins.md")]
 pub struct Plugins;
 
+/// docs/fft.md.
+#[doc = include_str!("../../../docs/fft.md")]
+pub struct Fft;
+
 /// docs/command-buffers.md.
 #[doc = include_str!("../../../docs/command-buffers.md")]
 pub struct CommandBuffers;

@@ -54,6 +54,7 @@ mod command_buffer;
 mod event;
 mod executor;
 mod executor_rpc;
+mod fft;
 mod kernel;
 mod memory;
 #[cfg(feature = "mpi")]
@@ -72,8 +73,10 @@ pub use error::{Error, IoError, Result};
 pub use event::{Event, EventReady, Timer};
 pub use executor::StreamExecutor;
 pub use executor_rpc::ExecutorRpc;
+pub use fft::{FftElement, FftPair, FftPlan, FftPlanSpec};
 pub use interface::EventStatus;
 pub use interface::blas::Transpose;
+pub use interface::fft::{FftDirection, FftLayout, FftPlanDesc, FftPrecision, FftType};
 pub use kernel::{Kernel, TypedKernel};
 pub use memory::{DeviceMemory, DeviceSlice, UnifiedMemory};
 pub use platform::host::{AtomicElement, AtomicOp, Global, HostKernel, ThreadCtx};

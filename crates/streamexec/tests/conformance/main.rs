@@ -14,6 +14,8 @@ mod blas;
 mod command_buffer;
 mod default_stream;
 mod errors;
+mod fft;
+mod fft_errors;
 mod forged;
 mod launch;
 mod lifetime;

@@ -332,7 +332,7 @@ fn a_stream_whose_operation_is_unsupported_fails_and_skips_later_work() {
 /// The assertions of the unit test this file replaced, which ran the host executor behind a
 /// wrapper without `blas()`/`rng()`: now on every platform without them, noop included.
 #[test]
-fn blas_and_rng_on_a_platform_without_them_fail_the_stream_with_unsupported() {
+fn blas_rng_and_fft_on_a_platform_without_them_fail_with_unsupported() {
     for exec in platforms() {
         let name = exec.platform_name();
         eprintln!("-- on platform {name}");
@@ -392,6 +392,10 @@ fn blas_and_rng_on_a_platform_without_them_fail_the_stream_with_unsupported() {
             let mut s = exec.create_stream().unwrap();
             s.then_populate_rand_uniform(&x);
             unsupported_here(&exec, Some("then_populate_rand_uniform"), &s.status());
+            // A platform without FFT refuses the plan, naming the operation and the platform.
+            let spec = streamexec::FftPlanSpec::new(&[8]);
+            let plan = exec.create_fft_plan::<[f32; 2], [f32; 2]>(&spec);
+            unsupported_here(&exec, Some("create_fft_plan"), &plan);
         });
     }
 }

@@ -206,6 +206,10 @@ impl StreamExecutorInterface for HostExecutor {
         self.plugins.iter().find(|s| s.family == family).cloned()
     }
 
+    fn fft(&self) -> Option<&dyn crate::interface::FftSupport> {
+        Some(self)
+    }
+
     fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // One server serves both kinds of client: PTX modules built against LLVM's GPU libc
         // (a warp of the engine is one client; the module's `__llvm_rpc_client` holds its

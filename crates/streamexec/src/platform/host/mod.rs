@@ -15,7 +15,7 @@
 //! | `kernel.rs` | `HostKernel`, `ThreadCtx`, `Global`, device atomics: what a running thread sees |
 //! | `launch.rs` | one launch as its threads see it: geometry, pinned arguments, a block's shared memory and barrier, how a thread faults |
 //! | `block.rs` | the grid/block scheduler: rayon across blocks; inside a block a plain loop, or corosensei coroutines once thread 0 reaches a barrier |
-//! | `blas.rs`, `rng.rs` | BLAS (the `gemm` crate, rayon loops) and Philox fills |
+//! | `blas.rs`, `rng.rs`, `fft.rs` | BLAS (the `gemm` crate, rayon loops), Philox fills, FFT (rustfft) |
 //! | `status.rs` | the host's own failures as `Error`s (it has no driver status codes) |
 //! | `sysinfo.rs` | CPU and memory facts for the `DeviceDescription` |
 //! | `ptx.rs` | PTX images of a spec run on the CPU: the adapter to `streamexec-ptx` (module cache, arguments, limits, errors) |
@@ -63,6 +63,7 @@ mod command_buffer;
 mod device;
 mod event;
 mod executor;
+mod fft;
 mod kernel;
 mod launch;
 
