@@ -39,3 +39,16 @@ pub(crate) fn cublas_check(call: &str, s: cb::cublasStatus_t) -> Result<()> {
         detail: format!("{s:?}"),
     })
 }
+
+/// `Ok` for `CUFFT_SUCCESS`, else `Error::Driver` for cuFFT call `call`.
+pub(crate) fn cufft_check(call: &str, s: cudarc::cufft::sys::cufftResult) -> Result<()> {
+    if s == cudarc::cufft::sys::cufftResult::CUFFT_SUCCESS {
+        return Ok(());
+    }
+    Err(Error::Driver {
+        platform: PLATFORM,
+        call: call.into(),
+        code: s as i64,
+        detail: format!("{s:?}"),
+    })
+}

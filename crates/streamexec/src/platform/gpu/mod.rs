@@ -100,7 +100,7 @@ use std::sync::Arc;
 
 pub(crate) use device::GpuExecutor;
 pub(crate) use driver::{
-    Driver, GpuBlas, GraphNode, HostFn, KernelNode, ModuleImage, RawEvent, RawFunction, RawGraph,
+    Driver, GpuBlas, GpuFftPlan, GraphNode, HostFn, KernelNode, ModuleImage, RawEvent, RawFunction, RawGraph,
     RawGraphExec, RawGraphNode, RawModule, RawStream,
 };
 
