@@ -112,7 +112,13 @@ impl CudaFftPlan {
 }
 
 impl GpuFftPlan for CudaFftPlan {
-    fn execute(&self, s: RawStream, direction: FftDirection, input: u64, output: u64) -> Result<()> {
+    fn execute(
+        &self,
+        s: RawStream,
+        direction: FftDirection,
+        input: u64,
+        output: u64,
+    ) -> Result<()> {
         use cf::cufftType::*;
         let dir = match direction {
             FftDirection::Forward => -1, // CUFFT_FORWARD

@@ -1,7 +1,7 @@
 //! CUDA driver status codes (`CUresult`) as the crate's errors: every failed driver call is
 //! `Error::Driver` naming the call, the code, and the driver's own name and description of the
-//! code (`cuGetErrorName`, `cuGetErrorString`); cuBLAS statuses likewise. The shared backend
-//! gives some of them a better kind (see `gpu/status.rs`).
+//! code (`cuGetErrorName`, `cuGetErrorString`); cuBLAS and cuFFT statuses likewise. The shared
+//! backend gives some of them a better kind (see `gpu/status.rs`).
 
 use cudarc::cublas::sys as cb;
 use cudarc::driver::result;

@@ -73,11 +73,7 @@ impl<D: Driver> GpuExecutor<D> {
     /// Philox kernels (no vendor RNG in this build), FFT by the driver's vendor library or the
     /// built-in kernels of `D::FFT_PTX`, DNN by nothing.
     pub(crate) fn with_plugins(drv: D, config: &PluginConfig) -> Result<Arc<Self>> {
-        refuse_vendor(
-            D::PLATFORM,
-            config,
-            &[PluginFamily::Rng, PluginFamily::Dnn],
-        )?;
+        refuse_vendor(D::PLATFORM, config, &[PluginFamily::Rng, PluginFamily::Dnn])?;
         let vendor_blas = if D::HAS_BLAS {
             drv.blas_library()
         } else {

@@ -137,10 +137,7 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
 
     /// A vendor FFT plan for validated `desc`; only called where
     /// [`fft_library`](Self::fft_library) is `Ok`.
-    fn fft_plan(
-        &self,
-        desc: &crate::interface::fft::FftPlanDesc,
-    ) -> Result<Box<dyn GpuFftPlan>> {
+    fn fft_plan(&self, desc: &crate::interface::fft::FftPlanDesc) -> Result<Box<dyn GpuFftPlan>> {
         let _ = desc;
         Err(crate::error::Error::internal(format!(
             "{} has no vendor FFT plans",
