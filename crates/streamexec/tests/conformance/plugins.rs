@@ -213,7 +213,7 @@ fn fft_vendor_auto_and_builtin(exec: &StreamExecutor) {
             };
             assert_eq!(auto.implementation, want, "{auto}");
             assert_eq!(b.implementation, want, "{b}");
-            let e = vendor.err().expect("no vendor FFT plugin").to_string();
+            let e = vendor.expect_err("no vendor FFT plugin").to_string();
             assert!(e.contains("no vendor FFT plugin"), "{e}");
         }
         _ => {}
