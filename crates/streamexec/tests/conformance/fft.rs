@@ -8,18 +8,19 @@
 //! (FFTs' error grows as O(ε·log N); Bluestein and Rader paths stay within that constant).
 //!
 //! A platform without FFT support (plan creation fails with `Unsupported`) is skipped with a
-//! note; every other platform runs every case. The checks of plans and calls are in
+//! note; every other platform runs every case, once per FFT plugin it has
+//! ([`on_each_fft_plugin`]: the built-in implementation, and cuFFT where it loads). The checks of plans and calls are in
 //! fft_errors.rs.
 
 use rand::RngExt;
 use rand::rngs::StdRng;
 use streamexec::{
     DeviceMemory, Error, FftDirection, FftElement, FftLayout, FftPair, FftPlan, FftPlanSpec,
-    StreamExecutor,
+    PlatformManager, Plugin, PluginConfig, PluginFamily, StreamExecutor,
 };
 
 use crate::common::{POISON_F32_BITS, rng};
-use crate::on_each_platform;
+use crate::plugins::required_vendor_plugins;
 
 use FftDirection::{Forward, Inverse};
 
@@ -172,6 +173,44 @@ fn spec(c: &Case) -> FftPlanSpec {
     s
 }
 
+/// Runs `test` on device 0 of every platform under test once per FFT plugin it has:
+/// `Plugin::Builtin`, and `Plugin::Vendor` where the vendor library loads (cuFFT on a CUDA
+/// machine that has it; required where `STREAMEXEC_REQUIRE_PLUGINS` names it, e.g. `cufft`),
+/// as `blas::on_each_blas_plugin` does for BLAS.
+pub fn on_each_fft_plugin(test: impl Fn(&StreamExecutor)) {
+    static EXECUTORS: std::sync::OnceLock<Vec<StreamExecutor>> = std::sync::OnceLock::new();
+    let executors = EXECUTORS.get_or_init(|| {
+        let required = required_vendor_plugins();
+        let mut out = Vec::new();
+        for exec in crate::common::executors() {
+            let platform = PlatformManager::platform_with_name(exec.platform_name()).unwrap();
+            for choice in [Plugin::Builtin, Plugin::Vendor] {
+                match platform.executor_for_device_with(0, PluginConfig::default().fft(choice)) {
+                    Ok(e) => out.push(e),
+                    Err(e) if choice == Plugin::Vendor => {
+                        let text = e.to_string().to_ascii_lowercase();
+                        let named = required.iter().find(|r| text.contains(r.as_str()));
+                        assert!(named.is_none(), "STREAMEXEC_REQUIRE_PLUGINS: {e}");
+                        eprintln!("no vendor FFT on {}: {e}", exec.platform_name());
+                    }
+                    Err(e) => panic!("{}: Plugin::Builtin for FFT: {e}", exec.platform_name()),
+                }
+            }
+        }
+        out
+    });
+    for exec in executors {
+        let report = exec.plugins();
+        let fft = report.get(PluginFamily::Fft).unwrap();
+        eprintln!(
+            "-- on platform {} with FFT from {}",
+            exec.platform_name(),
+            fft.implementation
+        );
+        test(exec);
+    }
+}
+
 /// Whether `exec` plans FFTs at all (a platform without FFT support is skipped, with a note).
 pub(crate) fn has_fft(exec: &StreamExecutor) -> bool {
     match exec.create_fft_plan::<[f32; 2], [f32; 2]>(&FftPlanSpec::new(&[8])) {
@@ -317,7 +356,7 @@ const SIZES_1D: &[u64] = &[1, 2, 3, 8, 64, 1024, 15, 105, 210, 17, 97, 1009];
 
 #[test]
 fn fft_c2c_1d_matches_the_f64_dft() {
-    on_each_platform(|exec| {
+    on_each_fft_plugin(|exec| {
         if !has_fft(exec) {
             return;
         }
@@ -337,7 +376,7 @@ fn fft_c2c_1d_matches_the_f64_dft() {
 
 #[test]
 fn fft_real_1d_matches_the_f64_dft() {
-    on_each_platform(|exec| {
+    on_each_fft_plugin(|exec| {
         if !has_fft(exec) {
             return;
         }
@@ -353,7 +392,7 @@ fn fft_real_1d_matches_the_f64_dft() {
 
 #[test]
 fn fft_2d_and_3d_batched_match_the_f64_dft() {
-    on_each_platform(|exec| {
+    on_each_fft_plugin(|exec| {
         if !has_fft(exec) {
             return;
         }
@@ -383,7 +422,7 @@ fn fft_2d_and_3d_batched_match_the_f64_dft() {
 
 #[test]
 fn fft_strided_and_embedded_layouts() {
-    on_each_platform(|exec| {
+    on_each_fft_plugin(|exec| {
         if !has_fft(exec) {
             return;
         }
@@ -422,7 +461,7 @@ fn fft_strided_and_embedded_layouts() {
 
 #[test]
 fn fft_in_place() {
-    on_each_platform(|exec| {
+    on_each_fft_plugin(|exec| {
         if !has_fft(exec) {
             return;
         }
@@ -460,7 +499,7 @@ fn fft_in_place() {
 
 #[test]
 fn fft_forward_then_inverse_scales_by_n() {
-    on_each_platform(|exec| {
+    on_each_fft_plugin(|exec| {
         if !has_fft(exec) {
             return;
         }

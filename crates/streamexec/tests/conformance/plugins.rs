@@ -146,6 +146,7 @@ fn vendor_without_its_library_fails_at_creation_naming_it() {
             },
             _ => {}
         }
+        fft_vendor_auto_and_builtin(exec);
         // No platform has a vendor RNG or DNN plugin in this build.
         for family in [PluginFamily::Rng, PluginFamily::Dnn] {
             let e = with(exec, PluginConfig::default().with(family, Plugin::Vendor))
@@ -158,6 +159,65 @@ fn vendor_without_its_library_fails_at_creation_naming_it() {
             );
         }
     });
+}
+
+/// FFT under each choice: what serves it per platform (host: rustfft; opencl: the built-in
+/// kernels, no VkFFT in this build; cuda: cuFFT where libcufft loads, else the built-in
+/// kernels, which is always the CPU libcuda; hip: none), `Plugin::Vendor` failing at creation
+/// naming libcufft where it is absent, and `Plugin::Builtin` honoured.
+fn fft_vendor_auto_and_builtin(exec: &StreamExecutor) {
+    let report = exec.plugins();
+    let auto = report.get(PluginFamily::Fft).unwrap();
+    let vendor = with(exec, PluginConfig::default().fft(Plugin::Vendor));
+    let builtin = with(exec, PluginConfig::default().fft(Plugin::Builtin)).unwrap();
+    let b = builtin.plugins();
+    let b = b.get(PluginFamily::Fft).unwrap().clone();
+    assert_eq!(b.choice, Plugin::Builtin, "{b}");
+    match exec.platform_name() {
+        "cuda" => {
+            assert_eq!(b.implementation, "built-in kernels", "{b}");
+            assert_eq!(b.reason, "Plugin::Builtin chosen", "{b}");
+            match vendor {
+                // A GPU machine with libcufft.
+                Ok(v) => {
+                    let r = v.plugins();
+                    let fft = r.get(PluginFamily::Fft).unwrap();
+                    assert_eq!(fft.implementation, "cuFFT", "{fft}");
+                    assert_eq!(auto.implementation, "cuFFT", "{auto}");
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(
+                        !required_vendor_plugins().iter().any(|r| r == "cufft"),
+                        "STREAMEXEC_REQUIRE_PLUGINS names cufft: {e}"
+                    );
+                    assert!(
+                        e.contains("libcufft") && e.contains("Plugin::Builtin"),
+                        "{e}"
+                    );
+                    assert_eq!(auto.implementation, "built-in kernels", "{auto}");
+                    assert!(
+                        auto.reason.contains("cuFFT not found")
+                            && auto.reason.contains("libcufft")
+                            && auto.reason.contains("using built-in kernels"),
+                        "{auto}"
+                    );
+                }
+            }
+        }
+        "host" | "opencl" => {
+            let want = if exec.platform_name() == "host" {
+                "rustfft"
+            } else {
+                "built-in kernels"
+            };
+            assert_eq!(auto.implementation, want, "{auto}");
+            assert_eq!(b.implementation, want, "{b}");
+            let e = vendor.expect_err("no vendor FFT plugin").to_string();
+            assert!(e.contains("no vendor FFT plugin"), "{e}");
+        }
+        _ => {}
+    }
 }
 
 /// The vendor and built-in BLAS of one platform compute the same GEMM, GEMV and dot on the

@@ -296,6 +296,26 @@ unsafe impl Driver for CudaDriver {
         }
     }
 
+    fn fft_library(&self) -> std::result::Result<&'static str, Option<String>> {
+        // SAFETY: only tries to dlopen the library names cudarc would use.
+        if unsafe { cudarc::cufft::sys::is_culib_present() } {
+            Ok("cuFFT")
+        } else {
+            Err(Some(
+                "cuFFT not found: libcufft.so (or another name cudarc tries, e.g. \
+                 libcufft.so.11) is missing"
+                    .into(),
+            ))
+        }
+    }
+
+    fn fft_plan(
+        &self,
+        desc: &crate::interface::fft::FftPlanDesc,
+    ) -> Result<Box<dyn crate::platform::gpu::GpuFftPlan>> {
+        Ok(Box::new(super::fft::CudaFftPlan::new(self.ctx, desc)?))
+    }
+
     fn open(ordinal: usize) -> Result<Self> {
         CudaDriver::new(ordinal)
     }

@@ -3,7 +3,8 @@
 //! events, memory and kernels). This folder holds `open`, the driver calls (`driver.rs`: the
 //! kernel image choice, NVRTC, the device description from attributes), cuBLAS (`blas.rs`;
 //! where libcublas is not installed, BLAS runs the shared backend's built-in PTX kernels, see
-//! `gpu/blas.rs`) and the `CUresult` mapping (`status.rs`).
+//! `gpu/blas.rs`), cuFFT (`fft.rs`; where libcufft is not installed, FFT runs the built-in
+//! kernels, see `gpu/fft.rs`) and the `CUresult` mapping (`status.rs`).
 //!
 //! # No panics from cudarc
 //!
@@ -21,6 +22,7 @@
 
 mod blas;
 mod driver;
+mod fft;
 mod graph;
 mod status;
 

@@ -1,7 +1,7 @@
 //! CUDA driver status codes (`CUresult`) as the crate's errors: every failed driver call is
 //! `Error::Driver` naming the call, the code, and the driver's own name and description of the
-//! code (`cuGetErrorName`, `cuGetErrorString`); cuBLAS statuses likewise. The shared backend
-//! gives some of them a better kind (see `gpu/status.rs`).
+//! code (`cuGetErrorName`, `cuGetErrorString`); cuBLAS and cuFFT statuses likewise. The shared
+//! backend gives some of them a better kind (see `gpu/status.rs`).
 
 use cudarc::cublas::sys as cb;
 use cudarc::driver::result;
@@ -30,6 +30,19 @@ pub(crate) fn cu_error(call: &str, e: result::DriverError) -> Error {
 /// `Ok` for `CUBLAS_STATUS_SUCCESS`, else `Error::Driver` for cuBLAS call `call`.
 pub(crate) fn cublas_check(call: &str, s: cb::cublasStatus_t) -> Result<()> {
     if s == cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        return Ok(());
+    }
+    Err(Error::Driver {
+        platform: PLATFORM,
+        call: call.into(),
+        code: s as i64,
+        detail: format!("{s:?}"),
+    })
+}
+
+/// `Ok` for `CUFFT_SUCCESS`, else `Error::Driver` for cuFFT call `call`.
+pub(crate) fn cufft_check(call: &str, s: cudarc::cufft::sys::cufftResult) -> Result<()> {
+    if s == cudarc::cufft::sys::cufftResult::CUFFT_SUCCESS {
         return Ok(());
     }
     Err(Error::Driver {

@@ -25,7 +25,7 @@ use crate::types::{BlockDim, LaunchDims, Packable, PackedArg, ThreadDim};
 
 /// The stream as this backend's, for calls that need its driver handle (the handle layer
 /// passes only streams of the executor whose `BlasSupport` this is).
-fn gpu_stream<'s, D: Driver>(
+pub(super) fn gpu_stream<'s, D: Driver>(
     stream: &'s dyn StreamInterface,
     op: &str,
 ) -> Result<&'s GpuStream<D>> {

@@ -53,6 +53,10 @@ pub(crate) struct GpuExecutor<D: Driver> {
     pub(super) me: Weak<GpuExecutor<D>>,
     /// What runs BLAS: the driver's vendor library or the built-in kernels (blas.rs).
     pub(super) blas_served: Served,
+    /// What runs FFT: the driver's vendor library (its name) or the built-in kernels (fft.rs).
+    pub(super) fft_served: Served,
+    /// The vendor FFT's name, where it serves FFT.
+    pub(super) fft_vendor: Option<&'static str>,
     /// What serves each canned family, as decided from the executor's `PluginConfig`.
     pub(super) plugins: Vec<PluginStatus>,
 }
@@ -66,13 +70,10 @@ impl<D: Driver> GpuExecutor<D> {
 
     /// The executor of `drv`, each canned family served as `config` asks: BLAS by the
     /// driver's vendor library or the built-in kernels of `D::CANNED_PTX`, RNG by the built-in
-    /// Philox kernels (no vendor RNG in this build), FFT and DNN by nothing vendor.
+    /// Philox kernels (no vendor RNG in this build), FFT by the driver's vendor library or the
+    /// built-in kernels of `D::FFT_PTX`, DNN by nothing.
     pub(crate) fn with_plugins(drv: D, config: &PluginConfig) -> Result<Arc<Self>> {
-        refuse_vendor(
-            D::PLATFORM,
-            config,
-            &[PluginFamily::Rng, PluginFamily::Fft, PluginFamily::Dnn],
-        )?;
+        refuse_vendor(D::PLATFORM, config, &[PluginFamily::Rng, PluginFamily::Dnn])?;
         let vendor_blas = if D::HAS_BLAS {
             drv.blas_library()
         } else {
@@ -92,6 +93,15 @@ impl<D: Driver> GpuExecutor<D> {
             Err(None),
             D::CANNED_PTX.map(|_| "built-in Philox kernels"),
         )?;
+        let vendor_fft = drv.fft_library();
+        let (fft_served, fft) = decide(
+            D::PLATFORM,
+            PluginFamily::Fft,
+            config.get(PluginFamily::Fft),
+            vendor_fft.clone(),
+            D::FFT_PTX.map(|_| "built-in kernels"),
+        )?;
+        let fft_vendor = vendor_fft.ok().filter(|_| fft_served == Served::Vendor);
         let description = drv.describe()?;
         Ok(Arc::new_cyclic(|me| GpuExecutor {
             drv: Arc::new(drv),
@@ -104,7 +114,9 @@ impl<D: Driver> GpuExecutor<D> {
             notifier: Arc::default(),
             me: me.clone(),
             blas_served,
-            plugins: vec![blas, rng],
+            fft_served,
+            fft_vendor,
+            plugins: vec![blas, rng, fft],
         }))
     }
 

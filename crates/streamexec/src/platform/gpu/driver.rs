@@ -80,6 +80,19 @@ pub(crate) trait GpuBlas: Send + Sync {
     fn level1(&self, s: RawStream, c: &crate::interface::blas::Level1Call) -> Result<()>;
 }
 
+/// A vendor FFT plan (cuFFT) of one device; each execution runs on driver stream `s`.
+pub(crate) trait GpuFftPlan: Send + Sync {
+    /// Enqueues one execution (all batches) from device address `input` to `output` (equal
+    /// for in place). The caller checked the operands against the plan's layouts.
+    fn execute(
+        &self,
+        s: RawStream,
+        direction: crate::interface::fft::FftDirection,
+        input: u64,
+        output: u64,
+    ) -> Result<()>;
+}
+
 /// Host function run by the driver in stream order (releases what async copies borrowed).
 pub(crate) type HostFn = Box<dyn FnOnce() + Send + 'static>;
 
@@ -113,6 +126,23 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
     /// the platform has no vendor BLAS in this build (the default).
     fn blas_library(&self) -> std::result::Result<&'static str, Option<String>> {
         Err(None)
+    }
+
+    /// The vendor FFT's name when its library is installed, else why not, as
+    /// [`blas_library`](Self::blas_library): `Err(None)` (the default) where the platform has no
+    /// vendor FFT in this build.
+    fn fft_library(&self) -> std::result::Result<&'static str, Option<String>> {
+        Err(None)
+    }
+
+    /// A vendor FFT plan for validated `desc`; only called where
+    /// [`fft_library`](Self::fft_library) is `Ok`.
+    fn fft_plan(&self, desc: &crate::interface::fft::FftPlanDesc) -> Result<Box<dyn GpuFftPlan>> {
+        let _ = desc;
+        Err(crate::error::Error::internal(format!(
+            "{} has no vendor FFT plans",
+            Self::PLATFORM
+        )))
     }
 
     /// Opens device `ordinal` (already range-checked against the platform's device count).

@@ -276,7 +276,9 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     }
 
     fn fft(&self) -> Option<&dyn crate::interface::FftSupport> {
-        D::FFT_PTX.map(|_| self as &dyn crate::interface::FftSupport)
+        // The vendor library or the built-in kernels, as decided at creation (fft.rs).
+        (self.fft_served != crate::types::Served::Nothing)
+            .then_some(self as &dyn crate::interface::FftSupport)
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -1,14 +1,29 @@
-//! FFT on CUDA-like devices: the built-in kernels of kernels/fft.cu (PTX committed under
-//! kernels/ptx/, `Driver::FFT_PTX`), planned and enqueued by the plan the OpenCL backend
-//! shares (`platform/fft_builtin`), launched like any kernel on the user's stream. cuFFT is
-//! not used yet.
+//! FFT on CUDA-like devices, from one of two sources decided when the executor is created
+//! (`GpuExecutor::fft_served`, from the executor's `PluginConfig`):
+//!
+//! - the driver's vendor library (`Driver::fft_plan`, cuFFT on CUDA): one vendor plan per FFT
+//!   plan, executed in stream order through the stream's submitter on its driver stream
+//!   handle, as blas.rs calls cuBLAS;
+//! - the built-in kernels of kernels/fft.cu (PTX committed under kernels/ptx/,
+//!   `Driver::FFT_PTX`), planned and enqueued by the plan the OpenCL backend shares
+//!   (`platform/fft_builtin`), launched like any kernel on the user's stream.
+//!
+//! A vendor plan has one work area, so its executions are serialised across streams by an
+//! event, as the built-in plan's are; dropping it waits for its last execution before the
+//! vendor plan is destroyed.
 
-use super::{Driver, GpuExecutor};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::blas::gpu_stream;
+use super::{Driver, GpuExecutor, GpuFftPlan};
 use crate::error::{Error, Result};
-use crate::interface::fft::{FftPlanDesc, FftPlanInterface};
-use crate::interface::{FftSupport, StreamExecutorInterface};
+use crate::interface::blas::Operand;
+use crate::interface::fft::{FftDirection, FftPlanDesc, FftPlanInterface};
+use crate::interface::{EventInterface, FftSupport, StreamExecutorInterface, StreamInterface};
 use crate::platform::fft_builtin::{self, Device};
-use crate::types::{DeviceAddress, PackedArg};
+use crate::types::{DeviceAddress, PackedArg, Served};
 
 /// Threads per block of the FFT kernels.
 const THREADS: u32 = 256;
@@ -27,10 +42,21 @@ fn pointer(addr: DeviceAddress, bytes: u64, scalar: u64) -> Result<(PackedArg, u
 
 impl<D: Driver> FftSupport for GpuExecutor<D> {
     fn implementation(&self) -> &'static str {
-        "built-in kernels"
+        self.fft_vendor.unwrap_or("built-in kernels")
     }
 
     fn create_plan(&self, desc: &FftPlanDesc) -> Result<Box<dyn FftPlanInterface>> {
+        if self.fft_served == Served::Vendor {
+            let exec = self
+                .me
+                .upgrade()
+                .ok_or_else(|| Error::internal("an FFT plan made while its executor drops"))?;
+            return Ok(Box::new(VendorPlan {
+                plan: Arc::from(self.drv.fft_plan(desc)?),
+                exec,
+                last: Mutex::new(None),
+            }));
+        }
         let Some(ptx) = D::FFT_PTX else {
             return Err(Error::unsupported(
                 D::PLATFORM,
@@ -49,5 +75,51 @@ impl<D: Driver> FftSupport for GpuExecutor<D> {
             max_blocks: self.description().max_grid_dims[0].min(MAX_BLOCKS),
         };
         fft_builtin::create_plan(dev, desc, &|name| self.builtin_kernel(ptx, name))
+    }
+}
+
+/// A vendor library's plan (cuFFT), with what orders its executions.
+struct VendorPlan<D: Driver> {
+    plan: Arc<dyn GpuFftPlan>,
+    /// Keeps the device (and its context) alive while the plan is.
+    exec: Arc<GpuExecutor<D>>,
+    /// The end of the previous execution, which the next one waits for.
+    last: Mutex<Option<Arc<dyn EventInterface>>>,
+}
+
+impl<D: Driver> FftPlanInterface for VendorPlan<D> {
+    unsafe fn execute(
+        &self,
+        stream: &dyn StreamInterface,
+        direction: FftDirection,
+        input: Operand,
+        output: Operand,
+    ) -> Result<()> {
+        const OP: &str = "then_fft";
+        let mut last = self.last.lock();
+        if let Some(prev) = last.as_ref() {
+            stream.wait_event(prev)?;
+        }
+        let plan = self.plan.clone();
+        let (i, o) = (input.addr.raw(), output.addr.raw());
+        let result = gpu_stream::<D>(stream, OP)?
+            .submit_driver(move |_, s| plan.execute(s, direction, i, o));
+        // Recorded even after a failed enqueue, so the next execution (and drop) waits for
+        // what was enqueued before the failure.
+        let end = self.exec.create_event()?;
+        stream.record_event(&end)?;
+        *last = Some(end);
+        result
+    }
+}
+
+impl<D: Driver> Drop for VendorPlan<D> {
+    fn drop(&mut self) {
+        // The vendor plan (and its work area) must outlive its pending executions; the last
+        // one ends at `last` (executions are serialised). A failed wait means the stream
+        // failed, and what it skipped never runs.
+        if let Some(ev) = self.last.get_mut().take() {
+            let _ = ev.synchronize();
+        }
     }
 }

@@ -15,7 +15,7 @@
 //! | `stream.rs` | `GpuStream<D>`: the `StreamInterface` impl: async copies that hold host memory until a driver host function releases it, launches |
 //! | `event.rs` | `GpuEvent<D>`: record generations |
 //! | `kernel.rs` | cached modules and kernels with their PTX entry (when the image was PTX) |
-//! | `fft.rs` | `FftSupport`: the built-in kernels of `kernels/fft.cu` (`Driver::FFT_PTX`), planned and enqueued by `platform/fft_builtin` (shared with OpenCL) |
+//! | `fft.rs` | `FftSupport`: the driver's vendor FFT plans (`Driver::fft_plan`, cuFFT) in stream order, or the built-in kernels of `kernels/fft.cu` (`Driver::FFT_PTX`), planned and enqueued by `platform/fft_builtin` (shared with OpenCL) |
 //! | `blas.rs`, `rng.rs` | BLAS through the driver's vendor library (cuBLAS), or built-in PTX kernels where it is not installed; Philox fills from built-in PTX kernels |
 //! | `status.rs` | how driver failures get a better kind (allocation → `OutOfMemory`, launch → `LaunchConfig`) |
 //! | `mock.rs`, `tests.rs`, `rpc_tests.rs` | a simulated CUDA-like driver (a thread per engine queue, freed-memory detection) and the backend's tests over it, so fences, deferred streams and event generations are tested without a GPU |
@@ -77,11 +77,15 @@
 //!
 //! # FFT
 //!
-//! `FftSupport` (where the driver has `FFT_PTX`: CUDA, including the CPU libcuda; HIP has none
-//! and reports no FFT) runs the `se_fft_*` kernels of `kernels/fft.cu`, whose body
-//! (`kernels/fft_body.h`) OpenCL builds too, through the plan in `platform/fft_builtin`
-//! (Stockham and Bluestein passes, layouts by gather/scatter, scratch per plan, executions of
-//! one plan ordered by an event). cuFFT is not used.
+//! FFT is decided at executor creation from the `PluginConfig`, like BLAS: the driver's vendor
+//! library (`Driver::fft_library` / `fft_plan`: cuFFT on CUDA where libcufft is installed) or
+//! the built-in kernels where the driver has `FFT_PTX` (CUDA, including the CPU libcuda; HIP
+//! has neither and reports no FFT). Vendor plans execute through the stream's submitter on its
+//! driver stream, executions of one plan ordered by an event (one work area per plan), and a
+//! dropped plan waits for its last execution. The built-in path runs the `se_fft_*` kernels of
+//! `kernels/fft.cu`, whose body (`kernels/fft_body.h`) OpenCL builds too, through the plan in
+//! `platform/fft_builtin` (Stockham and Bluestein passes, layouts by gather/scatter, scratch per
+//! plan, executions of one plan ordered by an event).
 
 mod blas;
 mod command_buffer;
@@ -100,8 +104,8 @@ use std::sync::Arc;
 
 pub(crate) use device::GpuExecutor;
 pub(crate) use driver::{
-    Driver, GpuBlas, GraphNode, HostFn, KernelNode, ModuleImage, RawEvent, RawFunction, RawGraph,
-    RawGraphExec, RawGraphNode, RawModule, RawStream,
+    Driver, GpuBlas, GpuFftPlan, GraphNode, HostFn, KernelNode, ModuleImage, RawEvent, RawFunction,
+    RawGraph, RawGraphExec, RawGraphNode, RawModule, RawStream,
 };
 
 use crate::error::Result;

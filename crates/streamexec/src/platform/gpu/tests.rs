@@ -354,3 +354,30 @@ fn blas_calls_run_in_stream_order_through_the_drivers_library() {
     // With the library installed, the built-in kernels never run.
     assert!(canned.lock().is_empty());
 }
+
+/// FFT is decided at creation like BLAS: the mock driver has no vendor FFT, so `Auto` and
+/// `Builtin` serve the built-in kernels (saying why) and `Vendor` is refused, naming FFT.
+#[test]
+fn fft_plugin_choice_serves_the_built_in_kernels_without_a_vendor_library() {
+    use crate::interface::StreamExecutorInterface;
+    use crate::types::{Plugin, PluginConfig, PluginFamily};
+    for choice in [Plugin::Auto, Plugin::Builtin] {
+        let config = PluginConfig::default().fft(choice);
+        let iface = GpuExecutor::with_plugins(MockDriver::new(), &config).unwrap();
+        let fft = iface.fft().expect("built-in FFT kernels");
+        assert_eq!(fft.implementation(), "built-in kernels");
+        let status = iface.plugin_status(PluginFamily::Fft).unwrap();
+        assert_eq!(status.implementation, "built-in kernels", "{status}");
+        let why = match choice {
+            Plugin::Builtin => "Plugin::Builtin chosen",
+            _ => "Plugin::Auto: mock has no vendor FFT plugin in this build",
+        };
+        assert_eq!(status.reason, why, "{status}");
+    }
+    let vendor = PluginConfig::default().fft(Plugin::Vendor);
+    let err = GpuExecutor::with_plugins(MockDriver::new(), &vendor)
+        .err()
+        .expect("no vendor FFT on the mock driver")
+        .to_string();
+    assert!(err.contains("no vendor FFT plugin"), "{err}");
+}
