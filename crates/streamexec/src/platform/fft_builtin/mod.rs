@@ -157,8 +157,8 @@ struct Plan {
     table: Buf,
     work: [Buf; 2],
     blue: Option<[Buf; 2]>,
-    /// The end of the previous execution, which the next one waits for.
-    last: Mutex<Option<Arc<dyn EventInterface>>>,
+    /// Orders executions (they share `work`).
+    order: Serial,
     /// Last field: frees the memory after everything else.
     _owned: Owned,
 }
@@ -235,7 +235,7 @@ pub(crate) fn create_plan(
         table: table_buf,
         work,
         blue,
-        last: Mutex::new(None),
+        order: Serial::default(),
         _owned: owned,
     }))
 }
@@ -501,17 +501,49 @@ impl FftPlanInterface for Plan {
         input: Operand,
         output: Operand,
     ) -> Result<()> {
+        self.order.run(&*self.dev.exec, stream, || {
+            // SAFETY: the caller keeps `execute`'s contract.
+            unsafe { self.enqueue(stream, direction, input, output) }
+        })
+    }
+}
+
+/// Orders the executions of one plan, which share its scratch memory (or a vendor plan's work
+/// area): each waits on its stream for the end of the previous one, on whatever stream that
+/// ran.
+#[derive(Default)]
+pub(crate) struct Serial {
+    /// The end of the previous execution.
+    last: Mutex<Option<Arc<dyn EventInterface>>>,
+}
+
+impl Serial {
+    /// Enqueues `enqueue` on `stream` after the previous execution, then records its end.
+    pub(crate) fn run(
+        &self,
+        exec: &dyn StreamExecutorInterface,
+        stream: &dyn StreamInterface,
+        enqueue: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
         let mut last = self.last.lock();
         if let Some(prev) = last.as_ref() {
             stream.wait_event(prev)?;
         }
-        // SAFETY: the caller keeps `execute`'s contract.
-        let result = unsafe { self.enqueue(stream, direction, input, output) };
-        // Recorded even after a failed enqueue, so the next execution waits for what was
-        // enqueued before the failure.
-        let end = self.dev.exec.create_event()?;
+        let result = enqueue();
+        // Recorded even after a failed enqueue, so the next execution (and a drop that waits)
+        // waits for what was enqueued before the failure.
+        let end = exec.create_event()?;
         stream.record_event(&end)?;
         *last = Some(end);
         result
+    }
+
+    /// Waits for the last execution to end (a failed wait means its stream failed, and what
+    /// it skipped never runs).
+    #[cfg(any(feature = "cuda", feature = "hip"))]
+    pub(crate) fn wait(&mut self) {
+        if let Some(ev) = self.last.get_mut().take() {
+            let _ = ev.synchronize();
+        }
     }
 }

@@ -14,15 +14,13 @@
 
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use super::blas::gpu_stream;
 use super::{Driver, GpuExecutor, GpuFftPlan};
 use crate::error::{Error, Result};
 use crate::interface::blas::Operand;
 use crate::interface::fft::{FftDirection, FftPlanDesc, FftPlanInterface};
-use crate::interface::{EventInterface, FftSupport, StreamExecutorInterface, StreamInterface};
-use crate::platform::fft_builtin::{self, Device};
+use crate::interface::{FftSupport, StreamExecutorInterface, StreamInterface};
+use crate::platform::fft_builtin::{self, Device, Serial};
 use crate::types::{DeviceAddress, PackedArg, Served};
 
 /// Threads per block of the FFT kernels.
@@ -54,7 +52,7 @@ impl<D: Driver> FftSupport for GpuExecutor<D> {
             return Ok(Box::new(VendorPlan {
                 plan: Arc::from(self.drv.fft_plan(desc)?),
                 exec,
-                last: Mutex::new(None),
+                order: Serial::default(),
             }));
         }
         let Some(ptx) = D::FFT_PTX else {
@@ -83,8 +81,8 @@ struct VendorPlan<D: Driver> {
     plan: Arc<dyn GpuFftPlan>,
     /// Keeps the device (and its context) alive while the plan is.
     exec: Arc<GpuExecutor<D>>,
-    /// The end of the previous execution, which the next one waits for.
-    last: Mutex<Option<Arc<dyn EventInterface>>>,
+    /// Orders its executions (they share the plan's work area).
+    order: Serial,
 }
 
 impl<D: Driver> FftPlanInterface for VendorPlan<D> {
@@ -96,30 +94,18 @@ impl<D: Driver> FftPlanInterface for VendorPlan<D> {
         output: Operand,
     ) -> Result<()> {
         const OP: &str = "then_fft";
-        let mut last = self.last.lock();
-        if let Some(prev) = last.as_ref() {
-            stream.wait_event(prev)?;
-        }
         let plan = self.plan.clone();
         let (i, o) = (input.addr.raw(), output.addr.raw());
-        let result = gpu_stream::<D>(stream, OP)?
-            .submit_driver(move |_, s| plan.execute(s, direction, i, o));
-        // Recorded even after a failed enqueue, so the next execution (and drop) waits for
-        // what was enqueued before the failure.
-        let end = self.exec.create_event()?;
-        stream.record_event(&end)?;
-        *last = Some(end);
-        result
+        self.order.run(&*self.exec, stream, || {
+            gpu_stream::<D>(stream, OP)?.submit_driver(move |_, s| plan.execute(s, direction, i, o))
+        })
     }
 }
 
 impl<D: Driver> Drop for VendorPlan<D> {
     fn drop(&mut self) {
-        // The vendor plan (and its work area) must outlive its pending executions; the last
-        // one ends at `last` (executions are serialised). A failed wait means the stream
-        // failed, and what it skipped never runs.
-        if let Some(ev) = self.last.get_mut().take() {
-            let _ = ev.synchronize();
-        }
+        // The vendor plan (and its work area) must outlive its pending executions; they are
+        // serialised, so the last one's end is all there is to wait for.
+        self.order.wait();
     }
 }
