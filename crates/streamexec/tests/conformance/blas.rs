@@ -6,13 +6,10 @@
 
 use rand::RngExt;
 use rand::rngs::StdRng;
-use streamexec::{
-    BlasScalar, DeviceMemory, Error, PlatformManager, Plugin, PluginConfig, PluginFamily,
-    StreamExecutor, Transpose,
-};
+use streamexec::{BlasScalar, DeviceMemory, Error, PluginFamily, StreamExecutor, Transpose};
 
 use crate::common::{POISON_F32_BITS, rng};
-use crate::plugins::required_vendor_plugins;
+use crate::plugins::{executors_per_plugin, on_each};
 
 /// Runs `test` on device 0 of every platform under test once per BLAS plugin it has:
 /// `Plugin::Builtin`, and `Plugin::Vendor` where the vendor library loads (required where
@@ -20,35 +17,8 @@ use crate::plugins::required_vendor_plugins;
 /// process and shared by the tests, so vendor kernels compile once.
 pub fn on_each_blas_plugin(test: impl Fn(&StreamExecutor)) {
     static EXECUTORS: std::sync::OnceLock<Vec<StreamExecutor>> = std::sync::OnceLock::new();
-    let executors = EXECUTORS.get_or_init(|| {
-        let required = required_vendor_plugins();
-        let mut out = Vec::new();
-        for exec in crate::common::executors() {
-            let platform = PlatformManager::platform_with_name(exec.platform_name()).unwrap();
-            for choice in [Plugin::Builtin, Plugin::Vendor] {
-                match platform.executor_for_device_with(0, PluginConfig::default().blas(choice)) {
-                    Ok(e) => out.push(e),
-                    Err(e) if choice == Plugin::Vendor => {
-                        let named = required.iter().find(|r| e.to_string().contains(r.as_str()));
-                        assert!(named.is_none(), "STREAMEXEC_REQUIRE_PLUGINS: {e}");
-                        eprintln!("no vendor BLAS on {}: {e}", exec.platform_name());
-                    }
-                    Err(e) => panic!("{}: Plugin::Builtin for BLAS: {e}", exec.platform_name()),
-                }
-            }
-        }
-        out
-    });
-    for exec in executors {
-        let blas = exec.plugins();
-        let blas = blas.get(PluginFamily::Blas).unwrap();
-        eprintln!(
-            "-- on platform {} with BLAS from {}",
-            exec.platform_name(),
-            blas.implementation
-        );
-        test(exec);
-    }
+    let executors = EXECUTORS.get_or_init(|| executors_per_plugin(PluginFamily::Blas));
+    on_each(executors, PluginFamily::Blas, test);
 }
 
 /// What the tests need of `f32` / `f64`.

@@ -16,11 +16,11 @@ use rand::RngExt;
 use rand::rngs::StdRng;
 use streamexec::{
     DeviceMemory, Error, FftDirection, FftElement, FftLayout, FftPair, FftPlan, FftPlanSpec,
-    PlatformManager, Plugin, PluginConfig, PluginFamily, StreamExecutor,
+    PluginFamily, StreamExecutor,
 };
 
 use crate::common::{POISON_F32_BITS, rng};
-use crate::plugins::required_vendor_plugins;
+use crate::plugins::{executors_per_plugin, on_each};
 
 use FftDirection::{Forward, Inverse};
 
@@ -179,36 +179,8 @@ fn spec(c: &Case) -> FftPlanSpec {
 /// as `blas::on_each_blas_plugin` does for BLAS.
 pub fn on_each_fft_plugin(test: impl Fn(&StreamExecutor)) {
     static EXECUTORS: std::sync::OnceLock<Vec<StreamExecutor>> = std::sync::OnceLock::new();
-    let executors = EXECUTORS.get_or_init(|| {
-        let required = required_vendor_plugins();
-        let mut out = Vec::new();
-        for exec in crate::common::executors() {
-            let platform = PlatformManager::platform_with_name(exec.platform_name()).unwrap();
-            for choice in [Plugin::Builtin, Plugin::Vendor] {
-                match platform.executor_for_device_with(0, PluginConfig::default().fft(choice)) {
-                    Ok(e) => out.push(e),
-                    Err(e) if choice == Plugin::Vendor => {
-                        let text = e.to_string().to_ascii_lowercase();
-                        let named = required.iter().find(|r| text.contains(r.as_str()));
-                        assert!(named.is_none(), "STREAMEXEC_REQUIRE_PLUGINS: {e}");
-                        eprintln!("no vendor FFT on {}: {e}", exec.platform_name());
-                    }
-                    Err(e) => panic!("{}: Plugin::Builtin for FFT: {e}", exec.platform_name()),
-                }
-            }
-        }
-        out
-    });
-    for exec in executors {
-        let report = exec.plugins();
-        let fft = report.get(PluginFamily::Fft).unwrap();
-        eprintln!(
-            "-- on platform {} with FFT from {}",
-            exec.platform_name(),
-            fft.implementation
-        );
-        test(exec);
-    }
+    let executors = EXECUTORS.get_or_init(|| executors_per_plugin(PluginFamily::Fft));
+    on_each(executors, PluginFamily::Fft, test);
 }
 
 /// Whether `exec` plans FFTs at all (a platform without FFT support is skipped, with a note).

@@ -20,6 +20,49 @@ pub fn required_vendor_plugins() -> Vec<String> {
         .collect()
 }
 
+/// Device 0 of every platform under test once per plugin of `family` it has:
+/// `Plugin::Builtin`, and `Plugin::Vendor` where the vendor library loads (required where
+/// `STREAMEXEC_REQUIRE_PLUGINS` names it, e.g. `clblast`, `cufft`).
+pub fn executors_per_plugin(family: PluginFamily) -> Vec<StreamExecutor> {
+    let required = required_vendor_plugins();
+    let mut out = Vec::new();
+    for exec in crate::common::executors() {
+        let platform = PlatformManager::platform_with_name(exec.platform_name()).unwrap();
+        for choice in [Plugin::Builtin, Plugin::Vendor] {
+            match platform.executor_for_device_with(0, PluginConfig::default().with(family, choice))
+            {
+                Ok(e) => out.push(e),
+                Err(e) if choice == Plugin::Vendor => {
+                    let text = e.to_string().to_ascii_lowercase();
+                    let named = required.iter().find(|r| text.contains(r.as_str()));
+                    assert!(named.is_none(), "STREAMEXEC_REQUIRE_PLUGINS: {e}");
+                    eprintln!("no vendor {family:?} on {}: {e}", exec.platform_name());
+                }
+                Err(e) => panic!(
+                    "{}: Plugin::Builtin for {family:?}: {e}",
+                    exec.platform_name()
+                ),
+            }
+        }
+    }
+    out
+}
+
+/// Runs `test` on each of `executors` (made once per process by the caller, so vendor kernels
+/// compile once), naming the platform and what serves `family`.
+pub fn on_each(executors: &[StreamExecutor], family: PluginFamily, test: impl Fn(&StreamExecutor)) {
+    for exec in executors {
+        let report = exec.plugins();
+        let served = report.get(family).unwrap();
+        eprintln!(
+            "-- on platform {} with {family:?} from {}",
+            exec.platform_name(),
+            served.implementation
+        );
+        test(exec);
+    }
+}
+
 fn with(exec: &StreamExecutor, config: PluginConfig) -> streamexec::Result<StreamExecutor> {
     PlatformManager::platform_with_name(exec.platform_name())?.executor_for_device_with(0, config)
 }
