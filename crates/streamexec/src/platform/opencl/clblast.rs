@@ -236,6 +236,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "dlopen is foreign code")]
     fn a_missing_library_is_named_with_how_to_install_it() {
         let e = ClBlast::load("libclblast-streamexec-missing.so.1")
             .err()
