@@ -114,6 +114,7 @@ mod vector;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cranelift_codegen::Context;
 use cranelift_codegen::ir::{AbiParam, UserFuncName, types};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -218,28 +219,26 @@ fn isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, Unsupported> {
         .map_err(|e| format!("Cranelift ISA: {e}"))
 }
 
-/// Builds one `(ctx, begin, end) -> status` function with `body` and compiles it in a module
-/// of its own.
-fn build<T>(
+/// Emits one `(ctx, begin, end) -> status` function's Cranelift IR with `body`.
+fn emit<T>(
     isa: &cranelift_codegen::isa::OwnedTargetIsa,
     prog: &Program,
     what: &str,
     body: impl FnOnce(&mut FunctionBuilder<'_>) -> Result<T, Unsupported>,
-) -> Result<(JITModule, KernelFn, T), Unsupported> {
-    let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
-    let mut ctx = module.make_context();
+) -> Result<(Context, T), Unsupported> {
+    let mut ctx = Context::new();
     let sig = &mut ctx.func.signature;
+    sig.call_conv = isa.default_call_conv();
     sig.params.push(AbiParam::new(types::I64));
     sig.params.push(AbiParam::new(types::I32));
     sig.params.push(AbiParam::new(types::I32));
     sig.returns.push(AbiParam::new(types::I32));
     ctx.func.name = UserFuncName::user(0, 0);
-    let target = module.target_config();
     let mut fbc = FunctionBuilderContext::new();
     let out = {
         let mut b = FunctionBuilder::new(&mut ctx.func, &mut fbc);
         let r = body(&mut b)?;
-        b.finalize(target);
+        b.finalize(isa.frontend_config());
         r
     };
     if std::env::var_os("STREAMEXEC_PTX_JIT_DUMP").is_some() {
@@ -249,6 +248,18 @@ fn build<T>(
             ctx.func.display()
         );
     }
+    Ok((ctx, out))
+}
+
+/// Compiles an emitted function into a module of its own (the most expensive step: register
+/// allocation and code generation).
+fn finish(
+    isa: &cranelift_codegen::isa::OwnedTargetIsa,
+    prog: &Program,
+    what: &str,
+    mut ctx: Context,
+) -> Result<(JITModule, KernelFn), Unsupported> {
+    let mut module = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
     let asm = std::env::var_os("STREAMEXEC_PTX_JIT_ASM").is_some();
     ctx.set_disasm(asm);
     let id = module
@@ -275,6 +286,28 @@ fn build<T>(
     // SAFETY: the function was built with exactly `KernelFn`'s signature (System V on this
     // host, which is what `extern "C"` is here).
     let func: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(code) };
+    Ok((module, func))
+}
+
+/// The scalar function, emitted for `handoff` and compiled.
+fn scalar(
+    isa: &cranelift_codegen::isa::OwnedTargetIsa,
+    prog: &Program,
+    an: &analysis::Analysis,
+    slots: lower::Slots,
+    handoff: &lower::Handoff<'_>,
+) -> Result<
+    (
+        JITModule,
+        KernelFn,
+        (Vec<Option<lower::Resume>>, lower::Slots),
+    ),
+    Unsupported,
+> {
+    let (ctx, out) = emit(isa, prog, "kernel", |b| {
+        lower::Lower::emit(b, prog, an, slots, handoff)
+    })?;
+    let (module, func) = finish(isa, prog, "kernel", ctx)?;
     Ok((module, func, out))
 }
 
@@ -282,39 +315,63 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
     let an = analysis::analyze(prog)?;
     let isa = isa()?;
     let mut modules = Vec::new();
-    // The vector function first: it decides where the scalar code takes threads over.
+    // The vector function is emitted first: it decides where the scalar code takes threads
+    // over. Its code generation then runs on a second thread while this one emits and compiles
+    // the scalar function (the two are independent from there), so a kernel's compile time is
+    // about the longer of the two, not their sum.
     let enabled = std::env::var("STREAMEXEC_PTX_JIT_VECTOR").map_or(true, |v| v != "0");
     let refused = if enabled {
         vector::refuse(prog).map(str::to_string)
     } else {
         Some("STREAMEXEC_PTX_JIT_VECTOR=0".to_string())
     };
-    let (vfunc, out, refused) = match refused {
-        Some(why) => (None, None, Some(why)),
+    let emitted = match refused {
+        Some(why) => Err(why),
         None => {
             let shape = vector::shape(prog, &an.live_at(0));
-            match build(&isa, prog, "vector function", |b| {
+            emit(&isa, prog, "vector function", |b| {
                 lower::vector::emit(b, prog, &an, &shape)
-            }) {
-                Ok((m, f, out)) => {
-                    modules.push(m);
-                    (Some(f), Some(out), None)
-                }
-                Err(why) => (None, None, Some(why)),
-            }
+            })
         }
     };
-    let (entries, slots) = match out {
-        Some(o) => (o.entries, o.slots),
-        None => (Vec::new(), lower::Slots::default()),
+    let (vector, scalar_fn) = match emitted {
+        Err(why) => (Err(why), None),
+        Ok((ctx, out)) => std::thread::scope(|s| {
+            let job = s.spawn(|| finish(&isa, prog, "vector function", ctx));
+            let handoff = lower::Handoff {
+                entries: &out.entries,
+                states: true,
+            };
+            let sc = scalar(&isa, prog, &an, out.slots, &handoff);
+            let v = job.join().unwrap_or_else(|p| {
+                Err(format!(
+                    "internal error of the PTX JIT: {}",
+                    crate::error::panic_message(p.as_ref())
+                ))
+            });
+            (v, Some(sc))
+        }),
     };
-    let handoff = lower::Handoff {
-        entries: &entries,
-        states: vfunc.is_some(),
+    let (vfunc, refused, scalar_fn) = match (vector, scalar_fn) {
+        (Ok((m, f)), Some(sc)) => {
+            modules.push(m);
+            (Some(f), None, sc)
+        }
+        // Without a vector function the scalar one needs no hand-over entries: emit it alone.
+        (v, _) => {
+            let why = v.err().unwrap_or_default();
+            let handoff = lower::Handoff {
+                entries: &[],
+                states: false,
+            };
+            (
+                None,
+                Some(why),
+                scalar(&isa, prog, &an, lower::Slots::default(), &handoff),
+            )
+        }
     };
-    let (module, func, (resumes, slots)) = build(&isa, prog, "kernel", |b| {
-        lower::Lower::emit(b, prog, &an, slots, &handoff)
-    })?;
+    let (module, func, (resumes, slots)) = scalar_fn?;
     modules.push(module);
     let called_ops = prog
         .code

@@ -96,14 +96,12 @@ impl Uniform {
         for o in (0..9).map(|i| off!(ntid) + 8 * i) {
             u.fixed.insert(o, ld(b, o));
         }
-        for o in [
-            off!(dynamic_at),
-            off!(dynamic_len),
-            off!(dynamic_requested),
-            off!(nthreads),
-        ] {
+        for o in [off!(dynamic_at), off!(dynamic_len), off!(dynamic_requested)] {
             u.fixed.insert(o, ld(b, o));
         }
+        // Spill slots are `nthreads` registers apart: keep that distance in bytes.
+        let n = ld(b, off!(nthreads));
+        u.fixed.insert(off!(nthreads), b.ins().ishl_imm_s(n, 3));
         for o in [off!(nwarps), off!(nsm)] {
             let v = b.ins().load(I32, flags(), ctx, o);
             let v = b.ins().uextend(I64, v);
@@ -777,12 +775,17 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// The address of the spill slot of register `r` for the current thread.
     pub(super) fn spill_at(&mut self, r: u32) -> Value {
         let s = self.slots.slot(r) as i64;
-        let n = self.u.fixed[&off!(nthreads)];
+        // The thread's first slot (the same value for every slot the block touches, so
+        // Cranelift computes it once there), then the slot's row: a multiply and an add.
         let t = self.b.use_var(self.t);
-        let row = self.b.ins().imul_imm_s(n, s);
-        let at = self.b.ins().iadd(row, t);
-        let at = self.b.ins().ishl_imm_s(at, 3);
-        self.b.ins().iadd(self.u.spill, at)
+        let t = self.b.ins().ishl_imm_s(t, 3);
+        let first = self.b.ins().iadd(self.u.spill, t);
+        if s == 0 {
+            return first;
+        }
+        let stride = self.u.fixed[&off!(nthreads)];
+        let row = self.b.ins().imul_imm_s(stride, s);
+        self.b.ins().iadd(first, row)
     }
 
     /// Saves the live registers and the operands, marks the thread waiting at a new resume
