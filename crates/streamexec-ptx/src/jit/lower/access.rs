@@ -103,7 +103,10 @@ impl<'b> Lower<'_, 'b> {
                     let hit = self.b.create_block();
                     self.b.ins().brif(c, hit, &[], dynamic, &[]);
                     self.b.switch_to_block(hit);
-                    let p = self.b.ins().iadd(self.u.shared, a);
+                    let p = {
+                        let shared = self.u.get(self.b, off!(shared));
+                        self.b.ins().iadd(shared, a)
+                    };
                     self.b.ins().jump(done, &[p.into()]);
                 } else {
                     self.b.ins().jump(dynamic, &[]);
@@ -125,7 +128,10 @@ impl<'b> Lower<'_, 'b> {
                 self.b.ins().brif(c, hit, &[], miss, &[]);
                 self.b.switch_to_block(hit);
                 let at = self.ctx_u64(off!(dynamic_at));
-                let p = self.b.ins().iadd(self.u.shared, at);
+                let p = {
+                    let shared = self.u.get(self.b, off!(shared));
+                    self.b.ins().iadd(shared, at)
+                };
                 let p = self.b.ins().iadd(p, o);
                 self.b.ins().jump(done, &[p.into()]);
             }
@@ -166,7 +172,10 @@ impl<'b> Lower<'_, 'b> {
                 self.b.ins().brif(c, hit, &[], slow, &[]);
                 self.b.switch_to_block(hit);
                 let r = self.b.ins().imul_imm_s(t, lb as i64);
-                let p = self.b.ins().iadd(self.u.local, r);
+                let p = {
+                    let local = self.u.get(self.b, off!(local));
+                    self.b.ins().iadd(local, r)
+                };
                 let p = self.b.ins().iadd(p, a);
                 self.b.ins().jump(done, &[p.into()]);
             }
@@ -213,21 +222,16 @@ impl<'b> Lower<'_, 'b> {
         load_typed(self.b, ty, ptr, off, f)
     }
 
-    /// Kernel parameter bytes `at..` as `ty`: the entry block's load.
-    pub(super) fn param(&mut self, at: u32, ty: Ty) -> Option<Value> {
-        self.params_at_entry
-            .iter()
-            .find(|(k, _)| *k == (at, ty))
-            .map(|(_, v)| *v)
-    }
-
     /// Copies `len` bytes inside the current thread's call-parameter row (the caller checked
     /// that both ranges lie inside it).
     pub(super) fn param_copy(&mut self, from: u32, to: u32, len: u32) {
         let tb = self.prog.thread_param_bytes as i64;
         let t = self.b.use_var(self.t);
         let r = self.b.ins().imul_imm_s(t, tb);
-        let base = self.b.ins().iadd(self.u.tparam, r);
+        let base = {
+            let tparam = self.u.get(self.b, off!(tparam));
+            self.b.ins().iadd(tparam, r)
+        };
         let mut o = 0u32;
         while o < len {
             let step = match len - o {

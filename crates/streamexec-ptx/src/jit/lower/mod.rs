@@ -19,7 +19,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::analysis::{Analysis, PointKind};
 use super::native;
-use super::run::{self, Ctx, EXITED, GROUP, WAIT};
+use super::run::{self, EXITED, GROUP, WAIT};
 use crate::DYNAMIC_SHARED_BASE;
 use crate::ir::{
     Addr, BarKind, BoolOp, Inst, LOCAL_WINDOW, Op, PARAM_WINDOW, Program, SHARED_WINDOW, Space,
@@ -37,7 +37,7 @@ const MAX_LOWERED: usize = 200_000;
 /// Byte offset of a `Ctx` field, as compiled code addresses it.
 macro_rules! off {
     ($f:ident) => {
-        std::mem::offset_of!(Ctx, $f) as i32
+        std::mem::offset_of!($crate::jit::run::Ctx, $f) as i32
     };
 }
 
@@ -45,8 +45,6 @@ mod access;
 mod ops;
 mod sync;
 pub(crate) mod vector;
-
-use access::load_typed;
 
 /// One inlined body: where its `ret` continues and which call made it.
 struct Instance {
@@ -64,50 +62,69 @@ pub(crate) struct Resume {
     pub(crate) kind: PointKind,
 }
 
-/// Values every thread's code uses, loaded once per call.
+/// The context's fields as the compiled code reads them: loaded from `ctx` where they are
+/// used, once per Cranelift block. Loading them all in the entry block made them live across
+/// the whole function, and register allocation of those long ranges was most of a kernel's
+/// compile time; a load from the context (in L1) costs what reloading a spilled value does.
 pub(super) struct Uniform {
     pub(super) ctx: Value,
-    pub(super) params: Value,
-    pub(super) shared: Value,
-    pub(super) local: Value,
-    pub(super) tparam: Value,
-    pub(super) spill: Value,
-    pub(super) state: Value,
-    pub(super) coll: Value,
-    /// Fields of the context that do not change while the function runs, by offset.
-    pub(super) fixed: HashMap<i32, Value>,
+    /// Fields already loaded in a block, by (block, offset).
+    loaded: HashMap<(Block, i32), Value>,
 }
 
 impl Uniform {
-    /// Loads the context's pointers and fixed fields in the entry block.
-    fn load(b: &mut FunctionBuilder<'_>, ctx: Value) -> Uniform {
-        let ld = |b: &mut FunctionBuilder<'_>, o: i32| b.ins().load(I64, flags(), ctx, o);
-        let mut u = Uniform {
+    fn new(ctx: Value) -> Uniform {
+        Uniform {
             ctx,
-            params: ld(b, off!(params)),
-            shared: ld(b, off!(shared)),
-            local: ld(b, off!(local)),
-            tparam: ld(b, off!(tparam)),
-            spill: ld(b, off!(spill)),
-            state: ld(b, off!(state)),
-            coll: ld(b, off!(coll)),
-            fixed: HashMap::new(),
+            loaded: HashMap::new(),
+        }
+    }
+
+    /// Whether the field at `off` does not change while the function runs (so one load per
+    /// block is enough): the pointers, the launch's dimensions and the dynamic shared memory.
+    fn fixed(off: i32) -> bool {
+        [
+            off!(params),
+            off!(shared),
+            off!(local),
+            off!(tparam),
+            off!(spill),
+            off!(state),
+            off!(coll),
+            off!(dynamic_at),
+            off!(dynamic_len),
+            off!(dynamic_requested),
+            off!(nthreads),
+            off!(nwarps),
+            off!(nsm),
+        ]
+        .contains(&off)
+            || (off!(ntid)..off!(ntid) + 9 * 8).contains(&off)
+    }
+
+    /// The fixed field at `off`, as a 64-bit value (`nwarps` and `nsm` are `u32`s, zero
+    /// extended; `nthreads` is returned in bytes of one spill row: the distance between two
+    /// spill slots of a thread).
+    pub(super) fn get(&mut self, b: &mut FunctionBuilder<'_>, off: i32) -> Value {
+        debug_assert!(
+            Self::fixed(off),
+            "context field {off} changes during a call"
+        );
+        let block = b.current_block().expect("code is emitted into a block");
+        if let Some(v) = self.loaded.get(&(block, off)) {
+            return *v;
+        }
+        let v = if off == off!(nwarps) || off == off!(nsm) {
+            let v = b.ins().load(I32, flags(), self.ctx, off);
+            b.ins().uextend(I64, v)
+        } else if off == off!(nthreads) {
+            let n = b.ins().load(I64, flags(), self.ctx, off);
+            b.ins().ishl_imm_s(n, 3)
+        } else {
+            b.ins().load(I64, flags(), self.ctx, off)
         };
-        for o in (0..9).map(|i| off!(ntid) + 8 * i) {
-            u.fixed.insert(o, ld(b, o));
-        }
-        for o in [off!(dynamic_at), off!(dynamic_len), off!(dynamic_requested)] {
-            u.fixed.insert(o, ld(b, o));
-        }
-        // Spill slots are `nthreads` registers apart: keep that distance in bytes.
-        let n = ld(b, off!(nthreads));
-        u.fixed.insert(off!(nthreads), b.ins().ishl_imm_s(n, 3));
-        for o in [off!(nwarps), off!(nsm)] {
-            let v = b.ins().load(I32, flags(), ctx, o);
-            let v = b.ins().uextend(I64, v);
-            u.fixed.insert(o, v);
-        }
-        u
+        self.loaded.insert((block, off), v);
+        v
     }
 }
 
@@ -165,9 +182,6 @@ pub(crate) struct Lower<'a, 'b> {
     pub(super) slots: Slots,
     /// Whether threads keep state words.
     states: bool,
-    /// Kernel parameters the program loads, loaded once in the entry block: `(byte
-    /// offset, type)` and the value.
-    pub(super) params_at_entry: Vec<((u32, Ty), Value)>,
 }
 
 /// Signatures of the runtime helpers and trampolines.
@@ -237,7 +251,7 @@ pub(super) fn mem_ty(bytes: u32) -> ir::Type {
 
 impl<'a, 'b> Lower<'a, 'b> {
     /// The parts both functions share: the entry block (its parameters `(ctx, begin,
-    /// end)`, the context loaded), the thread variables set to `begin`'s coordinates, and
+    /// end)`), the thread variables set to `begin`'s coordinates, and
     /// the `next`/`fault` blocks (created, not filled). Returns the lowering and `(begin,
     /// end)` as i64.
     pub(super) fn start(
@@ -253,14 +267,14 @@ impl<'a, 'b> Lower<'a, 'b> {
         let ctx = b.block_params(entry)[0];
         let begin = b.block_params(entry)[1];
         let end = b.block_params(entry)[2];
-        let u = Uniform::load(b, ctx);
+        let mut u = Uniform::new(ctx);
         let t = b.declare_var(I64);
         let tid = [b.declare_var(I64), b.declare_var(I64), b.declare_var(I64)];
         let begin64 = b.ins().uextend(I64, begin);
         let end64 = b.ins().uextend(I64, end);
         b.def_var(t, begin64);
-        let ntx = u.fixed[&off!(ntid)];
-        let nty = u.fixed[&(off!(ntid) + 8)];
+        let ntx = u.get(b, off!(ntid));
+        let nty = u.get(b, off!(ntid) + 8);
         let x = b.ins().urem(begin64, ntx);
         let q = b.ins().udiv(begin64, ntx);
         let y = b.ins().urem(q, nty);
@@ -268,31 +282,6 @@ impl<'a, 'b> Lower<'a, 'b> {
         b.def_var(tid[0], x);
         b.def_var(tid[1], y);
         b.def_var(tid[2], z);
-        // Every in-bounds kernel parameter the program reads, once (not per thread or group).
-        let mut params_at_entry: Vec<((u32, Ty), Value)> = Vec::new();
-        for i in &prog.code {
-            if let Op::Ld {
-                space: Space::Param,
-                ty,
-                n,
-                addr: Addr { base: None, offset },
-                ..
-            } = i.op
-            {
-                let size = ty.bytes();
-                for k in 0..n as u32 {
-                    let at = offset as u64 + (k * size) as u64;
-                    let key = (at as u32, ty);
-                    if at + size as u64 <= prog.param_bytes as u64
-                        && !params_at_entry.iter().any(|(x, _)| *x == key)
-                    {
-                        let p = b.ins().iadd_imm_s(u.params, at as i64);
-                        let v = load_typed(b, ty, p, 0, flags());
-                        params_at_entry.push((key, v));
-                    }
-                }
-            }
-        }
         let next = b.create_block();
         let fault = b.create_block();
         let sigs = Sigs::import(b);
@@ -318,7 +307,6 @@ impl<'a, 'b> Lower<'a, 'b> {
             sigs,
             slots,
             states,
-            params_at_entry,
         };
         (lw, begin64, end64)
     }
@@ -328,7 +316,8 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// `t` and its coordinates (`step` divides `ntid.x`). Returns the body (the loop's work
     /// starts there) and a fresh dispatch block.
     pub(super) fn thread_loop(&mut self, step: u32, end64: Value) -> (Block, Block) {
-        let (ntx, nty) = (self.u.fixed[&off!(ntid)], self.u.fixed[&(off!(ntid) + 8)]);
+        let ntx = self.u.get(self.b, off!(ntid));
+        let nty = self.u.get(self.b, off!(ntid) + 8);
         let (t, tid, next, fault) = (self.t, self.tid, self.next, self.fault);
         let b = &mut *self.b;
         let head = b.create_block();
@@ -402,7 +391,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         } else {
             let tv = b.use_var(t);
             let at = b.ins().ishl_imm_s(tv, 2);
-            let sp = b.ins().iadd(lw.u.state, at);
+            let state = lw.u.get(b, off!(state));
+            let sp = b.ins().iadd(state, at);
             let st = b.ins().load(I32, flags(), sp, 0);
             let waiting = b.ins().band_imm_s(st, WAIT as i64);
             b.ins().brif(waiting, next, &[], dispatch, &[]);
@@ -489,17 +479,18 @@ impl<'a, 'b> Lower<'a, 'b> {
         }
     }
 
-    /// A `u32` field of the context that is fixed for the call (loaded at entry).
+    /// A `u32` field of the context that is fixed for the call (loaded where it is used).
     fn ctx_u32(&mut self, off: i32) -> Value {
-        self.u.fixed[&off]
+        self.u.get(self.b, off)
     }
 
     /// A `u64` field: fixed ones from the entry, others (the range cache, the fault flag)
     /// loaded now.
     fn ctx_u64(&mut self, off: i32) -> Value {
-        match self.u.fixed.get(&off) {
-            Some(v) => *v,
-            None => self.b.ins().load(I64, flags(), self.u.ctx, off),
+        if Uniform::fixed(off) {
+            self.u.get(self.b, off)
+        } else {
+            self.b.ins().load(I64, flags(), self.u.ctx, off)
         }
     }
 
@@ -623,7 +614,8 @@ impl<'a, 'b> Lower<'a, 'b> {
     pub(super) fn state_ptr(&mut self) -> Value {
         let tv = self.b.use_var(self.t);
         let at = self.b.ins().ishl_imm_s(tv, 2);
-        self.b.ins().iadd(self.u.state, at)
+        let state = self.u.get(self.b, off!(state));
+        self.b.ins().iadd(state, at)
     }
 
     /// A jump on the resume index `index`: 0 to `start`, index `i` to `resumes[i]`, any
@@ -779,11 +771,12 @@ impl<'a, 'b> Lower<'a, 'b> {
         // Cranelift computes it once there), then the slot's row: a multiply and an add.
         let t = self.b.use_var(self.t);
         let t = self.b.ins().ishl_imm_s(t, 3);
-        let first = self.b.ins().iadd(self.u.spill, t);
+        let spill = self.u.get(self.b, off!(spill));
+        let first = self.b.ins().iadd(spill, t);
         if s == 0 {
             return first;
         }
-        let stride = self.u.fixed[&off!(nthreads)];
+        let stride = self.u.get(self.b, off!(nthreads));
         let row = self.b.ins().imul_imm_s(stride, s);
         self.b.ins().iadd(first, row)
     }
@@ -800,7 +793,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             self.b.ins().store(flags(), v, p, 0);
         }
         for (j, v) in operands.iter().enumerate() {
-            let p = self.row(self.u.coll, run::COLL_WIDTH, j);
+            let coll = self.u.get(self.b, off!(coll));
+            let p = self.row(coll, run::COLL_WIDTH, j);
             self.b.ins().store(flags(), *v, p, 0);
         }
         let index = self.resume_index(inst, pc);
@@ -837,7 +831,8 @@ impl<'a, 'b> Lower<'a, 'b> {
         };
         for (j, r) in [d, p].into_iter().enumerate() {
             if let Some(r) = r {
-                let at = self.row(self.u.coll, run::COLL_WIDTH, j);
+                let coll = self.u.get(self.b, off!(coll));
+                let at = self.row(coll, run::COLL_WIDTH, j);
                 let v = self.b.ins().load(I64, flags(), at, 0);
                 self.set(r, v);
             }

@@ -91,23 +91,18 @@ impl<'b> Lower<'_, 'b> {
                         self.fault_here(run::FAULT_PARAM, pc, at);
                         return Ok(true);
                     }
-                    self.b.ins().iadd_imm_s(self.u.params, at as i64)
+                    {
+                        let params = self.u.get(self.b, off!(params));
+                        self.b.ins().iadd_imm_s(params, at as i64)
+                    }
                 } else {
                     self.access(*space, addr, total, false, pc)
                 };
-                let param = *space == Space::Param
-                    && addr.base.is_none()
-                    && (addr.offset as u64) < THREAD_PARAM_BASE;
                 for (k, dk) in d.iter().enumerate().take(n) {
                     if *dk == u32::MAX {
                         continue;
                     }
-                    let off = (k as u32 * size) as i32;
-                    let at = (addr.offset as u64 + off as u64) as u32;
-                    let v = match self.param(at, *ty).filter(|_| param) {
-                        Some(v) => v,
-                        None => self.load(*ty, ptr, off),
-                    };
+                    let v = self.load(*ty, ptr, (k as u32 * size) as i32);
                     self.set(*dk, v);
                 }
             }

@@ -169,15 +169,11 @@ impl<'b> VLower<'_, '_, 'b> {
             if at.saturating_add(total) > self.lw.prog.param_bytes as u64 {
                 return self.over(pc);
             }
-            let params = self.lw.u.params;
+            let params = self.lw.u.get(self.lw.b, off!(params));
             let ptr = self.b().ins().iadd_imm_s(params, at as i64);
             for (k, dk) in d.iter().enumerate().take(n) {
                 if *dk != u32::MAX {
-                    let off = k as u32 * size;
-                    let v = match self.lw.param(at as u32 + off, ty) {
-                        Some(v) => v,
-                        None => self.lw.load(ty, ptr, off as i32),
-                    };
+                    let v = self.lw.load(ty, ptr, (k * size as usize) as i32);
                     self.set(*dk, VVal::U(v))?;
                 }
             }

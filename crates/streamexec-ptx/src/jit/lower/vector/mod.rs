@@ -607,7 +607,7 @@ impl<'b> VLower<'_, '_, 'b> {
             }
         }
         let t0 = self.use_var(self.lw.t);
-        let coll = self.lw.u.coll;
+        let coll = self.lw.u.get(self.lw.b, off!(coll));
         let row = (run::COLL_WIDTH * 8) as i32;
         let at = self.b().ins().imul_imm_s(t0, row as i64);
         let rows = self.b().ins().iadd(coll, at);
@@ -687,7 +687,7 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         if !results.is_empty() {
             let t0 = self.use_var(self.lw.t);
-            let coll = self.lw.u.coll;
+            let coll = self.lw.u.get(self.lw.b, off!(coll));
             let at = self.b().ins().imul_imm_s(t0, row as i64);
             let rows = self.b().ins().iadd(coll, at);
             for (j, r) in results.iter().enumerate() {
