@@ -5,6 +5,9 @@
 # nightly, Miri and cargo-fuzz when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step is printed with the time it started, so a slow step shows in the log.
+export PS4='+ [test.sh $(date -u +%H:%M:%S)] '
+set -x
 
 bash scripts/install-deps.sh
 # hip-runtime-sys finds Debian's HIP headers and libamdhip64 under /usr.
