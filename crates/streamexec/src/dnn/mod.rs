@@ -212,7 +212,7 @@ impl ConvProblem {
                 "conv has a zero stride, dilation or groups; make it with ConvDesc::new",
             ));
         }
-        if x.c % g != 0 {
+        if !x.c.is_multiple_of(g) {
             return Err(Error::invalid(
                 OP,
                 format!(
@@ -222,7 +222,7 @@ impl ConvProblem {
                 ),
             ));
         }
-        if w.k % g != 0 {
+        if !w.k.is_multiple_of(g) {
             return Err(Error::invalid(
                 OP,
                 format!(
