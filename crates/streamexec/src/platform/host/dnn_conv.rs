@@ -11,7 +11,7 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::dnn::Elem;
+use super::dnn_ops::Elem;
 use crate::interface::dnn::ConvProblem;
 
 /// Sizes and strides of a validated problem, as `usize`.
