@@ -22,6 +22,8 @@ pub(crate) mod cuda;
 pub(crate) mod downcast;
 #[cfg(any(feature = "cuda", feature = "hip", feature = "opencl"))]
 pub(crate) mod fft_builtin;
+#[cfg(any(feature = "cuda", feature = "hip", feature = "opencl"))]
+pub(crate) mod dnn_builtin;
 #[cfg(any(feature = "cuda", feature = "hip"))]
 mod gpu;
 #[cfg(feature = "hip")]

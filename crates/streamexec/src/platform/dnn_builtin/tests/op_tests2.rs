@@ -1,0 +1,1 @@
+//! Pooling, activations, softmax, batch normalisation, bias and the epilogue.
