@@ -144,9 +144,10 @@ SE_FN SE_T SE_NAME(log)(SE_T x) {
     return ef * K_(SE_DNN_LN2_HI) + ((u + u) + ((u + u) * s + ef * K_(SE_DNN_LN2_LO)));
 }
 
-// e^(−a²) for a ≥ 0 with a² split exactly: a = h + l, h with half the significand bits, so
-// h² is exact and e^(−a²) = e^(−h²)·e^(−(a − h)(a + h)).
-SE_FN SE_T SE_NAME(exp_neg_sq)(SE_T a) {
+// e^(−m·a²) for a ≥ 0 and m = 1 or ½, with a² split exactly: a = h + l, h with half the
+// significand bits, so m·h² is exact and e^(−m·a²) = e^(−m·h²)·e^(−m·(a − h)(a + h)). (An
+// argument rounded before squaring would cost up to 2a² ulps.)
+SE_FN SE_T SE_NAME(exp_neg_sq)(SE_T a, SE_T m) {
 #ifdef SE_FP64
     union {
         u64 u;
@@ -163,7 +164,7 @@ SE_FN SE_T SE_NAME(exp_neg_sq)(SE_T a) {
     b.u &= 0xfffff000u;
 #endif
     SE_T h = b.f;
-    return SE_NAME(exp)(-(h * h)) * SE_NAME(exp)(-((a - h) * (a + h)));
+    return SE_NAME(exp)(-(m * (h * h))) * SE_NAME(exp)(-(m * ((a - h) * (a + h))));
 }
 
 // erf x for |x| < 0.5: 2/√π · Σ (−1)^n x^(2n+1) / (n!·(2n + 1)), to n = 12 in f64, 7 in f32.
@@ -218,18 +219,29 @@ SE_FN SE_T SE_NAME(erfcx_series)(SE_T t) {
 }
 #undef SE_DNN_CLENSHAW
 
-// erfc x: 1 − erf x for |x| < 0.5, else e^(−x²)·2/(1 + 2|x|)·series, reflected for x < 0
-// (erfc(−x) = 2 − erfc x); 0 (or 2) past the point where erfc underflows.
-SE_FN SE_T SE_NAME(erfc)(SE_T x) {
-    if (!(x == x)) return x;
-    SE_T a = x < K_(0) ? -x : x;
-    if (a < K_(0.5)) return K_(1) - SE_NAME(erf_small)(x);
+// erfc z where z² = m·b² (b ≥ 0, m = 1 or ½; b and m give e^(−z²) exactly, see
+// exp_neg_sq): 1 − erf z for |z| < 0.5, else e^(−z²)·2/(1 + 2|z|)·series, reflected for z < 0
+// (erfc(−z) = 2 − erfc z); 0 (or 2) past the point where erfc underflows.
+SE_FN SE_T SE_NAME(erfc_sq)(SE_T z, SE_T b, SE_T m) {
+    if (!(z == z)) return z;
+    SE_T a = z < K_(0) ? -z : z;
+    if (a < K_(0.5)) return K_(1) - SE_NAME(erf_small)(z);
     SE_T r = K_(0);
     if (a < K_(SE_DNN_ERFC_ZERO)) {
         SE_T t = (a - K_(3.5)) / (a + K_(3.5));
-        r = SE_NAME(exp_neg_sq)(a) * (K_(2) / (K_(1) + a + a)) * SE_NAME(erfcx_series)(t);
+        r = SE_NAME(exp_neg_sq)(b, m) * (K_(2) / (K_(1) + a + a)) * SE_NAME(erfcx_series)(t);
     }
-    return x < K_(0) ? K_(2) - r : r;
+    return z < K_(0) ? K_(2) - r : r;
+}
+
+// erfc x.
+SE_FN SE_T SE_NAME(erfc)(SE_T x) {
+    return SE_NAME(erfc_sq)(x, x < K_(0) ? -x : x, K_(1));
+}
+
+// Φ(x) = ½·erfc(−x/√2), the standard normal CDF, with e^(−x²/2) from x itself.
+SE_FN SE_T SE_NAME(ncdf)(SE_T x) {
+    return K_(0.5) * SE_NAME(erfc_sq)(x * K_(-0.7071067811865476), x < K_(0) ? -x : x, K_(0.5));
 }
 
 // tanh x: expm1(2|x|)/(expm1(2|x|) + 2) for |x| < 0.3, else 1 − 2/(e^(2|x|) + 1) (which
@@ -256,7 +268,7 @@ SE_FN SE_T SE_NAME(act)(u32 mode, SE_T x) {
     case 1: return x > K_(0) ? x : K_(0);
     case 2: return SE_NAME(sigmoid)(x);
     case 3: return SE_NAME(tanh)(x);
-    case 4: return K_(0.5) * x * SE_NAME(erfc)(x * K_(-0.7071067811865476));
+    case 4: return x * SE_NAME(ncdf)(x);
     default: return x;
     }
 }
@@ -269,8 +281,8 @@ SE_FN SE_T SE_NAME(act_grad)(u32 mode, SE_T x, SE_T y, SE_T dy) {
     case 2: return dy * y * (K_(1) - y);
     case 3: return dy * (K_(1) - y * y);
     case 4: {
-        SE_T cdf = K_(0.5) * SE_NAME(erfc)(x * K_(-0.7071067811865476));
-        SE_T pdf = SE_NAME(exp)(K_(-0.5) * x * x) * K_(0.3989422804014327);
+        SE_T cdf = SE_NAME(ncdf)(x);
+        SE_T pdf = SE_NAME(exp_neg_sq)(x < K_(0) ? -x : x, K_(0.5)) * K_(0.3989422804014327);
         return dy * (cdf + x * pdf);
     }
     default: return dy;
