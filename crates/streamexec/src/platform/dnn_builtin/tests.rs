@@ -233,7 +233,9 @@ pub(super) use on_every_platform;
 
 /// The arguments the function checks run: a grid over [lo, hi], random points, and `extra`.
 fn points(rng: &mut StdRng, lo: f64, hi: f64, extra: &[f64]) -> Vec<f64> {
-    let mut v: Vec<f64> = (0..=400).map(|i| lo + (hi - lo) * i as f64 / 400.0).collect();
+    let mut v: Vec<f64> = (0..=400)
+        .map(|i| lo + (hi - lo) * i as f64 / 400.0)
+        .collect();
     v.extend(uniform(rng, 400, lo, hi));
     v.extend_from_slice(extra);
     v
@@ -278,7 +280,10 @@ fn check_fn<T: El>(
         }
         close(&what, i, g, w, ulps * T::EPS * w.abs() + abs);
     }
-    eprintln!("{name}_{}: worst relative error {worst:e} (outside the absolute floor)", T::SUF);
+    eprintln!(
+        "{name}_{}: worst relative error {worst:e} (outside the absolute floor)",
+        T::SUF
+    );
 }
 
 fn math_functions<T: El>(rig: &Rig) {
@@ -300,28 +305,74 @@ fn math_functions<T: El>(rig: &Rig) {
         &mut rng,
         exp_lo,
         exp_hi,
-        &[0.0, -0.0, tiny, -tiny, 1e-8, -1e-8, inf, -inf, f64::NAN, 1000.0, -1000.0],
+        &[
+            0.0,
+            -0.0,
+            tiny,
+            -tiny,
+            1e-8,
+            -1e-8,
+            inf,
+            -inf,
+            f64::NAN,
+            1000.0,
+            -1000.0,
+        ],
     );
     check_fn::<T>(rig, "exp", 0, &xs, f64::exp, 4.0, sub);
     let mut xs = points(&mut rng, 0.0, 1e4, &[inf, -1.0, -inf, 0.0, f64::NAN, 1.0]);
     xs.extend((0..300).map(|i| 10f64.powf(-300.0 + 2.0 * i as f64 / 300.0 * 300.0)));
     xs.extend(uniform(&mut rng, 200, 0.5, 2.0));
     let ln_tiny = if T::F64 { 5e-324 } else { 1.4e-45 };
-    xs.extend([ln_tiny, 1e-310, 1e-40, 2.0f64.powi(-1030), 2.0f64.powi(-140)]);
+    xs.extend([
+        ln_tiny,
+        1e-310,
+        1e-40,
+        2.0f64.powi(-1030),
+        2.0f64.powi(-140),
+    ]);
     // log near 1 is small: its error is relative to |ln x| + ε.
     check_fn::<T>(rig, "log", 1, &xs, f64::ln, 4.0, 2.0 * T::EPS);
     let xs = points(
         &mut rng,
         -30.0,
         30.0,
-        &[0.0, tiny, -tiny, 0.49, 0.5, 0.51, 3.5, 9.9, 10.2, 26.0, 27.5, inf, -inf, f64::NAN],
+        &[
+            0.0,
+            tiny,
+            -tiny,
+            0.49,
+            0.5,
+            0.51,
+            3.5,
+            9.9,
+            10.2,
+            26.0,
+            27.5,
+            inf,
+            -inf,
+            f64::NAN,
+        ],
     );
     check_fn::<T>(rig, "erfc", 2, &xs, libm::erfc, 16.0, sub);
     let mut xs = points(
         &mut rng,
         -25.0,
         25.0,
-        &[0.0, tiny, -tiny, 1e-8, 0.29, 0.3, 0.31, 400.0, -400.0, inf, -inf, f64::NAN],
+        &[
+            0.0,
+            tiny,
+            -tiny,
+            1e-8,
+            0.29,
+            0.3,
+            0.31,
+            400.0,
+            -400.0,
+            inf,
+            -inf,
+            f64::NAN,
+        ],
     );
     xs.extend(uniform(&mut rng, 200, -1.0, 1.0));
     check_fn::<T>(rig, "tanh", 3, &xs, f64::tanh, 6.0, 0.0);
@@ -329,9 +380,28 @@ fn math_functions<T: El>(rig: &Rig) {
         &mut rng,
         -800.0,
         800.0,
-        &[0.0, tiny, -tiny, 30.0, -30.0, -100.0, -700.0, inf, -inf, f64::NAN],
+        &[
+            0.0,
+            tiny,
+            -tiny,
+            30.0,
+            -30.0,
+            -100.0,
+            -700.0,
+            inf,
+            -inf,
+            f64::NAN,
+        ],
     );
-    check_fn::<T>(rig, "sigmoid", 4, &xs, |x| 1.0 / (1.0 + (-x).exp()), 6.0, sub);
+    check_fn::<T>(
+        rig,
+        "sigmoid",
+        4,
+        &xs,
+        |x| 1.0 / (1.0 + (-x).exp()),
+        6.0,
+        sub,
+    );
     let xs = points(&mut rng, -0.6, 0.6, &[0.0, tiny, -tiny, 1e-9]);
     check_fn::<T>(rig, "expm1", 5, &xs, f64::exp_m1, 4.0, 0.0);
 }

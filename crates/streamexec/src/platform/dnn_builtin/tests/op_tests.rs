@@ -113,9 +113,8 @@ fn random_conv(rng: &mut StdRng) -> Conv {
             nhwc: rng.random_bool(0.5),
             krsc: rng.random_bool(0.5),
         };
-        let o = |i: u64, f: u64, a: usize| {
-            i as i64 + 2 * c.pad[a] - c.dil[a] * (f as i64 - 1) - 1 >= 0
-        };
+        let o =
+            |i: u64, f: u64, a: usize| i as i64 + 2 * c.pad[a] - c.dil[a] * (f as i64 - 1) - 1 >= 0;
         if o(c.x[2], c.r, 0) && o(c.x[3], c.s, 1) {
             return c;
         }
@@ -139,12 +138,67 @@ fn conv_cases() -> Vec<Conv> {
         krsc,
     };
     vec![
-        c([2, 3, 7, 6], 4, 3, 3, [1, 1], [1, 1], [1, 1], 1, false, false),
+        c(
+            [2, 3, 7, 6],
+            4,
+            3,
+            3,
+            [1, 1],
+            [1, 1],
+            [1, 1],
+            1,
+            false,
+            false,
+        ),
         c([1, 4, 5, 5], 6, 2, 3, [3, 4], [1, 2], [1, 1], 2, true, true),
-        c([2, 3, 9, 8], 3, 3, 3, [1, 0], [4, 3], [2, 1], 3, false, true),
-        c([1, 4, 6, 7], 8, 3, 2, [1, 1], [1, 1], [1, 2], 4, true, false),
-        c([1, 2, 6, 7], 2, 1, 1, [0, 0], [2, 2], [1, 1], 1, true, false),
-        c([3, 1, 1, 1], 2, 1, 1, [0, 0], [1, 1], [1, 1], 1, false, false),
+        c(
+            [2, 3, 9, 8],
+            3,
+            3,
+            3,
+            [1, 0],
+            [4, 3],
+            [2, 1],
+            3,
+            false,
+            true,
+        ),
+        c(
+            [1, 4, 6, 7],
+            8,
+            3,
+            2,
+            [1, 1],
+            [1, 1],
+            [1, 2],
+            4,
+            true,
+            false,
+        ),
+        c(
+            [1, 2, 6, 7],
+            2,
+            1,
+            1,
+            [0, 0],
+            [2, 2],
+            [1, 1],
+            1,
+            true,
+            false,
+        ),
+        c(
+            [3, 1, 1, 1],
+            2,
+            1,
+            1,
+            [0, 0],
+            [1, 1],
+            [1, 1],
+            1,
+            false,
+            false,
+        ),
     ]
 }
 
@@ -161,7 +215,8 @@ fn check_conv<T: El>(rig: &Rig, g: &Conv, rng: &mut StdRng, blend: bool) {
     let (mut y, mut dx, mut df) = (vec![0.0; dy.len()], vec![0.0; x.len()], vec![0.0; f.len()]);
     let (mut ya, mut dxa, mut dfa) = (y.clone(), dx.clone(), df.clone());
     let (kg, cg) = (g.k / g.groups, g.cg());
-    let li = |d: [u64; 4], i: [u64; 4]| (((i[0] * d[1] + i[1]) * d[2] + i[2]) * d[3] + i[3]) as usize;
+    let li =
+        |d: [u64; 4], i: [u64; 4]| (((i[0] * d[1] + i[1]) * d[2] + i[2]) * d[3] + i[3]) as usize;
     for o in super::op_tests::indices(yd) {
         let [n, k, p, q] = o;
         for c in 0..cg {
@@ -210,7 +265,11 @@ fn check_conv<T: El>(rig: &Rig, g: &Conv, rng: &mut StdRng, blend: bool) {
     // The prior output: NaN (never read) when beta is 0.
     let prior = |n: usize| -> Vec<f64> {
         if blend {
-            round::<T>(&(0..n).map(|i| (i % 7) as f64 * 0.25 - 0.5).collect::<Vec<_>>())
+            round::<T>(
+                &(0..n)
+                    .map(|i| (i % 7) as f64 * 0.25 - 0.5)
+                    .collect::<Vec<_>>(),
+            )
         } else {
             vec![f64::NAN; n]
         }
@@ -241,7 +300,9 @@ fn check_conv<T: El>(rig: &Rig, g: &Conv, rng: &mut StdRng, blend: bool) {
             ),
         );
         let got = read(&rig.down(&dev[out]), dims, s);
-        let taps = (cg * g.r * g.s).max(kg * g.r * g.s).max(yd[0] * yd[2] * yd[3]) as f64;
+        let taps = (cg * g.r * g.s)
+            .max(kg * g.r * g.s)
+            .max(yd[0] * yd[2] * yd[3]) as f64;
         for i in 0..want.len() {
             let prev = if blend { before[i] } else { 0.0 };
             let w = alpha * want[i] + beta * prev;

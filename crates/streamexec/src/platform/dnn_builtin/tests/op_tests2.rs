@@ -34,7 +34,9 @@ struct Pool {
 
 impl Pool {
     fn out(&self) -> [u64; 4] {
-        let o = |a: usize| ((self.x[2 + a] as i64 + 2 * self.pad[a] - self.win[a]) / self.stride[a] + 1) as u64;
+        let o = |a: usize| {
+            ((self.x[2 + a] as i64 + 2 * self.pad[a] - self.win[a]) / self.stride[a] + 1) as u64
+        };
         [self.x[0], self.x[1], o(0), o(1)]
     }
 }
@@ -42,11 +44,15 @@ impl Pool {
 /// The f64 reference: forward y, backward dx (max routes to the window's first maximum).
 fn pool_ref(g: &Pool, x: &[f64], dy: &[f64]) -> (Vec<f64>, Vec<f64>) {
     let yd = g.out();
-    let li = |d: [u64; 4], i: [u64; 4]| (((i[0] * d[1] + i[1]) * d[2] + i[2]) * d[3] + i[3]) as usize;
+    let li =
+        |d: [u64; 4], i: [u64; 4]| (((i[0] * d[1] + i[1]) * d[2] + i[2]) * d[3] + i[3]) as usize;
     let (mut y, mut dx) = (vec![0.0; len(yd)], vec![0.0; x.len()]);
     for o in indices(yd) {
         let [n, c, p, q] = o;
-        let (h0, w0) = (p as i64 * g.stride[0] - g.pad[0], q as i64 * g.stride[1] - g.pad[1]);
+        let (h0, w0) = (
+            p as i64 * g.stride[0] - g.pad[0],
+            q as i64 * g.stride[1] - g.pad[1],
+        );
         let mut inside = Vec::new();
         for ih in h0..h0 + g.win[0] {
             for iw in w0..w0 + g.win[1] {
@@ -95,14 +101,20 @@ fn check_pool<T: El>(rig: &Rig, g: &Pool, rng: &mut StdRng, ties: bool) {
     let yd = g.out();
     let (xs, ys) = (strides(g.x, g.nhwc), strides(yd, g.nhwc));
     let x: Vec<f64> = if ties {
-        (0..len(g.x)).map(|_| rng.random_range(0..3) as f64).collect()
+        (0..len(g.x))
+            .map(|_| rng.random_range(0..3) as f64)
+            .collect()
     } else {
         round::<T>(&uniform(rng, len(g.x), -1.0, 1.0))
     };
     let dy = round::<T>(&uniform(rng, len(yd), -1.0, 1.0));
     let (y, dx) = pool_ref(g, &x, &dy);
     let geo = |a: &mut Vec<A<'_, T>>| {
-        a.extend([g.win, g.pad, g.stride].iter().flat_map(|p| p.iter().map(|&v| A::I(v))));
+        a.extend(
+            [g.win, g.pad, g.stride]
+                .iter()
+                .flat_map(|p| p.iter().map(|&v| A::I(v))),
+        );
         a.extend([A::W(g.mode), A::F(1.0), A::F(0.0)]);
     };
     let dxm = rig.up(&lay::<T>(&x, g.x, xs));
@@ -115,7 +127,11 @@ fn check_pool<T: El>(rig: &Rig, g: &Pool, rng: &mut StdRng, ties: bool) {
     let got = read(&rig.down(&dym), yd, ys);
     let count = (g.win[0] * g.win[1]) as f64;
     for (i, (&gv, &w)) in got.iter().zip(&y).enumerate() {
-        let tol = if w.is_infinite() { 0.0 } else { (count + 2.0) * T::EPS * 2.0 };
+        let tol = if w.is_infinite() {
+            0.0
+        } else {
+            (count + 2.0) * T::EPS * 2.0
+        };
         if w.is_infinite() {
             assert_eq!(gv, w, "pool_fwd {what}[{i}]");
         } else {
@@ -132,7 +148,13 @@ fn check_pool<T: El>(rig: &Rig, g: &Pool, rng: &mut StdRng, ties: bool) {
     let got = read(&rig.down(&out), g.x, xs);
     let windows = (g.win[0] * g.win[1]) as f64;
     for (i, (&gv, &w)) in got.iter().zip(&dx).enumerate() {
-        close(&format!("pool_bwd {what}"), i, gv, w, (windows + 2.0) * T::EPS * 2.0);
+        close(
+            &format!("pool_bwd {what}"),
+            i,
+            gv,
+            w,
+            (windows + 2.0) * T::EPS * 2.0,
+        );
     }
 }
 
@@ -155,7 +177,12 @@ fn pooling(rig: &Rig) {
     for _ in 0..3 {
         let win = [rng.random_range(1..4), rng.random_range(1..4)];
         cases.push(p(
-            [rng.random_range(1..3), rng.random_range(1..4), rng.random_range(3..9), rng.random_range(3..9)],
+            [
+                rng.random_range(1..3),
+                rng.random_range(1..4),
+                rng.random_range(3..9),
+                rng.random_range(3..9),
+            ],
             win,
             [rng.random_range(0..win[0]), rng.random_range(0..win[1])],
             [rng.random_range(1..4), rng.random_range(1..4)],
@@ -170,7 +197,15 @@ fn pooling(rig: &Rig) {
         }
     }
     // Ties in f32 too: the first maximum takes the gradient.
-    check_pool::<f32>(rig, &Pool { mode: 0, ..cases[0].clone() }, &mut rng, true);
+    check_pool::<f32>(
+        rig,
+        &Pool {
+            mode: 0,
+            ..cases[0].clone()
+        },
+        &mut rng,
+        true,
+    );
 }
 
 on_every_platform!(pooling: pooling_on_the_host_ptx_engine, pooling_on_opencl, pooling_on_cuda);
@@ -234,7 +269,13 @@ fn check_act<T: El>(rig: &Rig, mode: u32, dims: [u64; 4], rng: &mut StdRng) {
     let got = read(&rig.down(&ym), dims, s_out);
     for (i, (&g, &xi)) in got.iter().zip(&x).enumerate() {
         let w = act_ref(mode, xi).0;
-        close(&format!("act_fwd {what} x={xi}"), i, g, w, 16.0 * T::EPS * w.abs() + 1e-300);
+        close(
+            &format!("act_fwd {what} x={xi}"),
+            i,
+            g,
+            w,
+            16.0 * T::EPS * w.abs() + 1e-300,
+        );
     }
     // Backward from x and the reference y.
     let y = round::<T>(&x.iter().map(|&v| act_ref(mode, v).0).collect::<Vec<_>>());
@@ -255,7 +296,13 @@ fn check_act<T: El>(rig: &Rig, mode: u32, dims: [u64; 4], rng: &mut StdRng) {
             3 => d * (1.0 - yi * yi),
             _ => d * act_ref(mode, x[i]).1,
         };
-        close(&format!("act_bwd {what} x={}", x[i]), i, g, w, 16.0 * T::EPS * (w.abs() + d.abs()) + 1e-300);
+        close(
+            &format!("act_bwd {what} x={}", x[i]),
+            i,
+            g,
+            w,
+            16.0 * T::EPS * (w.abs() + d.abs()) + 1e-300,
+        );
     }
 }
 
@@ -269,3 +316,347 @@ fn activations(rig: &Rig) {
 
 on_every_platform!(activations: activations_on_the_host_ptx_engine, activations_on_opencl,
     activations_on_cuda);
+
+// ---- Softmax -------------------------------------------------------------------------------
+
+fn check_softmax<T: El>(rig: &Rig, dims: [u64; 4], mode: u32, log: bool, rng: &mut StdRng) {
+    let what = format!("mode {mode} log {log} {dims:?} {}", T::SUF);
+    let (s_in, s_out) = (strides(dims, true), strides(dims, false));
+    let mut xv = uniform(rng, len(dims), -5.0, 5.0);
+    xv[0] = 300.0; // e^300 overflows f32: the maximum must be subtracted first
+    let x = round::<T>(&xv);
+    let [n, c, h, w] = dims;
+    let li = |i: [u64; 4]| (((i[0] * c + i[1]) * h + i[2]) * w + i[3]) as usize;
+    // Rows of logical indices.
+    let rows: Vec<Vec<usize>> = if mode == 0 {
+        indices([n, 1, h, w])
+            .map(|[a, _, b, d]| (0..c).map(|k| li([a, k, b, d])).collect())
+            .collect()
+    } else {
+        (0..n)
+            .map(|a| {
+                indices([1, c, h, w])
+                    .map(|[_, k, b, d]| li([a, k, b, d]))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut y = vec![0.0; x.len()];
+    for row in &rows {
+        let m = row.iter().map(|&i| x[i]).fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = row.iter().map(|&i| (x[i] - m).exp()).sum();
+        for &i in row {
+            y[i] = if log {
+                x[i] - m - sum.ln()
+            } else {
+                (x[i] - m).exp() / sum
+            };
+        }
+    }
+    let xm = rig.up(&lay::<T>(&x, dims, s_in));
+    let ym = rig.up(&vec![T::poison(); x.len()]);
+    let mut a = vec![A::B(&xm), A::B(&ym)];
+    a.extend(shape(dims).into_iter().chain(st(s_in)).chain(st(s_out)));
+    a.extend([A::W(mode), A::W(log.into()), A::F(1.0), A::F(0.0)]);
+    rig.run::<T>("softmax_fwd", rows.len() as u64, &a);
+    let got = read(&rig.down(&ym), dims, s_out);
+    for row in &rows {
+        let scale = row.iter().map(|&i| y[i].abs()).fold(0.0, f64::max);
+        for &i in row {
+            let tol = 4.0 * (row.len() as f64 + 8.0) * T::EPS * scale.max(y[i].abs());
+            close(&format!("softmax_fwd {what}"), i, got[i], y[i], tol);
+        }
+    }
+    // Backward from the reference y.
+    let yr = round::<T>(&y);
+    let dy = round::<T>(&uniform(rng, x.len(), -1.0, 1.0));
+    let mut dx = vec![0.0; x.len()];
+    let mut mag = vec![0.0; x.len()];
+    for row in &rows {
+        let s: f64 = row
+            .iter()
+            .map(|&i| if log { dy[i] } else { dy[i] * yr[i] })
+            .sum();
+        let sa: f64 = row
+            .iter()
+            .map(|&i| {
+                if log {
+                    dy[i].abs()
+                } else {
+                    (dy[i] * yr[i]).abs()
+                }
+            })
+            .sum();
+        for &i in row {
+            dx[i] = if log {
+                dy[i] - yr[i].exp() * s
+            } else {
+                yr[i] * (dy[i] - s)
+            };
+            mag[i] = if log {
+                dy[i].abs() + yr[i].exp() * sa
+            } else {
+                yr[i].abs() * (dy[i].abs() + sa)
+            };
+        }
+    }
+    let ym = rig.up(&lay::<T>(&yr, dims, s_out));
+    let dym = rig.up(&lay::<T>(&dy, dims, s_in));
+    let dxm = rig.up(&vec![T::poison(); x.len()]);
+    let mut a = vec![A::B(&ym), A::B(&dym), A::B(&dxm)];
+    a.extend(
+        shape(dims)
+            .into_iter()
+            .chain(st(s_out))
+            .chain(st(s_in))
+            .chain(st(s_out)),
+    );
+    a.extend([A::W(mode), A::W(log.into()), A::F(1.0), A::F(0.0)]);
+    rig.run::<T>("softmax_bwd", rows.len() as u64, &a);
+    let got = read(&rig.down(&dxm), dims, s_out);
+    for row in &rows {
+        for &i in row {
+            let tol = 4.0 * (row.len() as f64 + 8.0) * T::EPS * mag[i] + 1e-300;
+            close(&format!("softmax_bwd {what}"), i, got[i], dx[i], tol);
+        }
+    }
+}
+
+fn softmax(rig: &Rig) {
+    let mut rng = streamexec_test_support::rng("dnn softmax kernels");
+    for (dims, mode) in [
+        ([2, 5, 3, 2], 0),
+        ([3, 4, 2, 3], 1),
+        ([1, 7, 1, 1], 0),
+        ([2, 1, 3, 5], 1),
+    ] {
+        for log in [false, true] {
+            check_softmax::<f32>(rig, dims, mode, log, &mut rng);
+            check_softmax::<f64>(rig, dims, mode, log, &mut rng);
+        }
+    }
+}
+
+on_every_platform!(softmax: softmax_on_the_host_ptx_engine, softmax_on_opencl, softmax_on_cuda);
+
+// ---- Batch normalisation, bias add, epilogue -----------------------------------------------
+
+fn check_batch_norm<T: El>(rig: &Rig, dims: [u64; 4], nhwc: bool, rng: &mut StdRng) {
+    let what = format!("{dims:?} nhwc {nhwc} {}", T::SUF);
+    let s = strides(dims, nhwc);
+    let [n, c, h, w] = dims;
+    let m = (n * h * w) as usize;
+    let cu = c as usize;
+    let x = round::<T>(&uniform(rng, len(dims), -2.0, 4.0));
+    let dy = round::<T>(&uniform(rng, len(dims), -1.0, 1.0));
+    let scale = round::<T>(&uniform(rng, cu, 0.5, 2.0));
+    let bias = round::<T>(&uniform(rng, cu, -1.0, 1.0));
+    let rmean = round::<T>(&uniform(rng, cu, -1.0, 1.0));
+    let rvar = round::<T>(&uniform(rng, cu, 0.5, 2.0));
+    let (eps, mom) = (1e-5, 0.1);
+    // The reference, per channel.
+    let ch = |k: usize| -> Vec<usize> {
+        indices(dims)
+            .enumerate()
+            .filter(|(_, i)| i[1] as usize == k)
+            .map(|(j, _)| j)
+            .collect()
+    };
+    let (mut y, mut dx) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+    let (mut mean, mut inv, mut var) = (vec![0.0; cu], vec![0.0; cu], vec![0.0; cu]);
+    let (mut dscale, mut dbias) = (vec![0.0; cu], vec![0.0; cu]);
+    for k in 0..cu {
+        let idx = ch(k);
+        let mu = idx.iter().map(|&i| x[i]).sum::<f64>() / m as f64;
+        let v = idx.iter().map(|&i| (x[i] - mu).powi(2)).sum::<f64>() / m as f64;
+        (mean[k], var[k], inv[k]) = (mu, v, 1.0 / (v + eps).sqrt());
+        let xh = |i: usize| (x[i] - mu) * inv[k];
+        for &i in &idx {
+            y[i] = scale[k] * xh(i) + bias[k];
+        }
+        dbias[k] = idx.iter().map(|&i| dy[i]).sum();
+        dscale[k] = idx.iter().map(|&i| dy[i] * xh(i)).sum();
+        for &i in &idx {
+            dx[i] =
+                scale[k] * inv[k] * (dy[i] - dbias[k] / m as f64 - xh(i) * dscale[k] / m as f64);
+        }
+    }
+    let tol = |v: f64| 8.0 * (m as f64 + 8.0) * T::EPS * (v.abs() + 1.0);
+    let check = |name: &str, got: &[f64], want: &[f64]| {
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            close(&format!("{name} {what}"), i, g, w, tol(w));
+        }
+    };
+    let poison = |k: usize| rig.up(&vec![T::poison(); k]);
+    let vec_of = |v: &[f64]| rig.up(&v.iter().map(|&e| T::of(e)).collect::<Vec<T>>());
+    let xm = rig.up(&lay::<T>(&x, dims, s));
+    let geo = |a: &mut Vec<A<'_, T>>, tensors: usize| {
+        a.extend(shape(dims));
+        for _ in 0..tensors {
+            a.extend(st(s));
+        }
+    };
+    // Training forward.
+    let (ym, sm, si) = (poison(x.len()), poison(cu), poison(cu));
+    let (scm, bim, rmm, rvm) = (vec_of(&scale), vec_of(&bias), vec_of(&rmean), vec_of(&rvar));
+    let mut a = vec![
+        A::B(&xm),
+        A::B(&ym),
+        A::B(&scm),
+        A::B(&bim),
+        A::B(&rmm),
+        A::B(&rvm),
+        A::B(&sm),
+        A::B(&si),
+    ];
+    geo(&mut a, 2);
+    a.extend([A::F(eps), A::F(mom), A::W(3)]);
+    rig.run::<T>("bn_fwd_train", c, &a);
+    check("bn_fwd_train y", &read(&rig.down(&ym), dims, s), &y);
+    let got = |d: &crate::DeviceMemory<T>| rig.down(d).iter().map(|v| v.get()).collect::<Vec<_>>();
+    check("bn_fwd_train save_mean", &got(&sm), &mean);
+    check("bn_fwd_train save_inv_std", &got(&si), &inv);
+    let mf = m as f64;
+    let want_rm: Vec<f64> = (0..cu)
+        .map(|k| (1.0 - mom) * rmean[k] + mom * mean[k])
+        .collect();
+    let want_rv: Vec<f64> = (0..cu)
+        .map(|k| (1.0 - mom) * rvar[k] + mom * var[k] * mf / (mf - 1.0))
+        .collect();
+    check("bn_fwd_train running_mean", &got(&rmm), &want_rm);
+    check("bn_fwd_train running_var", &got(&rvm), &want_rv);
+    // Inference from the original running statistics.
+    let (rmm, rvm) = (vec_of(&rmean), vec_of(&rvar));
+    let ym = poison(x.len());
+    let mut a = vec![
+        A::B(&xm),
+        A::B(&ym),
+        A::B(&scm),
+        A::B(&bim),
+        A::B(&rmm),
+        A::B(&rvm),
+    ];
+    geo(&mut a, 2);
+    a.push(A::F(eps));
+    rig.run::<T>("bn_fwd_infer", x.len() as u64, &a);
+    let want: Vec<f64> = indices(dims)
+        .zip(&x)
+        .map(|(i, &v)| {
+            let k = i[1] as usize;
+            scale[k] * (v - rmean[k]) / (rvar[k] + eps).sqrt() + bias[k]
+        })
+        .collect();
+    check("bn_fwd_infer", &read(&rig.down(&ym), dims, s), &want);
+    // Backward, from the saved statistics and recomputing them.
+    for use_saved in [1u32, 0] {
+        let dym = rig.up(&lay::<T>(&dy, dims, s));
+        let (dxm, dsm, dbm) = (poison(x.len()), poison(cu), poison(cu));
+        let (sm, si) = (vec_of(&mean), vec_of(&inv));
+        let mut a = vec![
+            A::B(&xm),
+            A::B(&dym),
+            A::B(&dxm),
+            A::B(&scm),
+            A::B(&dsm),
+            A::B(&dbm),
+            A::B(&sm),
+            A::B(&si),
+        ];
+        geo(&mut a, 3);
+        a.extend([A::F(eps), A::W(use_saved)]);
+        rig.run::<T>("bn_bwd", c, &a);
+        check("bn_bwd dx", &read(&rig.down(&dxm), dims, s), &dx);
+        check("bn_bwd dscale", &got(&dsm), &dscale);
+        check("bn_bwd dbias", &got(&dbm), &dbias);
+    }
+}
+
+fn check_bias_and_epilogue<T: El>(rig: &Rig, rng: &mut StdRng) {
+    let dims = [2, 3, 4, 5];
+    let s = strides(dims, true);
+    let y0 = round::<T>(&uniform(rng, len(dims), -1.0, 1.0));
+    let bias = round::<T>(&uniform(rng, 3, -1.0, 1.0));
+    let bm = rig.up(&bias.iter().map(|&v| T::of(v)).collect::<Vec<T>>());
+    for (alpha, beta) in [(1.0, 1.0), (2.0, 0.0)] {
+        let prior = if beta == 0.0 {
+            vec![f64::NAN; y0.len()]
+        } else {
+            y0.clone()
+        };
+        let ym = rig.up(&lay::<T>(&prior, dims, s));
+        let mut a = vec![A::B(&ym), A::B(&bm)];
+        a.extend(shape(dims).into_iter().chain(st(s)));
+        a.extend([A::F(alpha), A::F(beta)]);
+        rig.run::<T>("bias_add", y0.len() as u64, &a);
+        let got = read(&rig.down(&ym), dims, s);
+        for (j, i) in indices(dims).enumerate() {
+            let want = alpha * bias[i[1] as usize] + if beta == 0.0 { 0.0 } else { beta * y0[j] };
+            close(
+                &format!("bias_add {alpha} {beta} {}", T::SUF),
+                j,
+                got[j],
+                want,
+                2.0 * T::EPS * 4.0,
+            );
+        }
+    }
+    // Epilogue over a 5 × 3 matrix in a column-major array with leading dimension 7: the gap
+    // rows keep their poison.
+    let (rows, cols, ld) = (5u64, 3u64, 7u64);
+    let vals = round::<T>(&uniform(rng, (ld * cols) as usize, -3.0, 3.0));
+    for mode in 0..5u32 {
+        for has_bias in [0u32, 1] {
+            let mut buf: Vec<T> = vals.iter().map(|&v| T::of(v)).collect();
+            for j in 0..cols {
+                for i in rows..ld {
+                    buf[(j * ld + i) as usize] = T::poison();
+                }
+            }
+            let ym = rig.up(&buf);
+            let a = [
+                A::B(&ym),
+                A::B(&bm),
+                A::U(rows),
+                A::U(cols),
+                A::U(1),
+                A::U(ld),
+                A::W(has_bias),
+                A::W(mode),
+            ];
+            rig.run::<T>("epilogue", rows * cols, &a);
+            let got = rig.down(&ym);
+            for (k, g) in got.iter().enumerate() {
+                let (i, j) = (k as u64 % ld, k as u64 / ld);
+                if i >= rows {
+                    assert_eq!(
+                        g.get().to_bits(),
+                        T::poison().get().to_bits(),
+                        "epilogue gap {k}"
+                    );
+                    continue;
+                }
+                let v = T::of(vals[k] + if has_bias == 1 { bias[j as usize] } else { 0.0 }).get();
+                let want = act_ref(mode, v).0;
+                close(
+                    &format!("epilogue mode {mode} bias {has_bias} {}", T::SUF),
+                    k,
+                    g.get(),
+                    want,
+                    16.0 * T::EPS * (want.abs() + 1e-30),
+                );
+            }
+        }
+    }
+}
+
+fn normalisation_bias_epilogue(rig: &Rig) {
+    let mut rng = streamexec_test_support::rng("dnn batch norm, bias and epilogue kernels");
+    check_batch_norm::<f32>(rig, [2, 3, 4, 5], false, &mut rng);
+    check_batch_norm::<f64>(rig, [3, 2, 3, 1], true, &mut rng);
+    check_batch_norm::<f32>(rig, [1, 4, 1, 2], true, &mut rng);
+    check_bias_and_epilogue::<f32>(rig, &mut rng);
+    check_bias_and_epilogue::<f64>(rig, &mut rng);
+}
+
+on_every_platform!(normalisation_bias_epilogue: normalisation_bias_epilogue_on_the_host_ptx_engine,
+    normalisation_bias_epilogue_on_opencl, normalisation_bias_epilogue_on_cuda);
