@@ -150,7 +150,10 @@ impl StreamExecutor {
                 Some(f) => (f.implementation(), only),
                 None => ("none", "no FFT on this platform in this build"),
             },
-            PluginFamily::Dnn => ("none", "not implemented"),
+            PluginFamily::Dnn => match iface.dnn() {
+                Some(d) => (d.implementation(), only),
+                None => ("none", "no DNN on this platform in this build"),
+            },
             _ => ("none", "this platform does not implement it"),
         };
         PluginStatus {

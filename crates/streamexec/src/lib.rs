@@ -51,6 +51,7 @@ pub mod diagnostics {
 mod allocations;
 mod blas;
 mod command_buffer;
+mod dnn;
 mod event;
 mod executor;
 mod executor_rpc;
@@ -69,6 +70,11 @@ mod guides;
 
 pub use blas::BlasScalar;
 pub use command_buffer::{CommandBuffer, LaunchCommand};
+pub use dnn::{
+    Activation, BATCH_NORM_MIN_EPSILON, BatchNormProblem, ConvDesc, ConvProblem, DnnDataType,
+    DnnElement, FilterDesc, MatmulProblem, PoolMode, PoolProblem, SoftmaxAlgorithm, SoftmaxMode,
+    TensorDesc, TensorLayout,
+};
 pub use error::{Error, IoError, Result};
 pub use event::{Event, EventReady, Timer};
 pub use executor::StreamExecutor;

@@ -73,7 +73,12 @@ fn device_query_lists_every_platform() {
         text.contains("    blas: gemm crate (Plugin::Auto: "),
         "{text}"
     );
-    assert!(text.contains("    dnn: none (not implemented)"), "{text}");
+    assert!(
+        text.contains(
+            "    dnn: built-in (im2col + gemm crate) (the platform's only implementation)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

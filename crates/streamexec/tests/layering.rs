@@ -22,8 +22,8 @@ const LAYERS: &[Layer] = &[
     ("interface", &["interface::*"], &["error", "types::*", "interface::*"]),
     ("platform",  &["platform::*"],  &["error", "types::*", "interface::*", "platform::*"]),
     // The handles reach backends only through the plugin interface.
-    ("handles",   &["executor", "allocations", "stream", "stream_order", "command_buffer", "event", "kernel", "memory", "blas", "rng", "fft", "executor_rpc::*"],
-                  &["error", "types::*", "interface::*", "executor", "allocations", "stream", "stream_order", "command_buffer", "event", "kernel", "memory", "blas", "rng", "fft", "executor_rpc::*"]),
+    ("handles",   &["executor", "allocations", "stream", "stream_order", "command_buffer", "event", "kernel", "memory", "blas", "rng", "fft", "dnn", "dnn::*", "executor_rpc::*"],
+                  &["error", "types::*", "interface::*", "executor", "allocations", "stream", "stream_order", "command_buffer", "event", "kernel", "memory", "blas", "rng", "fft", "dnn", "dnn::*", "executor_rpc::*"]),
     // MPI (feature `mpi`): built on the handles and the RPC protocol (its Emissary API), never
     // on a backend.
     ("mpi",       &["mpi::*"],       &["error", "types::*", "executor", "stream", "memory", "mpi::*"]),

@@ -5,7 +5,7 @@
 //!
 //! A backend is one folder under `src/platform/` implementing [`PlatformInterface`],
 //! [`StreamExecutorInterface`], [`StreamInterface`], [`EventInterface`] and
-//! [`KernelInterface`] (plus [`BlasSupport`] / [`RngSupport`] where it has them), registered by
+//! [`KernelInterface`] (plus [`BlasSupport`] / [`RngSupport`] / [`FftSupport`] / [`DnnSupport`] where it has them), registered by
 //! one line in `src/registry.rs`. The traits are public so that this contract is documented;
 //! user code never holds a backend object (the handles keep theirs private).
 //!
@@ -25,6 +25,7 @@
 
 pub mod blas;
 pub mod command_buffer;
+pub mod dnn;
 pub mod fft;
 pub mod rng;
 
@@ -34,6 +35,7 @@ use std::time::Duration;
 
 pub use blas::BlasSupport;
 pub use command_buffer::{Command, CommandBufferInterface, ReplayCallbackFn};
+pub use dnn::DnnSupport;
 pub use fft::{FftPlanInterface, FftSupport};
 pub use rng::RngSupport;
 
@@ -261,6 +263,12 @@ pub trait StreamExecutorInterface: Send + Sync + 'static {
     /// FFT plans on this device, if the platform has them; `None` makes
     /// `StreamExecutor::create_fft_plan` fail with `Unsupported`.
     fn fft(&self) -> Option<&dyn FftSupport> {
+        None
+    }
+
+    /// DNN operations on this device, if the platform has them; `None` makes every
+    /// `then_convolution_*` / `then_pooling_*` / ... fail with `Unsupported`.
+    fn dnn(&self) -> Option<&dyn DnnSupport> {
         None
     }
 

@@ -17,7 +17,8 @@ use crate::types::{
 };
 
 /// The host platform's canned families: BLAS (the `gemm` crate and loops, blas.rs) and Philox
-/// (rng.rs) are built in, with no vendor alternative; it has no FFT or DNN in this build.
+/// (rng.rs) are built in, with no vendor alternative; FFT (rustfft) and DNN (im2col + gemm)
+/// are built in too and report through `served_by_default`.
 fn decide_plugins(config: &PluginConfig) -> Result<Vec<PluginStatus>> {
     refuse_vendor(PLATFORM, config, &[PluginFamily::Fft, PluginFamily::Dnn])?;
     let blas = decide(

@@ -210,6 +210,10 @@ impl StreamExecutorInterface for HostExecutor {
         Some(self)
     }
 
+    fn dnn(&self) -> Option<&dyn crate::interface::DnnSupport> {
+        Some(self)
+    }
+
     fn rpc_capability(&self) -> Option<crate::interface::RpcCapability> {
         // One server serves both kinds of client: PTX modules built against LLVM's GPU libc
         // (a warp of the engine is one client; the module's `__llvm_rpc_client` holds its

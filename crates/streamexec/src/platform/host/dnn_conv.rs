@@ -1,0 +1,356 @@
+//! Host convolutions on private copies of the operands: im2col + the `gemm` crate per image
+//! and group (col2im for backward data), images in parallel on the current rayon pool.
+//!
+//! Tensors and filters are addressed through their strides, so NCHW and NHWC run the same
+//! code: the gemm crate takes any row and column strides, the output of an image's group is a
+//! `K/G × P·Q` matrix with row stride `y.strides[1]` and column stride `y.strides[3]` (`P·Q`
+//! positions are evenly spaced in both packed layouts). The filter is packed into KCRS first
+//! (small), so the im2col matrix has rows in `(c, r, s)` order. A 1×1 stride-1 unpadded
+//! convolution skips im2col: the input image is already the `C/G × H·W` matrix.
+
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+use super::dnn::Elem;
+use crate::interface::dnn::ConvProblem;
+
+/// Sizes and strides of a validated problem, as `usize`.
+struct Geo {
+    groups: usize,
+    cg: usize,
+    kg: usize,
+    r: usize,
+    s: usize,
+    h: usize,
+    w: usize,
+    oh: usize,
+    ow: usize,
+    crs: usize,
+    pq: usize,
+    pad: [isize; 2],
+    stride: [usize; 2],
+    dil: [usize; 2],
+    /// `x` strides of `(c, h, w)`.
+    xs: [usize; 3],
+    /// `y` strides of `(k, p, q)`.
+    ys: [usize; 3],
+    x_img: usize,
+    y_img: usize,
+    pointwise: bool,
+}
+
+fn geo(p: &ConvProblem) -> Geo {
+    let (xs, ys) = (p.x.strides(), p.y.strides());
+    let u = |v: u64| v as usize;
+    let (cg, r, s) = (u(p.w.c_per_group), u(p.w.r), u(p.w.s));
+    let c = &p.conv;
+    Geo {
+        groups: u(c.groups),
+        cg,
+        kg: u(p.k_per_group()),
+        r,
+        s,
+        h: u(p.x.h),
+        w: u(p.x.w),
+        oh: u(p.y.h),
+        ow: u(p.y.w),
+        crs: cg * r * s,
+        pq: u(p.y.h * p.y.w),
+        pad: [c.pad[0] as isize, c.pad[1] as isize],
+        stride: [u(c.stride[0]), u(c.stride[1])],
+        dil: [u(c.dilation[0]), u(c.dilation[1])],
+        xs: [u(xs[1]), u(xs[2]), u(xs[3])],
+        ys: [u(ys[1]), u(ys[2]), u(ys[3])],
+        x_img: u(xs[0]),
+        y_img: u(ys[0]),
+        pointwise: r == 1 && s == 1 && c.stride == [1, 1] && c.pad == [0, 0],
+    }
+}
+
+/// The filter as a packed `K × (C/G·R·S)` matrix in KCRS order.
+fn pack_filter<T: Elem>(p: &ConvProblem, w: &[T]) -> Vec<T> {
+    let f = &p.w;
+    let mut out = Vec::with_capacity(f.elements() as usize);
+    for k in 0..f.k {
+        for c in 0..f.c_per_group {
+            for r in 0..f.r {
+                for s in 0..f.s {
+                    out.push(w[f.offset(k, c, r, s) as usize]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// [`pack_filter`]'s inverse: writes packed KCRS `packed` into `w` in the filter's layout.
+fn unpack_filter<T: Elem>(p: &ConvProblem, packed: &[T], w: &mut [T]) {
+    let f = &p.w;
+    let mut i = 0;
+    for k in 0..f.k {
+        for c in 0..f.c_per_group {
+            for r in 0..f.r {
+                for s in 0..f.s {
+                    w[f.offset(k, c, r, s) as usize] = packed[i];
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+/// The input row (or column) that output position `o` reads with tap `t` in dimension `d`,
+/// if it lies inside the input of size `size`.
+fn source(g: &Geo, d: usize, o: usize, t: usize, size: usize) -> Option<usize> {
+    let i = (o * g.stride[d] + t * g.dil[d]) as isize - g.pad[d];
+    (0..size as isize).contains(&i).then_some(i as usize)
+}
+
+/// The `C/G·R·S × P·Q` im2col matrix (row-major) of channels `c0..c0 + C/G` of one image.
+fn im2col<T: Elem>(g: &Geo, x: &[T], c0: usize, col: &mut [T]) {
+    for c in 0..g.cg {
+        let xc = (c0 + c) * g.xs[0];
+        for r in 0..g.r {
+            for s in 0..g.s {
+                let row = &mut col[((c * g.r + r) * g.s + s) * g.pq..][..g.pq];
+                for oh in 0..g.oh {
+                    let out = &mut row[oh * g.ow..][..g.ow];
+                    let Some(ih) = source(g, 0, oh, r, g.h) else {
+                        out.fill(T::ZERO);
+                        continue;
+                    };
+                    for (ow, v) in out.iter_mut().enumerate() {
+                        *v = match source(g, 1, ow, s, g.w) {
+                            Some(iw) => x[xc + ih * g.xs[1] + iw * g.xs[2]],
+                            None => T::ZERO,
+                        };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Adds the im2col matrix `col` back into channels `c0..c0 + C/G` of one image (im2col's
+/// adjoint).
+fn col2im<T: Elem>(g: &Geo, col: &[T], c0: usize, dx: &mut [T]) {
+    for c in 0..g.cg {
+        let xc = (c0 + c) * g.xs[0];
+        for r in 0..g.r {
+            for s in 0..g.s {
+                let row = &col[((c * g.r + r) * g.s + s) * g.pq..][..g.pq];
+                for oh in 0..g.oh {
+                    let Some(ih) = source(g, 0, oh, r, g.h) else {
+                        continue;
+                    };
+                    for (ow, v) in row[oh * g.ow..][..g.ow].iter().enumerate() {
+                        if let Some(iw) = source(g, 1, ow, s, g.w) {
+                            let d = &mut dx[xc + ih * g.xs[1] + iw * g.xs[2]];
+                            *d = T::from_f64(d.to_f64() + v.to_f64());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A strided matrix view for [`gemm`]: first element, row stride, column stride.
+type View<T> = (*const T, usize, usize);
+
+/// `dst (m×n) = [dst +] lhs (m×k) · rhs (k×n)`.
+///
+/// # Safety
+/// Every element `(i, j)` of each view, `ptr + i·rs + j·cs`, lies inside one live slice, and
+/// `dst`'s elements are distinct and touched by nobody else during the call.
+#[allow(clippy::too_many_arguments)] // three views and their sizes, as GEMM has.
+unsafe fn gemm<T: Elem>(
+    [m, n, k]: [usize; 3],
+    dst: (*mut T, usize, usize),
+    accumulate: bool,
+    lhs: View<T>,
+    rhs: View<T>,
+    par: Parallelism,
+) {
+    // SAFETY: the caller's contract; gemm computes dst = 1·dst + 1·lhs·rhs and reads dst only
+    // when `accumulate`.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.0,
+            dst.2 as isize,
+            dst.1 as isize,
+            accumulate,
+            lhs.0,
+            lhs.2 as isize,
+            lhs.1 as isize,
+            rhs.0,
+            rhs.2 as isize,
+            rhs.1 as isize,
+            T::ONE,
+            T::ONE,
+            false,
+            false,
+            false,
+            par,
+        )
+    }
+}
+
+/// Runs `body(image, inner parallelism)` over `n` images: images in parallel when there are
+/// several (each gemm single-threaded), else the gemm itself in parallel.
+fn images(n: usize, body: impl Fn(usize, Parallelism) + Sync) {
+    if n > 1 {
+        (0..n)
+            .into_par_iter()
+            .for_each(|i| body(i, Parallelism::None));
+    } else {
+        body(0, Parallelism::Rayon(0));
+    }
+}
+
+/// A raw pointer that may cross to rayon tasks that write disjoint parts of its buffer.
+#[derive(Clone, Copy)]
+struct Shared<T>(*mut T);
+// SAFETY: only used to hand each task a pointer into a buffer whose parts the tasks write
+// disjointly (one image each) while the buffer outlives the parallel loop.
+unsafe impl<T> Send for Shared<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    fn at(self, i: usize) -> *mut T {
+        self.0.wrapping_add(i)
+    }
+}
+
+/// `y = conv(x, w)`.
+pub(super) fn forward<T: Elem>(p: &ConvProblem, x: &[T], w: &[T], y: &mut [T]) {
+    let g = geo(p);
+    let wk = pack_filter(p, w);
+    let out = Shared(y.as_mut_ptr());
+    images(p.x.n as usize, |n, par| {
+        let xi = &x[n * g.x_img..][..g.x_img];
+        let mut col = vec![T::ZERO; if g.pointwise { 0 } else { g.crs * g.pq }];
+        for gi in 0..g.groups {
+            let rhs: View<T> = if g.pointwise {
+                (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[0], g.xs[2])
+            } else {
+                im2col(&g, xi, gi * g.cg, &mut col);
+                (col.as_ptr(), g.pq, 1)
+            };
+            let dst = out.at(n * g.y_img + gi * g.kg * g.ys[0]);
+            let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), g.crs, 1);
+            // SAFETY: the views stay inside `wk`, `col` / image `n` of `x`, and image `n` of `y`
+            // (its group's channels), which only this task writes.
+            unsafe {
+                gemm(
+                    [g.kg, g.pq, g.crs],
+                    (dst, g.ys[0], g.ys[2]),
+                    false,
+                    lhs,
+                    rhs,
+                    par,
+                )
+            };
+        }
+    });
+}
+
+/// `dx` from `w` and `dy`.
+pub(super) fn backward_data<T: Elem>(p: &ConvProblem, w: &[T], dy: &[T], dx: &mut [T]) {
+    let g = geo(p);
+    let wk = pack_filter(p, w);
+    dx.fill(T::ZERO);
+    let out = Shared(dx.as_mut_ptr());
+    images(p.x.n as usize, |n, par| {
+        let dyi = &dy[n * g.y_img..][..g.y_img];
+        let mut col = vec![T::ZERO; if g.pointwise { 0 } else { g.crs * g.pq }];
+        for gi in 0..g.groups {
+            // Wᵀ of the group: element (crs, k) at k·crs + crs.
+            let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), 1, g.crs);
+            let rhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
+            let image = out.at(n * g.x_img);
+            if g.pointwise {
+                let dst = image.wrapping_add(gi * g.cg * g.xs[0]);
+                // SAFETY: the views stay inside `wk`, image `n` of `dy` and image `n` of
+                // `dx` (its group's channels, each element once), which only this task writes.
+                unsafe {
+                    gemm(
+                        [g.cg, g.pq, g.kg],
+                        (dst, g.xs[0], g.xs[2]),
+                        false,
+                        lhs,
+                        rhs,
+                        par,
+                    )
+                };
+            } else {
+                // SAFETY: `col` is this task's, `crs × pq`; the inputs as above.
+                unsafe {
+                    gemm(
+                        [g.crs, g.pq, g.kg],
+                        (col.as_mut_ptr(), g.pq, 1),
+                        false,
+                        lhs,
+                        rhs,
+                        par,
+                    )
+                };
+                // SAFETY: image `n` of `dx` is written by this task alone.
+                let dxi = unsafe { std::slice::from_raw_parts_mut(image, g.x_img) };
+                col2im(&g, &col, gi * g.cg, dxi);
+            }
+        }
+    });
+}
+
+/// `dw` from `x` and `dy`: per chunk of images a partial `K × C/G·R·S` sum, then the partials
+/// added in chunk order.
+pub(super) fn backward_filter<T: Elem>(p: &ConvProblem, x: &[T], dy: &[T], dw: &mut [T]) {
+    let g = geo(p);
+    let n = p.x.n as usize;
+    let chunks = n.min(rayon::current_num_threads()).max(1);
+    let per = n.div_ceil(chunks);
+    let par = if chunks == 1 {
+        Parallelism::Rayon(0)
+    } else {
+        Parallelism::None
+    };
+    let k = p.w.k as usize;
+    let partials: Vec<Vec<T>> = (0..chunks)
+        .into_par_iter()
+        .map(|ci| {
+            let mut acc = vec![T::ZERO; k * g.crs];
+            let mut col = vec![T::ZERO; if g.pointwise { 0 } else { g.crs * g.pq }];
+            for img in ci * per..((ci + 1) * per).min(n) {
+                let xi = &x[img * g.x_img..][..g.x_img];
+                let dyi = &dy[img * g.y_img..][..g.y_img];
+                for gi in 0..g.groups {
+                    // colᵀ (pq × crs).
+                    let rhs: View<T> = if g.pointwise {
+                        (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[2], g.xs[0])
+                    } else {
+                        im2col(&g, xi, gi * g.cg, &mut col);
+                        (col.as_ptr(), 1, g.pq)
+                    };
+                    let lhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
+                    let dst = acc[gi * g.kg * g.crs..].as_mut_ptr();
+                    // SAFETY: the views stay inside image `img` of `dy`, `col` / image `img`
+                    // of `x`, and this task's `acc` (the group's rows).
+                    unsafe { gemm([g.kg, g.crs, g.pq], (dst, g.crs, 1), true, lhs, rhs, par) };
+                }
+            }
+            acc
+        })
+        .collect();
+    let mut sum = vec![T::ZERO; k * g.crs];
+    for part in &partials {
+        for (s, v) in sum.iter_mut().zip(part) {
+            *s = T::from_f64(s.to_f64() + v.to_f64());
+        }
+    }
+    unpack_filter(p, &sum, dw);
+}
