@@ -19,6 +19,7 @@ use crate::interface::KernelInterface;
 use crate::types::{BlockDim, LaunchDims, Packable, PackedArg, ThreadDim};
 use crate::{DeviceMemory, MultiKernelLoaderSpec, PlatformManager, StreamExecutor};
 
+mod agreement;
 mod op_tests;
 mod op_tests2;
 

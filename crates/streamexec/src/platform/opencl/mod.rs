@@ -22,6 +22,7 @@
 //! | `khr_command_buffer.rs` | the extension as the driver provides it: detection, entry points, an owned `cl_command_buffer_khr` |
 //! | `builtins.rs`, `builtins.cl` | the built-in kernels of BLAS and Philox: source, per-executor cache, launch |
 //! | `blas.rs`, `rng.rs` | `BlasSupport` and `RngSupport` over the built-in kernels |
+//! | `dnn.rs` | `DnnDevice` for the shared built-in DNN operations (`platform/dnn_builtin`): the DNN kernel text as OpenCL C, the fused matmul's product through the executor's BLAS |
 //! | `fft.rs` | `FftSupport`: the FFT kernels of `kernels/fft_body.h` (the CUDA platform's text) behind an OpenCL C prelude, planned by `platform/fft_builtin` |
 //! | `status.rs` | OpenCL status codes as `Error`s |
 //!
@@ -110,6 +111,7 @@ mod builtins;
 mod clblast;
 mod command_buffer;
 mod device;
+mod dnn;
 mod event;
 mod executor;
 mod fft;

@@ -114,7 +114,7 @@ fn random_conv(rng: &mut StdRng) -> Conv {
             krsc: rng.random_bool(0.5),
         };
         let o =
-            |i: u64, f: u64, a: usize| i as i64 + 2 * c.pad[a] - c.dil[a] * (f as i64 - 1) - 1 >= 0;
+            |i: u64, f: u64, a: usize| i as i64 + 2 * c.pad[a] - c.dil[a] * (f as i64 - 1) > 0;
         if o(c.x[2], c.r, 0) && o(c.x[3], c.s, 1) {
             return c;
         }
