@@ -465,6 +465,9 @@ fn check_batch_norm<T: El>(rig: &Rig, dims: [u64; 4], nhwc: bool, rng: &mut StdR
     let (mut y, mut dx) = (vec![0.0; x.len()], vec![0.0; x.len()]);
     let (mut mean, mut inv, mut var) = (vec![0.0; cu], vec![0.0; cu], vec![0.0; cu]);
     let (mut dscale, mut dbias) = (vec![0.0; cu], vec![0.0; cu]);
+    // Magnitudes for the tolerances: x̂ = (x − mean)·inv carries an error of about
+    // ε·(|x̂| + |x|·inv) (the subtraction cancels), which y, dscale and dx inherit.
+    let (mut ymag, mut dxmag, mut dsmag) = (vec![0.0; x.len()], vec![0.0; x.len()], vec![0.0; cu]);
     for k in 0..cu {
         let idx = ch(k);
         let mu = idx.iter().map(|&i| x[i]).sum::<f64>() / m as f64;
@@ -480,13 +483,22 @@ fn check_batch_norm<T: El>(rig: &Rig, dims: [u64; 4], nhwc: bool, rng: &mut StdR
             dx[i] =
                 scale[k] * inv[k] * (dy[i] - dbias[k] / m as f64 - xh(i) * dscale[k] / m as f64);
         }
+        let xerr = |i: usize| xh(i).abs() + x[i].abs() * inv[k];
+        dsmag[k] = idx.iter().map(|&i| dy[i].abs() * xerr(i)).sum();
+        for &i in &idx {
+            ymag[i] = scale[k] * xerr(i) + bias[k].abs();
+            dxmag[i] = scale[k]
+                * inv[k]
+                * (dy[i].abs() + dbias[k].abs() / m as f64 + xerr(i) * dsmag[k] / m as f64);
+        }
     }
     let tol = |v: f64| 8.0 * (m as f64 + 8.0) * T::EPS * (v.abs() + 1.0);
-    let check = |name: &str, got: &[f64], want: &[f64]| {
+    let check_mag = |name: &str, got: &[f64], want: &[f64], mag: &[f64]| {
         for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-            close(&format!("{name} {what}"), i, g, w, tol(w));
+            close(&format!("{name} {what}"), i, g, w, tol(mag[i]));
         }
     };
+    let check = |name: &str, got: &[f64], want: &[f64]| check_mag(name, got, want, want);
     let poison = |k: usize| rig.up(&vec![T::poison(); k]);
     let vec_of = |v: &[f64]| rig.up(&v.iter().map(|&e| T::of(e)).collect::<Vec<T>>());
     let xm = rig.up(&lay::<T>(&x, dims, s));
@@ -512,7 +524,7 @@ fn check_batch_norm<T: El>(rig: &Rig, dims: [u64; 4], nhwc: bool, rng: &mut StdR
     geo(&mut a, 2);
     a.extend([A::F(eps), A::F(mom), A::W(3)]);
     rig.run::<T>("bn_fwd_train", c, &a);
-    check("bn_fwd_train y", &read(&rig.down(&ym), dims, s), &y);
+    check_mag("bn_fwd_train y", &read(&rig.down(&ym), dims, s), &y, &ymag);
     let got = |d: &crate::DeviceMemory<T>| rig.down(d).iter().map(|v| v.get()).collect::<Vec<_>>();
     check("bn_fwd_train save_mean", &got(&sm), &mean);
     check("bn_fwd_train save_inv_std", &got(&si), &inv);
@@ -565,8 +577,8 @@ fn check_batch_norm<T: El>(rig: &Rig, dims: [u64; 4], nhwc: bool, rng: &mut StdR
         geo(&mut a, 3);
         a.extend([A::F(eps), A::W(use_saved)]);
         rig.run::<T>("bn_bwd", c, &a);
-        check("bn_bwd dx", &read(&rig.down(&dxm), dims, s), &dx);
-        check("bn_bwd dscale", &got(&dsm), &dscale);
+        check_mag("bn_bwd dx", &read(&rig.down(&dxm), dims, s), &dx, &dxmag);
+        check_mag("bn_bwd dscale", &got(&dsm), &dscale, &dsmag);
         check("bn_bwd dbias", &got(&dbm), &dbias);
     }
 }
