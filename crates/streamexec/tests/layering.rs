@@ -1,7 +1,7 @@
 //! What the crate split cannot express about this crate's layering, checked on its file-level
 //! import graph (`streamexec_test_support::imports`): the handles reach backends only through
 //! the plugin interface, a backend folder never imports another's (except `cuda`/`hip` →
-//! `gpu` and `gpu`/`opencl` → `fft_builtin`), the floor and the interface import nothing above them, and the only import cycle is
+//! `gpu` and `gpu`/`opencl` → `fft_builtin` and `dnn_builtin`), the floor and the interface import nothing above them, and the only import cycle is
 //! the documented one (ARCHITECTURE.md, `## Import cycles`). What the crates express (the PTX
 //! engines and the RPC protocol know nothing of this crate) the compiler checks.
 
@@ -31,12 +31,14 @@ const LAYERS: &[Layer] = &[
 
 /// The backends are the folders under `src/platform/`; these crossings between them are allowed
 /// (`gpu` is the CUDA/HIP backend both drivers share; `fft_builtin` the built-in FFT planner
-/// the CUDA-like and OpenCL backends share).
+/// and `dnn_builtin` the built-in DNN operations the CUDA-like and OpenCL backends share).
 const BACKEND_CROSSINGS: &[(&str, &str)] = &[
     ("cuda", "gpu"),
     ("hip", "gpu"),
     ("gpu", "fft_builtin"),
     ("opencl", "fft_builtin"),
+    ("gpu", "dnn_builtin"),
+    ("opencl", "dnn_builtin"),
 ];
 
 /// This crate's graph, built once for the tests that share it.

@@ -19,6 +19,8 @@
 
 #[cfg(feature = "cuda")]
 pub(crate) mod cuda;
+#[cfg(any(feature = "cuda", feature = "hip", feature = "opencl"))]
+pub(crate) mod dnn_builtin;
 pub(crate) mod downcast;
 #[cfg(any(feature = "cuda", feature = "hip", feature = "opencl"))]
 pub(crate) mod fft_builtin;

@@ -121,9 +121,12 @@ fn the_report_has_one_line_per_family_saying_what_and_why() {
             );
         }
         let dnn = &report.get(PluginFamily::Dnn).unwrap().implementation;
-        if exec.platform_name() == "host" {
-            assert_eq!(dnn, "built-in (im2col + gemm crate)", "{text}");
-        }
+        let want_dnn = match exec.platform_name() {
+            "host" => "built-in (im2col + gemm crate)",
+            "opencl" | "cuda" => "built-in kernels",
+            _ => dnn,
+        };
+        assert_eq!(dnn, want_dnn, "{text}");
         let blas = &report.get(PluginFamily::Blas).unwrap().implementation;
         let want = match exec.platform_name() {
             "host" => "gemm crate",

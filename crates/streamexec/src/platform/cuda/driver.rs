@@ -284,6 +284,8 @@ unsafe impl Driver for CudaDriver {
 
     const FFT_PTX: Option<&'static str> = Some(include_str!("../../../kernels/ptx/fft.O3.ptx"));
 
+    const DNN_PTX: Option<&'static str> = Some(include_str!("../../../kernels/ptx/dnn.O3.ptx"));
+
     fn blas_library(&self) -> std::result::Result<&'static str, Option<String>> {
         // SAFETY: only tries to dlopen the library names cudarc would use.
         if unsafe { cudarc::cublas::sys::is_culib_present() } {

@@ -71,7 +71,8 @@ impl<D: Driver> GpuExecutor<D> {
     /// The executor of `drv`, each canned family served as `config` asks: BLAS by the
     /// driver's vendor library or the built-in kernels of `D::CANNED_PTX`, RNG by the built-in
     /// Philox kernels (no vendor RNG in this build), FFT by the driver's vendor library or the
-    /// built-in kernels of `D::FFT_PTX`, DNN by nothing.
+    /// built-in kernels of `D::FFT_PTX`, DNN by the built-in kernels of `D::DNN_PTX` (reported
+    /// from `dnn()`; no cuDNN in this build).
     pub(crate) fn with_plugins(drv: D, config: &PluginConfig) -> Result<Arc<Self>> {
         refuse_vendor(D::PLATFORM, config, &[PluginFamily::Rng, PluginFamily::Dnn])?;
         let vendor_blas = if D::HAS_BLAS {

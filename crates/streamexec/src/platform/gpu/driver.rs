@@ -111,6 +111,9 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
     /// PTX of kernels/fft.cu (the built-in FFT kernels) where the driver loads PTX; without
     /// it the executor has no FFT.
     const FFT_PTX: Option<&'static str> = None;
+    /// PTX of kernels/dnn.cu (the built-in DNN kernels) where the driver loads PTX; without it
+    /// the executor has no DNN.
+    const DNN_PTX: Option<&'static str> = None;
     /// True when the platform has a vendor BLAS that [`blas`](Self::blas) may return.
     const HAS_BLAS: bool = false;
 

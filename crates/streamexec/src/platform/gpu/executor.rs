@@ -275,6 +275,11 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
         D::CANNED_PTX.map(|_| self as &dyn crate::interface::RngSupport)
     }
 
+    fn dnn(&self) -> Option<&dyn crate::interface::DnnSupport> {
+        // The built-in kernels where the driver loads PTX (dnn.rs); no cuDNN in this build.
+        D::DNN_PTX.map(|_| self as &dyn crate::interface::DnnSupport)
+    }
+
     fn fft(&self) -> Option<&dyn crate::interface::FftSupport> {
         // The vendor library or the built-in kernels, as decided at creation (fft.rs).
         (self.fft_served != crate::types::Served::Nothing)

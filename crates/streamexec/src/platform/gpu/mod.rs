@@ -15,6 +15,7 @@
 //! | `stream.rs` | `GpuStream<D>`: the `StreamInterface` impl: async copies that hold host memory until a driver host function releases it, launches |
 //! | `event.rs` | `GpuEvent<D>`: record generations |
 //! | `kernel.rs` | cached modules and kernels with their PTX entry (when the image was PTX) |
+//! | `dnn.rs` | `DnnDevice` for the shared built-in DNN operations (`platform/dnn_builtin`): the kernels of `kernels/dnn.cu` (`Driver::DNN_PTX`), the fused matmul's product through the executor's BLAS |
 //! | `fft.rs` | `FftSupport`: the driver's vendor FFT plans (`Driver::fft_plan`, cuFFT) in stream order, or the built-in kernels of `kernels/fft.cu` (`Driver::FFT_PTX`), planned and enqueued by `platform/fft_builtin` (shared with OpenCL) |
 //! | `blas.rs`, `rng.rs` | BLAS through the driver's vendor library (cuBLAS), or built-in PTX kernels where it is not installed; Philox fills from built-in PTX kernels |
 //! | `status.rs` | how driver failures get a better kind (allocation → `OutOfMemory`, launch → `LaunchConfig`) |
@@ -86,10 +87,19 @@
 //! `kernels/fft.cu`, whose body (`kernels/fft_body.h`) OpenCL builds too, through the plan in
 //! `platform/fft_builtin` (Stockham and Bluestein passes, layouts by gather/scatter, scratch per
 //! plan, executions of one plan ordered by an event).
+//!
+//! # DNN
+//!
+//! DNN runs the `se_dnn_*` kernels of `kernels/dnn.cu` where the driver has `DNN_PTX` (CUDA,
+//! including the CPU libcuda; HIP has none and reports no DNN); there is no cuDNN path in this
+//! build. `dnn.rs` lends the shared operations of `platform/dnn_builtin` its kernels, pointers
+//! and BLAS; each operation is one launch on the user's stream (the fused matmul: the
+//! executor's GEMM, then an epilogue kernel), with no scratch and no state.
 
 mod blas;
 mod command_buffer;
 mod device;
+mod dnn;
 mod driver;
 mod event;
 mod executor;

@@ -41,7 +41,8 @@ type ProgramKey = (bool, Vec<u8>, String);
 type BuiltinKey = (bool, &'static str);
 
 /// The OpenCL platform's canned families: BLAS by CLBlast (clblast.rs) or the built-in
-/// kernels, RNG by the built-in Philox kernels; no vendor RNG, FFT or DNN in this build.
+/// kernels, RNG by the built-in Philox kernels; FFT and DNN by built-in kernels (reported from
+/// `fft()` / `dnn()`); no vendor RNG, FFT or DNN in this build.
 fn decide_plugins(config: &PluginConfig) -> Result<(Option<Arc<ClBlast>>, Vec<PluginStatus>)> {
     refuse_vendor(
         PLATFORM,

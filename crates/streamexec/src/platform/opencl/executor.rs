@@ -383,6 +383,10 @@ impl StreamExecutorInterface for OpenClExecutor {
         self.plugins.iter().find(|s| s.family == family).cloned()
     }
 
+    fn dnn(&self) -> Option<&dyn crate::interface::DnnSupport> {
+        Some(self)
+    }
+
     fn fft(&self) -> Option<&dyn crate::interface::FftSupport> {
         Some(self)
     }

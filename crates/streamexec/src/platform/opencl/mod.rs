@@ -22,6 +22,7 @@
 //! | `khr_command_buffer.rs` | the extension as the driver provides it: detection, entry points, an owned `cl_command_buffer_khr` |
 //! | `builtins.rs`, `builtins.cl` | the built-in kernels of BLAS and Philox: source, per-executor cache, launch |
 //! | `blas.rs`, `rng.rs` | `BlasSupport` and `RngSupport` over the built-in kernels |
+//! | `dnn.rs` | `DnnDevice` for the shared built-in DNN operations (`platform/dnn_builtin`): the DNN kernel text as OpenCL C, the fused matmul's product through the executor's BLAS |
 //! | `fft.rs` | `FftSupport`: the FFT kernels of `kernels/fft_body.h` (the CUDA platform's text) behind an OpenCL C prelude, planned by `platform/fft_builtin` |
 //! | `status.rs` | OpenCL status codes as `Error`s |
 //!
@@ -103,6 +104,13 @@
 //! of OpenCL spellings), through the plan `platform/fft_builtin` shares with the CUDA-like
 //! backend (its notes give the algorithm, memory and stream rules). The kernels share the
 //! BLAS/Philox cache (their names differ).
+//!
+//! # DNN
+//!
+//! DNN operations run the kernel text the CUDA platform compiles to PTX
+//! (`kernels/dnn_math.h` + `dnn_body.h`, prelude in `platform/dnn_builtin`), built on first use
+//! per precision into the same cache, through the operations `platform/dnn_builtin` shares with
+//! the CUDA-like backend; the fused matmul's product runs on this executor's BLAS.
 
 mod blas;
 mod blas_vendor;
@@ -110,6 +118,7 @@ mod builtins;
 mod clblast;
 mod command_buffer;
 mod device;
+mod dnn;
 mod event;
 mod executor;
 mod fft;
