@@ -51,7 +51,9 @@ fn parse(args: &[String]) -> Result<Options, String> {
             .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
         let count = || match value.parse::<usize>() {
             Ok(v) if v >= 1 => Ok(v),
-            _ => Err(format!("{flag} {value}: expected a whole number ≥ 1\n{USAGE}")),
+            _ => Err(format!(
+                "{flag} {value}: expected a whole number ≥ 1\n{USAGE}"
+            )),
         };
         match flag.as_str() {
             "--platform" => o.platform = value.clone(),
@@ -108,7 +110,7 @@ fn run(o: &Options) -> streamexec::Result<()> {
     let mut last = None;
     for step in 0..o.steps {
         net.enqueue_step(&mut stream, step)?;
-        if (step + 1) % o.log_every == 0 || step + 1 == o.steps {
+        if (step + 1).is_multiple_of(o.log_every) || step + 1 == o.steps {
             if let Some(loss) = net.take_mean_loss(&exec, &mut stream)? {
                 println!("step {:4} loss {loss:.6}", step + 1);
                 last = Some(loss);

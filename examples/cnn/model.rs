@@ -119,13 +119,7 @@ impl Dataset {
                 }
             }
             images.extend_from_slice(&img);
-            targets.extend((0..CLASSES).map(|k| {
-                if k == class {
-                    1.0 / BATCH as f32
-                } else {
-                    0.0
-                }
-            }));
+            targets.extend((0..CLASSES).map(|k| if k == class { 1.0 / BATCH as f32 } else { 0.0 }));
             labels.push(class);
         }
         Dataset {
@@ -196,6 +190,15 @@ impl Net {
         params: &[f32],
         learning_rate: f32,
     ) -> Result<Self> {
+        if params.len() != PARAMS {
+            return Err(streamexec::Error::InvalidArgument {
+                operation: "Net::new".into(),
+                detail: format!(
+                    "params has {} values; the network has {PARAMS}",
+                    params.len()
+                ),
+            });
+        }
         let (f32_, nchw) = (DnnDataType::F32, TensorLayout::Nchw);
         let (n, side) = (BATCH as u64, SIDE as u64);
         let x = TensorDesc::new(f32_, nchw, n, 1, side, side)?;
@@ -342,14 +345,7 @@ impl Net {
         stream
             .then_convolution_backward_filter(c1, x, &self.d_h1, g(W1..B1)?)
             // SGD on every parameter at once.
-            .then_blas_axpy(
-                PARAMS,
-                -self.learning_rate,
-                &self.grads,
-                1,
-                &self.params,
-                1,
-            );
+            .then_blas_axpy(PARAMS, -self.learning_rate, &self.grads, 1, &self.params, 1);
         self.steps_in_sum += 1;
         Ok(())
     }
