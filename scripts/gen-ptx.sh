@@ -14,10 +14,12 @@ out=$dir/ptx
 if [[ -n "$check" ]]; then out=$check/$dir; mkdir -p "$out"; fi
 for cu in "$dir"/*.cu; do
     name=$(basename "$cu" .cu)
-    # A file may ask for extra flags with a line `// gen-ptx-flags: ...`, and for more outputs
+    # A file may ask for extra flags with a line `// gen-ptx-flags: ...`, for more outputs
     # with lines `// gen-ptx-variant: SUFFIX FLAGS...` (<name>.<SUFFIX>.O0.ptx / .O3.ptx, built
-    # with FLAGS added).
+    # with FLAGS added), and for fewer optimisation levels with `// gen-ptx-levels: O3`.
     extra=$(sed -n 's|^// gen-ptx-flags: ||p' "$cu")
+    levels=$(sed -n 's|^// gen-ptx-levels: ||p' "$cu")
+    levels=${levels:-O0 O3}
     variants=("$name|")
     while read -r suffix flags; do
         [[ -n "$suffix" ]] && variants+=("$name.$suffix|$flags")
@@ -25,7 +27,7 @@ for cu in "$dir"/*.cu; do
     for variant in "${variants[@]}"; do
         base=${variant%%|*}
         vflags=${variant#*|}
-        for opt in O0 O3; do
+        for opt in $levels; do
             "$CLANG" -x cuda --cuda-device-only --cuda-gpu-arch=sm_70 -nocudainc -nocudalib \
                 -Xclang -target-feature -Xclang +ptx70 -"$opt" $extra $vflags -S -Ikernels \
                 "$cu" -o "$out/$base.$opt.ptx"

@@ -2,8 +2,9 @@
 // (src/platform/dnn_builtin/ prepends its own prelude), each time after dnn_math.h. Included
 // once per precision with SE_T (float or double) and SE_SUF (f32 or f64) defined, and SE_FP64
 // defined for double only; the includer defines the dialect macros: SE_KERNEL, SE_FN,
-// SE_GLOBAL, u64 / u32 / i64, SE_GID and SE_GSIZE (as for fft_body.h), SE_SQRT(x) (correctly
-// rounded or close to it) and SE_INF (an infinity of type SE_T).
+// SE_FN_CALLED (a helper better kept out of line), SE_GLOBAL, u64 / u32 / i64, SE_GID and
+// SE_GSIZE (as for fft_body.h), SE_SQRT(x) (correctly rounded or close to it) and SE_INF (an
+// infinity of type SE_T).
 //
 // Conventions:
 // - Every buffer is a pointer plus an offset in elements (OpenCL passes allocation bases; CUDA

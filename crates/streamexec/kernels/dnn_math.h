@@ -50,7 +50,7 @@ SE_FN SE_T SE_NAME(pow2)(int j) {
 
 // e^x: x = k·ln2 + r (Cody–Waite), |r| ≤ ln2/2, e^r by its Taylor polynomial (degree 13 in
 // f64, 7 in f32), scaled by 2^k in two steps so subnormal results come out right.
-SE_FN SE_T SE_NAME(exp)(SE_T x) {
+SE_FN_CALLED SE_T SE_NAME(exp)(SE_T x) {
     if (!(x == x)) return x;
     if (x > K_(SE_DNN_EXP_HI)) return SE_INF;
     if (x < K_(SE_DNN_EXP_LO)) return K_(0);
@@ -97,7 +97,7 @@ SE_FN SE_T SE_NAME(expm1_small)(SE_T y) {
 
 // ln x: x = m·2^e with m in [√½, √2), ln m = 2·atanh(u), u = (m − 1)/(m + 1), by its series
 // (to u^23 in f64, u^11 in f32). ln 0 = −∞, ln ∞ = ∞, NaN for x < 0 or NaN.
-SE_FN SE_T SE_NAME(log)(SE_T x) {
+SE_FN_CALLED SE_T SE_NAME(log)(SE_T x) {
     if (!(x > K_(0))) return x == K_(0) ? -SE_INF : (x - x) / (x - x);
     if (x == SE_INF) return x;
     int e = 0;
@@ -222,7 +222,7 @@ SE_FN SE_T SE_NAME(erfcx_series)(SE_T t) {
 // erfc z where z² = m·b² (b ≥ 0, m = 1 or ½; b and m give e^(−z²) exactly, see
 // exp_neg_sq): 1 − erf z for |z| < 0.5, else e^(−z²)·2/(1 + 2|z|)·series, reflected for z < 0
 // (erfc(−z) = 2 − erfc z); 0 (or 2) past the point where erfc underflows.
-SE_FN SE_T SE_NAME(erfc_sq)(SE_T z, SE_T b, SE_T m) {
+SE_FN_CALLED SE_T SE_NAME(erfc_sq)(SE_T z, SE_T b, SE_T m) {
     if (!(z == z)) return z;
     SE_T a = z < K_(0) ? -z : z;
     if (a < K_(0.5)) return K_(1) - SE_NAME(erf_small)(z);
@@ -246,7 +246,7 @@ SE_FN SE_T SE_NAME(ncdf)(SE_T x) {
 
 // tanh x: expm1(2|x|)/(expm1(2|x|) + 2) for |x| < 0.3, else 1 − 2/(e^(2|x|) + 1) (which
 // saturates to 1 when the exponential overflows); odd.
-SE_FN SE_T SE_NAME(tanh)(SE_T x) {
+SE_FN_CALLED SE_T SE_NAME(tanh)(SE_T x) {
     SE_T a = x < K_(0) ? -x : x, t;
     if (a < K_(0.3)) {
         SE_T e = SE_NAME(expm1_small)(a + a);
@@ -263,7 +263,7 @@ SE_FN SE_T SE_NAME(sigmoid)(SE_T x) {
 }
 
 // Activation `mode` (see the header) of x.
-SE_FN SE_T SE_NAME(act)(u32 mode, SE_T x) {
+SE_FN_CALLED SE_T SE_NAME(act)(u32 mode, SE_T x) {
     switch (mode) {
     case 1: return x > K_(0) ? x : K_(0);
     case 2: return SE_NAME(sigmoid)(x);
@@ -275,7 +275,7 @@ SE_FN SE_T SE_NAME(act)(u32 mode, SE_T x) {
 
 // dy · act'(x), given x and y = act(x): ReLU uses x > 0, sigmoid y·(1 − y), tanh 1 − y²,
 // GELU Φ(x) + x·φ(x).
-SE_FN SE_T SE_NAME(act_grad)(u32 mode, SE_T x, SE_T y, SE_T dy) {
+SE_FN_CALLED SE_T SE_NAME(act_grad)(u32 mode, SE_T x, SE_T y, SE_T dy) {
     switch (mode) {
     case 1: return x > K_(0) ? dy : K_(0);
     case 2: return dy * y * (K_(1) - y);

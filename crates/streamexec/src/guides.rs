@@ -35,6 +35,10 @@ pub struct Plugins;
 #[doc = include_str!("../../../docs/fft.md")]
 pub struct Fft;
 
+/// docs/dnn.md.
+#[doc = include_str!("../../../docs/dnn.md")]
+pub struct Dnn;
+
 /// docs/command-buffers.md.
 #[doc = include_str!("../../../docs/command-buffers.md")]
 pub struct CommandBuffers;

@@ -11,11 +11,12 @@
 //!
 //! The `then_*` methods (`stream.rs`) check the rest at enqueue, in the sticky error model of
 //! every stream operation: the problem again (its fields are public, so it may have been
-//! changed since), each buffer's element type against the descriptor's dtype, each buffer's
+//! changed since), then that the platform has DNN (`Unsupported` otherwise), each buffer's
+//! element type against the descriptor's dtype, each buffer's
 //! length against its tensor (naming the argument and both sizes), that every buffer belongs to
 //! the stream's executor, and that outputs do not overlap inputs or each other. Only
 //! activation forward (`y` = `x`), activation backward (`dx` = `dy`) and bias add (in place by
-//! definition) may run in place. Then a platform without DNN fails with `Unsupported`.
+//! definition) may run in place.
 
 mod stream;
 
@@ -211,7 +212,7 @@ impl ConvProblem {
                 "conv has a zero stride, dilation or groups; make it with ConvDesc::new",
             ));
         }
-        if x.c % g != 0 {
+        if !x.c.is_multiple_of(g) {
             return Err(Error::invalid(
                 OP,
                 format!(
@@ -221,7 +222,7 @@ impl ConvProblem {
                 ),
             ));
         }
-        if w.k % g != 0 {
+        if !w.k.is_multiple_of(g) {
             return Err(Error::invalid(
                 OP,
                 format!(

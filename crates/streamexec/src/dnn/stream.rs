@@ -15,6 +15,7 @@ use crate::stream::Stream;
 /// The buffers of one call as they are checked: each one's byte range, to find overlaps.
 struct Buffers<'s> {
     stream: &'s Stream,
+    dnn: &'s dyn DnnSupport,
     op: &'static str,
     dtype: DnnDataType,
     /// `(name, first byte, bytes, written)`.
@@ -22,13 +23,28 @@ struct Buffers<'s> {
 }
 
 impl<'s> Buffers<'s> {
-    fn new(stream: &'s Stream, op: &'static str, dtype: DnnDataType) -> Self {
-        Buffers {
+    /// The checks of a call on `stream` whose problem is valid: `Unsupported` first where the
+    /// platform has no DNN.
+    fn new(stream: &'s Stream, op: &'static str, dtype: DnnDataType) -> Result<Self> {
+        let exec = stream.executor();
+        let dnn = exec.interface().dnn().ok_or_else(|| {
+            Error::unsupported(
+                exec.platform_name(),
+                op,
+                format!(
+                    "{} has no DNN support in this build; run DNN operations on a platform \
+                     that has it (host)",
+                    exec.description().name
+                ),
+            )
+        })?;
+        Ok(Buffers {
             stream,
+            dnn,
             op,
             dtype,
             ranges: Vec::new(),
-        }
+        })
     }
 
     /// Checks `slice` (argument `name`) holds `need` elements of the call's dtype on this
@@ -90,7 +106,7 @@ impl<'s> Buffers<'s> {
     }
 
     /// Every written range is apart from every other range, except the `(output, input)`
-    /// pairs of `in_place`, which may also be the very same range. Then the support object.
+    /// pairs of `in_place`, which may also be the very same range. Returns the support object.
     fn finish(&self, in_place: &[(&str, &str)]) -> Result<&'s dyn DnnSupport> {
         for (i, a) in self.ranges.iter().enumerate() {
             for b in &self.ranges[i + 1..] {
@@ -121,18 +137,7 @@ impl<'s> Buffers<'s> {
                 ));
             }
         }
-        let exec = self.stream.executor();
-        exec.interface().dnn().ok_or_else(|| {
-            Error::unsupported(
-                exec.platform_name(),
-                self.op,
-                format!(
-                    "{} has no DNN support in this build; run DNN operations on a platform \
-                     that has it (host)",
-                    exec.description().name
-                ),
-            )
-        })
+        Ok(self.dnn)
     }
 }
 
@@ -159,7 +164,7 @@ impl Stream {
         let (x, w, y) = (x.into(), w.into(), y.into());
         self.enqueue(|s| {
             problem(OP, "p", p.revalidate(OP))?;
-            let mut b = Buffers::new(s, OP, p.x.dtype);
+            let mut b = Buffers::new(s, OP, p.x.dtype)?;
             let x = b.input("x", &x, p.x.elements())?;
             let w = b.input("w", &w, p.w.elements())?;
             let y = b.output("y", &y, p.y.elements())?;
@@ -184,7 +189,7 @@ impl Stream {
         let (w, dy, dx) = (w.into(), dy.into(), dx.into());
         self.enqueue(|s| {
             problem(OP, "p", p.revalidate(OP))?;
-            let mut b = Buffers::new(s, OP, p.x.dtype);
+            let mut b = Buffers::new(s, OP, p.x.dtype)?;
             let w = b.input("w", &w, p.w.elements())?;
             let dy = b.input("dy", &dy, p.y.elements())?;
             let dx = b.output("dx", &dx, p.x.elements())?;
@@ -207,7 +212,7 @@ impl Stream {
         let (x, dy, dw) = (x.into(), dy.into(), dw.into());
         self.enqueue(|s| {
             problem(OP, "p", p.revalidate(OP))?;
-            let mut b = Buffers::new(s, OP, p.x.dtype);
+            let mut b = Buffers::new(s, OP, p.x.dtype)?;
             let x = b.input("x", &x, p.x.elements())?;
             let dy = b.input("dy", &dy, p.y.elements())?;
             let dw = b.output("dw", &dw, p.w.elements())?;
@@ -228,7 +233,7 @@ impl Stream {
         let (x, y) = (x.into(), y.into());
         self.enqueue(|s| {
             problem(OP, "p", p.revalidate(OP))?;
-            let mut b = Buffers::new(s, OP, p.x.dtype);
+            let mut b = Buffers::new(s, OP, p.x.dtype)?;
             let x = b.input("x", &x, p.x.elements())?;
             let y = b.output("y", &y, p.y.elements())?;
             let dnn = b.finish(&[])?;
@@ -251,7 +256,7 @@ impl Stream {
         let (x, y, dy, dx) = (x.into(), y.into(), dy.into(), dx.into());
         self.enqueue(|s| {
             problem(OP, "p", p.revalidate(OP))?;
-            let mut b = Buffers::new(s, OP, p.x.dtype);
+            let mut b = Buffers::new(s, OP, p.x.dtype)?;
             let x = b.input("x", &x, p.x.elements())?;
             let y = b.input("y", &y, p.y.elements())?;
             let dy = b.input("dy", &dy, p.y.elements())?;
@@ -275,7 +280,7 @@ impl Stream {
         let (x, y) = (x.into(), y.into());
         self.enqueue(|s| {
             desc.revalidate(OP, "desc")?;
-            let mut b = Buffers::new(s, OP, desc.dtype);
+            let mut b = Buffers::new(s, OP, desc.dtype)?;
             let x = b.input("x", &x, desc.elements())?;
             let y = b.output("y", &y, desc.elements())?;
             let dnn = b.finish(&[("y", "x")])?;
@@ -300,7 +305,7 @@ impl Stream {
         self.enqueue(|s| {
             desc.revalidate(OP, "desc")?;
             let n = desc.elements();
-            let mut b = Buffers::new(s, OP, desc.dtype);
+            let mut b = Buffers::new(s, OP, desc.dtype)?;
             let x = b.input("x", &x, n)?;
             let y = b.input("y", &y, n)?;
             let dy = b.input("dy", &dy, n)?;
@@ -324,7 +329,7 @@ impl Stream {
         let (x, y) = (x.into(), y.into());
         self.enqueue(|s| {
             desc.revalidate(OP, "desc")?;
-            let mut b = Buffers::new(s, OP, desc.dtype);
+            let mut b = Buffers::new(s, OP, desc.dtype)?;
             let x = b.input("x", &x, desc.elements())?;
             let y = b.output("y", &y, desc.elements())?;
             let dnn = b.finish(&[])?;
@@ -348,7 +353,7 @@ impl Stream {
         self.enqueue(|s| {
             desc.revalidate(OP, "desc")?;
             let n = desc.elements();
-            let mut b = Buffers::new(s, OP, desc.dtype);
+            let mut b = Buffers::new(s, OP, desc.dtype)?;
             let y = b.input("y", &y, n)?;
             let dy = b.input("dy", &dy, n)?;
             let dx = b.output("dx", &dx, n)?;
@@ -390,7 +395,7 @@ impl Stream {
                 ));
             }
             let (n, c) = (p.x.elements(), p.x.c);
-            let mut b = Buffers::new(s, OP, p.x.dtype);
+            let mut b = Buffers::new(s, OP, p.x.dtype)?;
             let x = b.input("x", &x, n)?;
             let scale = b.input("scale", &scale, c)?;
             let bias = b.input("bias", &bias, c)?;
@@ -426,7 +431,7 @@ impl Stream {
         self.enqueue(|s| {
             problem(OP, "p", p.revalidate(OP))?;
             let (n, c) = (p.x.elements(), p.x.c);
-            let mut b = Buffers::new(s, OP, p.x.dtype);
+            let mut b = Buffers::new(s, OP, p.x.dtype)?;
             let x = b.input("x", &x, n)?;
             let scale = b.input("scale", &scale, c)?;
             let bias = b.input("bias", &bias, c)?;
@@ -461,7 +466,7 @@ impl Stream {
         self.enqueue(|s| {
             problem(OP, "p", p.revalidate(OP))?;
             let (n, c) = (p.x.elements(), p.x.c);
-            let mut b = Buffers::new(s, OP, p.x.dtype);
+            let mut b = Buffers::new(s, OP, p.x.dtype)?;
             let x = b.input("x", &x, n)?;
             let dy = b.input("dy", &dy, n)?;
             let scale = b.input("scale", &scale, c)?;
@@ -490,7 +495,7 @@ impl Stream {
         let (y, bias) = (y.into(), bias.into());
         self.enqueue(|s| {
             desc.revalidate(OP, "desc")?;
-            let mut b = Buffers::new(s, OP, desc.dtype);
+            let mut b = Buffers::new(s, OP, desc.dtype)?;
             let y = b.output("y", &y, desc.elements())?;
             let bias = b.input("bias", &bias, desc.c)?;
             let dnn = b.finish(&[])?;
@@ -512,7 +517,7 @@ impl Stream {
         let (x, w, bias, y) = (x.into(), w.into(), bias.into(), y.into());
         self.enqueue(|s| {
             problem(OP, "p", p.revalidate(OP))?;
-            let mut b = Buffers::new(s, OP, p.dtype);
+            let mut b = Buffers::new(s, OP, p.dtype)?;
             let x = b.input("x", &x, p.m * p.k)?;
             let w = b.input("w", &w, p.k * p.n)?;
             let bias = b.input("bias", &bias, p.n)?;

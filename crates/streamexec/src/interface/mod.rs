@@ -5,9 +5,10 @@
 //!
 //! A backend is one folder under `src/platform/` implementing [`PlatformInterface`],
 //! [`StreamExecutorInterface`], [`StreamInterface`], [`EventInterface`] and
-//! [`KernelInterface`] (plus [`BlasSupport`] / [`RngSupport`] / [`FftSupport`] / [`DnnSupport`] where it has them), registered by
-//! one line in `src/registry.rs`. The traits are public so that this contract is documented;
-//! user code never holds a backend object (the handles keep theirs private).
+//! [`KernelInterface`] (plus [`BlasSupport`] / [`RngSupport`] / [`FftSupport`] /
+//! [`DnnSupport`] where it has them), registered by one line in `src/registry.rs`. The traits
+//! are public so that this contract is documented; user code never holds a backend object (the
+//! handles keep theirs private).
 //!
 //! **Validation is the caller's duty** (as wgpu-hal puts it). User-facing types
 //! (`StreamExecutor`, `Stream`, `DeviceMemory`, ...) check bounds, executor ownership, that

@@ -332,7 +332,7 @@ fn a_stream_whose_operation_is_unsupported_fails_and_skips_later_work() {
 /// The assertions of the unit test this file replaced, which ran the host executor behind a
 /// wrapper without `blas()`/`rng()`: now on every platform without them, noop included.
 #[test]
-fn blas_rng_and_fft_on_a_platform_without_them_fail_with_unsupported() {
+fn blas_rng_fft_and_dnn_on_a_platform_without_them_fail_with_unsupported() {
     for exec in platforms() {
         let name = exec.platform_name();
         eprintln!("-- on platform {name}");
@@ -396,6 +396,20 @@ fn blas_rng_and_fft_on_a_platform_without_them_fail_with_unsupported() {
             let spec = streamexec::FftPlanSpec::new(&[8]);
             let plan = exec.create_fft_plan::<[f32; 2], [f32; 2]>(&spec);
             unsupported_here(&exec, Some("create_fft_plan"), &plan);
+            // A platform without DNN refuses a valid call, naming the operation (ReLU in place
+            // on ones changes nothing where it runs).
+            let desc = streamexec::TensorDesc::new(
+                streamexec::DnnDataType::F32,
+                streamexec::TensorLayout::Nchw,
+                1,
+                1,
+                2,
+                2,
+            )
+            .unwrap();
+            let mut s = exec.create_stream().unwrap();
+            s.then_activation_forward(streamexec::Activation::Relu, &desc, &x, &x);
+            unsupported_here(&exec, Some("then_activation_forward"), &s.status());
         });
     }
 }

@@ -36,6 +36,7 @@ pub(crate) const OPENCL_SOURCE: &str = concat!(
     "typedef long i64;\n",
     "#define SE_KERNEL kernel void\n",
     "#define SE_FN\n",
+    "#define SE_FN_CALLED\n",
     "#define SE_GLOBAL global\n",
     "#define SE_GID ((u64)get_global_id(0))\n",
     "#define SE_GSIZE ((u64)get_global_size(0))\n",

@@ -5,7 +5,8 @@
 //! on random inputs, with outputs poisoned with NaN first. The elementary functions are checked
 //! against Rust's (and `libm`'s erfc) over wide ranges and their special values.
 //!
-//! The operation checks are in `op_tests.rs` (convolution) and `op_tests2.rs` (the rest).
+//! The operation checks are in `tests/conv.rs` (convolution), `tests/layers.rs` (the rest)
+//! and `tests/agreement.rs` (the whole `DnnSupport` of OpenCL and CUDA against the host backend).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,8 +21,8 @@ use crate::types::{BlockDim, LaunchDims, Packable, PackedArg, ThreadDim};
 use crate::{DeviceMemory, MultiKernelLoaderSpec, PlatformManager, StreamExecutor};
 
 mod agreement;
-mod op_tests;
-mod op_tests2;
+mod conv;
+mod layers;
 
 const DNN_PTX: &str = include_str!("../../../kernels/ptx/dnn.O3.ptx");
 

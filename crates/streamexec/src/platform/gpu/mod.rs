@@ -87,6 +87,14 @@
 //! `kernels/fft.cu`, whose body (`kernels/fft_body.h`) OpenCL builds too, through the plan in
 //! `platform/fft_builtin` (Stockham and Bluestein passes, layouts by gather/scatter, scratch per
 //! plan, executions of one plan ordered by an event).
+//!
+//! # DNN
+//!
+//! DNN runs the `se_dnn_*` kernels of `kernels/dnn.cu` where the driver has `DNN_PTX` (CUDA,
+//! including the CPU libcuda; HIP has none and reports no DNN); there is no cuDNN path in this
+//! build. `dnn.rs` lends the shared operations of `platform/dnn_builtin` its kernels, pointers
+//! and BLAS; each operation is one launch on the user's stream (the fused matmul: the
+//! executor's GEMM, then an epilogue kernel), with no scratch and no state.
 
 mod blas;
 mod command_buffer;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::device::HostExecutor;
+use super::dnn_ops::Elem;
 use super::{dnn_conv as conv, dnn_ops as ops};
 use crate::error::Result;
 use crate::interface::blas::Operand;
@@ -21,34 +22,6 @@ use crate::interface::dnn::{
 use crate::interface::{DnnSupport, StreamInterface};
 use crate::ptx::device_bytes;
 use crate::ptx::memory::Pinned;
-
-/// The two element types, with the conversions the loops need.
-pub(super) trait Elem: bytemuck::Pod + Send + Sync + 'static {
-    const ZERO: Self;
-    const ONE: Self;
-    fn from_f64(v: f64) -> Self;
-    fn to_f64(self) -> f64;
-}
-impl Elem for f32 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-impl Elem for f64 {
-    const ZERO: Self = 0.0;
-    const ONE: Self = 1.0;
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
 
 /// Bytes per parallel copy task.
 const COPY_CHUNK: usize = 256 << 10;

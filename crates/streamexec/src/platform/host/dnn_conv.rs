@@ -6,12 +6,13 @@
 //! `K/G × P·Q` matrix with row stride `y.strides[1]` and column stride `y.strides[3]` (`P·Q`
 //! positions are evenly spaced in both packed layouts). The filter is packed into KCRS first
 //! (small), so the im2col matrix has rows in `(c, r, s)` order. A 1×1 stride-1 unpadded
-//! convolution skips im2col: the input image is already the `C/G × H·W` matrix.
+//! convolution skips im2col: the input image is already the `C/G × H·W` matrix. Images run in
+//! parallel, and each gemm too while there are fewer images than threads.
 
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::dnn::Elem;
+use super::dnn_ops::Elem;
 use crate::interface::dnn::ConvProblem;
 
 /// Sizes and strides of a validated problem, as `usize`.
@@ -199,15 +200,19 @@ unsafe fn gemm<T: Elem>(
     }
 }
 
-/// Runs `body(image, inner parallelism)` over `n` images: images in parallel when there are
-/// several (each gemm single-threaded), else the gemm itself in parallel.
+/// Runs `body(image, inner parallelism)` over `n` images in parallel; each gemm is parallel
+/// too while there are fewer images than threads.
 fn images(n: usize, body: impl Fn(usize, Parallelism) + Sync) {
-    if n > 1 {
-        (0..n)
-            .into_par_iter()
-            .for_each(|i| body(i, Parallelism::None));
+    let par = inner(n);
+    (0..n).into_par_iter().for_each(|i| body(i, par));
+}
+
+/// The gemm parallelism when `tasks` tasks already run in parallel.
+fn inner(tasks: usize) -> Parallelism {
+    if tasks >= rayon::current_num_threads() {
+        Parallelism::None
     } else {
-        body(0, Parallelism::Rayon(0));
+        Parallelism::Rayon(0)
     }
 }
 
@@ -314,11 +319,7 @@ pub(super) fn backward_filter<T: Elem>(p: &ConvProblem, x: &[T], dy: &[T], dw: &
     let n = p.x.n as usize;
     let chunks = n.min(rayon::current_num_threads()).max(1);
     let per = n.div_ceil(chunks);
-    let par = if chunks == 1 {
-        Parallelism::Rayon(0)
-    } else {
-        Parallelism::None
-    };
+    let par = inner(chunks);
     let k = p.w.k as usize;
     let partials: Vec<Vec<T>> = (0..chunks)
         .into_par_iter()

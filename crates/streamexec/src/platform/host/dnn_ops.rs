@@ -4,11 +4,39 @@
 
 use rayon::prelude::*;
 
-use super::dnn::Elem;
 use crate::interface::dnn::{
     Activation, BatchNormProblem, MatmulProblem, PoolMode, PoolProblem, SoftmaxAlgorithm,
     SoftmaxMode, TensorDesc,
 };
+
+/// The two element types, with the conversions the loops need (here, the leaf of the host
+/// DNN files, so that they import without a cycle).
+pub(super) trait Elem: bytemuck::Pod + Send + Sync + 'static {
+    const ZERO: Self;
+    const ONE: Self;
+    fn from_f64(v: f64) -> Self;
+    fn to_f64(self) -> f64;
+}
+impl Elem for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+impl Elem for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
 
 /// The in-bounds input rows (or columns) of window `o` in dimension `d`.
 fn window(p: &PoolProblem, d: usize, o: u64, size: u64) -> std::ops::Range<u64> {

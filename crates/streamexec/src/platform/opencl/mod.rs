@@ -104,6 +104,13 @@
 //! of OpenCL spellings), through the plan `platform/fft_builtin` shares with the CUDA-like
 //! backend (its notes give the algorithm, memory and stream rules). The kernels share the
 //! BLAS/Philox cache (their names differ).
+//!
+//! # DNN
+//!
+//! DNN operations run the kernel text the CUDA platform compiles to PTX
+//! (`kernels/dnn_math.h` + `dnn_body.h`, prelude in `platform/dnn_builtin`), built on first use
+//! per precision into the same cache, through the operations `platform/dnn_builtin` shares with
+//! the CUDA-like backend; the fused matmul's product runs on this executor's BLAS.
 
 mod blas;
 mod blas_vendor;

@@ -4,7 +4,7 @@
 use streamexec_test_support::rand::RngExt;
 use streamexec_test_support::rand::rngs::StdRng;
 
-use super::op_tests::{indices, lay, read, round, strides};
+use super::conv::{indices, lay, read, round, strides};
 use super::{A, El, Rig, close, host, on_every_platform, optional, uniform};
 
 /// The tensor arguments (sizes, then strides) of `dims` with `s`.

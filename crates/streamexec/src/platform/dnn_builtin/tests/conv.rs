@@ -113,8 +113,7 @@ fn random_conv(rng: &mut StdRng) -> Conv {
             nhwc: rng.random_bool(0.5),
             krsc: rng.random_bool(0.5),
         };
-        let o =
-            |i: u64, f: u64, a: usize| i as i64 + 2 * c.pad[a] - c.dil[a] * (f as i64 - 1) > 0;
+        let o = |i: u64, f: u64, a: usize| i as i64 + 2 * c.pad[a] - c.dil[a] * (f as i64 - 1) > 0;
         if o(c.x[2], c.r, 0) && o(c.x[3], c.s, 1) {
             return c;
         }
@@ -217,7 +216,7 @@ fn check_conv<T: El>(rig: &Rig, g: &Conv, rng: &mut StdRng, blend: bool) {
     let (kg, cg) = (g.k / g.groups, g.cg());
     let li =
         |d: [u64; 4], i: [u64; 4]| (((i[0] * d[1] + i[1]) * d[2] + i[2]) * d[3] + i[3]) as usize;
-    for o in super::op_tests::indices(yd) {
+    for o in super::conv::indices(yd) {
         let [n, k, p, q] = o;
         for c in 0..cg {
             for r in 0..g.r {
