@@ -110,11 +110,10 @@ fn run(o: &Options) -> streamexec::Result<()> {
     let mut last = None;
     for step in 0..o.steps {
         net.enqueue_step(&mut stream, step)?;
-        if (step + 1).is_multiple_of(o.log_every) || step + 1 == o.steps {
-            if let Some(loss) = net.take_mean_loss(&exec, &mut stream)? {
-                println!("step {:4} loss {loss:.6}", step + 1);
-                last = Some(loss);
-            }
+        let log = (step + 1).is_multiple_of(o.log_every) || step + 1 == o.steps;
+        if log && let Some(loss) = net.take_mean_loss(&exec, &mut stream)? {
+            println!("step {:4} loss {loss:.6}", step + 1);
+            last = Some(loss);
         }
     }
     let elapsed = start.elapsed();
