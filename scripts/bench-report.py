@@ -53,6 +53,8 @@ BASELINES = [
      r"\1_memset32_baseline"),
     ("fft.rs", r"fft_c2c_f32_.+", r".+", "rustfft_direct"),
     ("fft.rs", r"fft_platforms_c2c_f32_.+", r"host|cuda", "host"),
+    ("dnn.rs", r"conv_fwd_f32_.+", r".+", "plain_im2col_gemm"),
+    ("dnn.rs", r"cnn_train_step", r"host|opencl|cuda", "host"),
     ("async_done.rs", r"completions_10k", r".+", "block_host_until_done_thread_per_stream"),
     ("command_buffer.rs", r"launch_chain_64/.+", r"(issue_only/)?(replay \(.+\)|one_by_one)",
      r"\1one_by_one"),
@@ -65,7 +67,8 @@ BASELINES = [
 
 # The order of the bench sections.
 BENCH_ORDER = ["host.rs", "opencl.rs", "cuda.rs", "cuda_on_cpu.rs", "canned.rs", "plugins.rs",
-               "fft.rs", "async_done.rs", "command_buffer.rs", "rpc.rs", "mpi.rs", "ptx.rs"]
+               "fft.rs", "dnn.rs", "async_done.rs", "command_buffer.rs", "rpc.rs", "mpi.rs",
+               "ptx.rs"]
 
 
 def repo_root():

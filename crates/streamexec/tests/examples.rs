@@ -361,6 +361,11 @@ fn seed_example_prints_the_result_on_cuda() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "result = 165.5\n");
 }
 
+// ---- examples/cnn_train.rs (tests/examples/cnn_train.rs) ----
+
+#[path = "examples/cnn_train.rs"]
+mod cnn_train;
+
 // ---- examples/run_kernel.rs ----
 
 /// Runs `run_kernel` with `args`: (exit code, stdout, stderr).
