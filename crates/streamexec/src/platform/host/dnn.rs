@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::device::HostExecutor;
-use super::dnn_ops::Elem;
+use super::dnn_ops::{Elem, Scratch, with_scratch_in};
 use super::{dnn_conv as conv, dnn_ops as ops};
 use crate::error::Result;
 use crate::interface::blas::Operand;
@@ -29,8 +29,14 @@ const COPY_CHUNK: usize = 256 << 10;
 /// The first `n` elements of a pinned operand, copied out.
 fn read<T: Elem>(p: &Pinned, n: u64) -> Vec<T> {
     let mut out = vec![T::ZERO; n as usize];
+    read_into(p, &mut out);
+    out
+}
+
+/// Copies the first `out.len()` elements of a pinned operand into `out`.
+fn read_into<T: Elem>(p: &Pinned, out: &mut [T]) {
     let base = p.as_ptr() as usize;
-    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
     bytes
         .par_chunks_mut(COPY_CHUNK)
         .enumerate()
@@ -39,7 +45,6 @@ fn read<T: Elem>(p: &Pinned, n: u64) -> Vec<T> {
             // it), so this chunk lies inside it.
             unsafe { device_bytes::load_bytes(b, (base + i * COPY_CHUNK) as *const u8) }
         });
-    out
 }
 
 /// Copies `v` into the first elements of a pinned operand.
@@ -96,34 +101,36 @@ macro_rules! dispatch {
     };
 }
 
+/// Runs `f(a, b, out)` on copies of the first two operands (`a` and `b` elements long) and an
+/// `out`-long output, which `f` must write entirely, then copies it to the third operand. The
+/// three live in this thread's kept scratch (see `with_scratch`).
+fn two_in_one_out<T: Elem>(o: &[Pinned], lens: [u64; 3], f: impl FnOnce(&[T], &[T], &mut [T])) {
+    let n = lens.map(|l| l as usize);
+    with_scratch_in(Scratch::A, n[0], |a: &mut [T]| {
+        read_into(&o[0], a);
+        with_scratch_in(Scratch::B, n[1], |b: &mut [T]| {
+            read_into(&o[1], b);
+            with_scratch_in(Scratch::C, n[2], |out: &mut [T]| {
+                f(a, b, out);
+                write(&o[2], out);
+            })
+        })
+    })
+}
+
 fn conv_forward<T: Elem>(p: &ConvProblem, o: &[Pinned]) {
-    let (x, w) = (
-        read::<T>(&o[0], p.x.elements()),
-        read(&o[1], p.w.elements()),
-    );
-    let mut y = vec![T::ZERO; p.y.elements() as usize];
-    conv::forward(p, &x, &w, &mut y);
-    write(&o[2], &y);
+    let lens = [p.x.elements(), p.w.elements(), p.y.elements()];
+    two_in_one_out::<T>(o, lens, |x, w, y| conv::forward(p, x, w, y));
 }
 
 fn conv_backward_data<T: Elem>(p: &ConvProblem, o: &[Pinned]) {
-    let (w, dy) = (
-        read::<T>(&o[0], p.w.elements()),
-        read(&o[1], p.y.elements()),
-    );
-    let mut dx = vec![T::ZERO; p.x.elements() as usize];
-    conv::backward_data(p, &w, &dy, &mut dx);
-    write(&o[2], &dx);
+    let lens = [p.w.elements(), p.y.elements(), p.x.elements()];
+    two_in_one_out::<T>(o, lens, |w, dy, dx| conv::backward_data(p, w, dy, dx));
 }
 
 fn conv_backward_filter<T: Elem>(p: &ConvProblem, o: &[Pinned]) {
-    let (x, dy) = (
-        read::<T>(&o[0], p.x.elements()),
-        read(&o[1], p.y.elements()),
-    );
-    let mut dw = vec![T::ZERO; p.w.elements() as usize];
-    conv::backward_filter(p, &x, &dy, &mut dw);
-    write(&o[2], &dw);
+    let lens = [p.x.elements(), p.y.elements(), p.w.elements()];
+    two_in_one_out::<T>(o, lens, |x, dy, dw| conv::backward_filter(p, x, dy, dw));
 }
 
 fn pool_forward<T: Elem>(p: &PoolProblem, o: &[Pinned]) {

@@ -12,7 +12,7 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::dnn_ops::Elem;
+use super::dnn_ops::{Elem, with_scratch};
 use crate::interface::dnn::ConvProblem;
 
 /// Sizes and strides of a validated problem, as `usize`.
@@ -107,24 +107,56 @@ fn source(g: &Geo, d: usize, o: usize, t: usize, size: usize) -> Option<usize> {
     (0..size as isize).contains(&i).then_some(i as usize)
 }
 
+/// The output columns `lo..hi` whose tap `s` reads inside the input's width (the others read
+/// padding): computed once per tap, so the copy below has no per-element test.
+fn valid_columns(g: &Geo, s: usize) -> (usize, usize) {
+    let (stride, off) = (g.stride[1] as isize, (s * g.dil[1]) as isize - g.pad[1]);
+    // iw = ow·stride + off must satisfy 0 <= iw < w.
+    let lo = if off >= 0 {
+        0
+    } else {
+        ((-off + stride - 1) / stride) as usize
+    };
+    let last = g.w as isize - 1 - off;
+    let hi = if last < 0 {
+        0
+    } else {
+        ((last / stride) as usize + 1).min(g.ow)
+    };
+    (lo.min(hi), hi)
+}
+
 /// The `C/G·R·S × P·Q` im2col matrix (row-major) of channels `c0..c0 + C/G` of one image.
+/// Each output row is a zero run, a copy (contiguous when the input's width stride and the
+/// convolution's stride are 1) and a zero run.
 fn im2col<T: Elem>(g: &Geo, x: &[T], c0: usize, col: &mut [T]) {
     for c in 0..g.cg {
         let xc = (c0 + c) * g.xs[0];
         for r in 0..g.r {
             for s in 0..g.s {
                 let row = &mut col[((c * g.r + r) * g.s + s) * g.pq..][..g.pq];
+                let (lo, hi) = valid_columns(g, s);
+                let first = (lo * g.stride[1] + s * g.dil[1]) as isize - g.pad[1];
                 for oh in 0..g.oh {
                     let out = &mut row[oh * g.ow..][..g.ow];
                     let Some(ih) = source(g, 0, oh, r, g.h) else {
                         out.fill(T::ZERO);
                         continue;
                     };
-                    for (ow, v) in out.iter_mut().enumerate() {
-                        *v = match source(g, 1, ow, s, g.w) {
-                            Some(iw) => x[xc + ih * g.xs[1] + iw * g.xs[2]],
-                            None => T::ZERO,
-                        };
+                    out[..lo].fill(T::ZERO);
+                    out[hi..].fill(T::ZERO);
+                    if lo == hi {
+                        continue;
+                    }
+                    // `first` is inside the row when the range is not empty.
+                    let base = xc + ih * g.xs[1] + first as usize * g.xs[2];
+                    let step = g.stride[1] * g.xs[2];
+                    if step == 1 {
+                        out[lo..hi].copy_from_slice(&x[base..base + (hi - lo)]);
+                    } else {
+                        for (j, v) in out[lo..hi].iter_mut().enumerate() {
+                            *v = x[base + j * step];
+                        }
                     }
                 }
             }
@@ -238,29 +270,31 @@ pub(super) fn forward<T: Elem>(p: &ConvProblem, x: &[T], w: &[T], y: &mut [T]) {
     let out = Shared(y.as_mut_ptr());
     images(p.x.n as usize, |n, par| {
         let xi = &x[n * g.x_img..][..g.x_img];
-        let mut col = vec![T::ZERO; if g.pointwise { 0 } else { g.crs * g.pq }];
-        for gi in 0..g.groups {
-            let rhs: View<T> = if g.pointwise {
-                (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[0], g.xs[2])
-            } else {
-                im2col(&g, xi, gi * g.cg, &mut col);
-                (col.as_ptr(), g.pq, 1)
-            };
-            let dst = out.at(n * g.y_img + gi * g.kg * g.ys[0]);
-            let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), g.crs, 1);
-            // SAFETY: the views stay inside `wk`, `col` / image `n` of `x`, and image `n` of `y`
-            // (its group's channels), which only this task writes.
-            unsafe {
-                gemm(
-                    [g.kg, g.pq, g.crs],
-                    (dst, g.ys[0], g.ys[2]),
-                    false,
-                    lhs,
-                    rhs,
-                    par,
-                )
-            };
-        }
+        let cols = if g.pointwise { 0 } else { g.crs * g.pq };
+        with_scratch(cols, |col: &mut [T]| {
+            for gi in 0..g.groups {
+                let rhs: View<T> = if g.pointwise {
+                    (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[0], g.xs[2])
+                } else {
+                    im2col(&g, xi, gi * g.cg, col);
+                    (col.as_ptr(), g.pq, 1)
+                };
+                let dst = out.at(n * g.y_img + gi * g.kg * g.ys[0]);
+                let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), g.crs, 1);
+                // SAFETY: the views stay inside `wk`, `col` / image `n` of `x`, and image `n` of `y`
+                // (its group's channels), which only this task writes.
+                unsafe {
+                    gemm(
+                        [g.kg, g.pq, g.crs],
+                        (dst, g.ys[0], g.ys[2]),
+                        false,
+                        lhs,
+                        rhs,
+                        par,
+                    )
+                };
+            }
+        });
     });
 }
 
@@ -272,43 +306,45 @@ pub(super) fn backward_data<T: Elem>(p: &ConvProblem, w: &[T], dy: &[T], dx: &mu
     let out = Shared(dx.as_mut_ptr());
     images(p.x.n as usize, |n, par| {
         let dyi = &dy[n * g.y_img..][..g.y_img];
-        let mut col = vec![T::ZERO; if g.pointwise { 0 } else { g.crs * g.pq }];
-        for gi in 0..g.groups {
-            // Wᵀ of the group: element (crs, k) at k·crs + crs.
-            let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), 1, g.crs);
-            let rhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
-            let image = out.at(n * g.x_img);
-            if g.pointwise {
-                let dst = image.wrapping_add(gi * g.cg * g.xs[0]);
-                // SAFETY: the views stay inside `wk`, image `n` of `dy` and image `n` of
-                // `dx` (its group's channels, each element once), which only this task writes.
-                unsafe {
-                    gemm(
-                        [g.cg, g.pq, g.kg],
-                        (dst, g.xs[0], g.xs[2]),
-                        false,
-                        lhs,
-                        rhs,
-                        par,
-                    )
-                };
-            } else {
-                // SAFETY: `col` is this task's, `crs × pq`; the inputs as above.
-                unsafe {
-                    gemm(
-                        [g.crs, g.pq, g.kg],
-                        (col.as_mut_ptr(), g.pq, 1),
-                        false,
-                        lhs,
-                        rhs,
-                        par,
-                    )
-                };
-                // SAFETY: image `n` of `dx` is written by this task alone.
-                let dxi = unsafe { std::slice::from_raw_parts_mut(image, g.x_img) };
-                col2im(&g, &col, gi * g.cg, dxi);
+        let cols = if g.pointwise { 0 } else { g.crs * g.pq };
+        with_scratch(cols, |col: &mut [T]| {
+            for gi in 0..g.groups {
+                // Wᵀ of the group: element (crs, k) at k·crs + crs.
+                let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), 1, g.crs);
+                let rhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
+                let image = out.at(n * g.x_img);
+                if g.pointwise {
+                    let dst = image.wrapping_add(gi * g.cg * g.xs[0]);
+                    // SAFETY: the views stay inside `wk`, image `n` of `dy` and image `n` of
+                    // `dx` (its group's channels, each element once), which only this task writes.
+                    unsafe {
+                        gemm(
+                            [g.cg, g.pq, g.kg],
+                            (dst, g.xs[0], g.xs[2]),
+                            false,
+                            lhs,
+                            rhs,
+                            par,
+                        )
+                    };
+                } else {
+                    // SAFETY: `col` is this task's, `crs × pq`; the inputs as above.
+                    unsafe {
+                        gemm(
+                            [g.crs, g.pq, g.kg],
+                            (col.as_mut_ptr(), g.pq, 1),
+                            false,
+                            lhs,
+                            rhs,
+                            par,
+                        )
+                    };
+                    // SAFETY: image `n` of `dx` is written by this task alone.
+                    let dxi = unsafe { std::slice::from_raw_parts_mut(image, g.x_img) };
+                    col2im(&g, col, gi * g.cg, dxi);
+                }
             }
-        }
+        });
     });
 }
 
@@ -325,25 +361,27 @@ pub(super) fn backward_filter<T: Elem>(p: &ConvProblem, x: &[T], dy: &[T], dw: &
         .into_par_iter()
         .map(|ci| {
             let mut acc = vec![T::ZERO; k * g.crs];
-            let mut col = vec![T::ZERO; if g.pointwise { 0 } else { g.crs * g.pq }];
-            for img in ci * per..((ci + 1) * per).min(n) {
-                let xi = &x[img * g.x_img..][..g.x_img];
-                let dyi = &dy[img * g.y_img..][..g.y_img];
-                for gi in 0..g.groups {
-                    // colᵀ (pq × crs).
-                    let rhs: View<T> = if g.pointwise {
-                        (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[2], g.xs[0])
-                    } else {
-                        im2col(&g, xi, gi * g.cg, &mut col);
-                        (col.as_ptr(), 1, g.pq)
-                    };
-                    let lhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
-                    let dst = acc[gi * g.kg * g.crs..].as_mut_ptr();
-                    // SAFETY: the views stay inside image `img` of `dy`, `col` / image `img`
-                    // of `x`, and this task's `acc` (the group's rows).
-                    unsafe { gemm([g.kg, g.crs, g.pq], (dst, g.crs, 1), true, lhs, rhs, par) };
+            let cols = if g.pointwise { 0 } else { g.crs * g.pq };
+            with_scratch(cols, |col: &mut [T]| {
+                for img in ci * per..((ci + 1) * per).min(n) {
+                    let xi = &x[img * g.x_img..][..g.x_img];
+                    let dyi = &dy[img * g.y_img..][..g.y_img];
+                    for gi in 0..g.groups {
+                        // colᵀ (pq × crs).
+                        let rhs: View<T> = if g.pointwise {
+                            (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[2], g.xs[0])
+                        } else {
+                            im2col(&g, xi, gi * g.cg, col);
+                            (col.as_ptr(), 1, g.pq)
+                        };
+                        let lhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
+                        let dst = acc[gi * g.kg * g.crs..].as_mut_ptr();
+                        // SAFETY: the views stay inside image `img` of `dy`, `col` / image `img`
+                        // of `x`, and this task's `acc` (the group's rows).
+                        unsafe { gemm([g.kg, g.crs, g.pq], (dst, g.crs, 1), true, lhs, rhs, par) };
+                    }
                 }
-            }
+            });
             acc
         })
         .collect();
@@ -354,4 +392,70 @@ pub(super) fn backward_filter<T: Elem>(p: &ConvProblem, x: &[T], dy: &[T], dw: &
         }
     }
     unpack_filter(p, &sum, dw);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dnn::{ConvDesc, DnnDataType, FilterDesc, TensorDesc, TensorLayout};
+
+    /// im2col's row runs against the per-element definition (`source` for both dimensions),
+    /// over paddings larger than the filter, strides larger than it, dilations, widths of 1 and
+    /// both layouts; the matrix starts poisoned.
+    #[test]
+    fn im2col_matches_the_per_element_definition() {
+        let mut cases = 0;
+        for layout in [TensorLayout::Nchw, TensorLayout::Nhwc] {
+            for (w, s, pad, stride, dil) in [
+                (7, 3, 1, 1, 1),
+                (7, 3, 4, 1, 1),
+                (9, 2, 0, 3, 1),
+                (9, 3, 2, 2, 2),
+                (1, 1, 0, 1, 1),
+                (1, 3, 3, 4, 1),
+                (5, 5, 0, 1, 1),
+                (6, 1, 2, 5, 3),
+            ] {
+                let x = TensorDesc::new(DnnDataType::F32, layout, 1, 3, 4, w).unwrap();
+                let f = FilterDesc::new(DnnDataType::F32, layout, 2, 3, 2, s).unwrap();
+                let conv = ConvDesc::new([1, pad], [1, stride], [1, dil], 1).unwrap();
+                let Ok(p) = ConvProblem::new(&x, &f, &conv) else {
+                    continue;
+                };
+                let g = geo(&p);
+                let input: Vec<f32> = (0..x.elements()).map(|i| i as f32 + 1.0).collect();
+                let mut col = vec![f32::NAN; g.crs * g.pq];
+                im2col(&g, &input, 0, &mut col);
+                for c in 0..g.cg {
+                    for r in 0..g.r {
+                        for t in 0..g.s {
+                            for oh in 0..g.oh {
+                                for ow in 0..g.ow {
+                                    let want = match (
+                                        source(&g, 0, oh, r, g.h),
+                                        source(&g, 1, ow, t, g.w),
+                                    ) {
+                                        (Some(ih), Some(iw)) => {
+                                            input[c * g.xs[0] + ih * g.xs[1] + iw * g.xs[2]]
+                                        }
+                                        _ => 0.0,
+                                    };
+                                    let got =
+                                        col[((c * g.r + r) * g.s + t) * g.pq + oh * g.ow + ow];
+                                    assert_eq!(
+                                        got.to_bits(),
+                                        want.to_bits(),
+                                        "{layout:?} w {w} s {s} pad {pad} stride {stride} dil \
+                                         {dil}: c {c} r {r} s {t} oh {oh} ow {ow}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+                cases += 1;
+            }
+        }
+        assert!(cases >= 12, "only {cases} geometries were valid");
+    }
 }

@@ -9,6 +9,57 @@ use crate::interface::dnn::{
     SoftmaxMode, TensorDesc,
 };
 
+/// Scratch larger than this is not kept for the next call.
+const SCRATCH_KEPT: usize = 64 << 20;
+
+/// Runs `f` on `len` elements of this thread's scratch, kept between calls: a fresh
+/// multi-megabyte vector per image costs a page fault per 4 KiB on every call. The contents are
+/// what the last user left, so `f` must write before it reads. When the scratch is in use (a
+/// rayon task run nested inside another on this thread) or `len` is too large to keep, `f`
+/// gets a fresh zeroed vector instead.
+pub(super) fn with_scratch<T: Elem, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+    with_scratch_in(Scratch::Work, len, f)
+}
+
+/// The uses of a thread's scratch that may be live at once.
+#[derive(Clone, Copy)]
+pub(super) enum Scratch {
+    /// A task's working matrix (im2col).
+    Work,
+    /// Copies of operands.
+    A,
+    /// Copies of operands.
+    B,
+    /// Copies of operands.
+    C,
+}
+
+/// [`with_scratch`] in the scratch kept for `which`.
+pub(super) fn with_scratch_in<T: Elem, R>(
+    which: Scratch,
+    len: usize,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> R {
+    type Kept = std::cell::RefCell<Vec<f64>>;
+    thread_local! {
+        static SCRATCH: [Kept; 4] = const { [const { Kept::new(Vec::new()) }; 4] };
+    }
+    let words = (len * std::mem::size_of::<T>()).div_ceil(8);
+    if words * 8 > SCRATCH_KEPT {
+        return f(&mut vec![T::ZERO; len]);
+    }
+    SCRATCH.with(|cells| match cells[which as usize].try_borrow_mut() {
+        Ok(mut v) => {
+            if v.len() < words {
+                v.resize(words, 0.0);
+            }
+            let all: &mut [T] = bytemuck::cast_slice_mut(&mut v[..words]);
+            f(&mut all[..len])
+        }
+        Err(_) => f(&mut vec![T::ZERO; len]),
+    })
+}
+
 /// The two element types, with the conversions the loops need (here, the leaf of the host
 /// DNN files, so that they import without a cycle).
 pub(super) trait Elem: bytemuck::Pod + Send + Sync + 'static {
