@@ -289,6 +289,9 @@ fn finish(
     Ok((module, func))
 }
 
+/// What emitting the scalar function tells the kernel: its resume points and spill slots.
+type ScalarOut = (Vec<Option<lower::Resume>>, lower::Slots);
+
 /// The scalar function, emitted for `handoff` and compiled.
 fn scalar(
     isa: &cranelift_codegen::isa::OwnedTargetIsa,
@@ -296,14 +299,7 @@ fn scalar(
     an: &analysis::Analysis,
     slots: lower::Slots,
     handoff: &lower::Handoff<'_>,
-) -> Result<
-    (
-        JITModule,
-        KernelFn,
-        (Vec<Option<lower::Resume>>, lower::Slots),
-    ),
-    Unsupported,
-> {
+) -> Result<(JITModule, KernelFn, ScalarOut), Unsupported> {
     let (ctx, out) = emit(isa, prog, "kernel", |b| {
         lower::Lower::emit(b, prog, an, slots, handoff)
     })?;

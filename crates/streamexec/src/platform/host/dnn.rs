@@ -4,7 +4,9 @@
 //!
 //! Device memory on the host is only touched through atomic or opaque copies (see blas.rs), so
 //! every operation copies its inputs into private vectors, computes there and copies its
-//! outputs back. In-place calls (activations, bias add) therefore need no special care.
+//! outputs back. In-place calls (activations, bias add) therefore need no special care. The
+//! convolutions' copies and im2col matrices are per-thread scratch kept between calls
+//! (`dnn_ops::with_scratch`), since fresh multi-megabyte vectors fault in every page.
 
 use std::sync::Arc;
 

@@ -9,8 +9,9 @@ use crate::interface::dnn::{
     SoftmaxMode, TensorDesc,
 };
 
-/// Scratch larger than this is not kept for the next call.
-const SCRATCH_KEPT: usize = 64 << 20;
+/// Scratch larger than this is not kept for the next call, so a pool thread keeps at most
+/// 4 × 16 MiB (one per [`Scratch`] use) between calls.
+const SCRATCH_KEPT: usize = 16 << 20;
 
 /// Runs `f` on `len` elements of this thread's scratch, kept between calls: a fresh
 /// multi-megabyte vector per image costs a page fault per 4 KiB on every call. The contents are
