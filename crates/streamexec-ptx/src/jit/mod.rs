@@ -330,8 +330,10 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
             })
         }
     };
-    let (vector, scalar_fn) = match emitted {
-        Err(why) => (Err(why), None),
+    // The vector function's module and code with the scalar function built for its hand-over
+    // entries, or why there is no vector function.
+    let built = match emitted {
+        Err(why) => Err(why),
         Ok((ctx, out)) => std::thread::scope(|s| {
             let job = s.spawn(|| finish(&isa, prog, "vector function", ctx));
             let handoff = lower::Handoff {
@@ -345,26 +347,22 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
                     crate::error::panic_message(p.as_ref())
                 ))
             });
-            (v, Some(sc))
+            v.map(|(m, f)| (m, f, sc))
         }),
     };
-    let (vfunc, refused, scalar_fn) = match (vector, scalar_fn) {
-        (Ok((m, f)), Some(sc)) => {
+    let (vfunc, refused, scalar_fn) = match built {
+        Ok((m, f, sc)) => {
             modules.push(m);
             (Some(f), None, sc)
         }
         // Without a vector function the scalar one needs no hand-over entries: emit it alone.
-        (v, _) => {
-            let why = v.err().unwrap_or_default();
+        Err(why) => {
             let handoff = lower::Handoff {
                 entries: &[],
                 states: false,
             };
-            (
-                None,
-                Some(why),
-                scalar(&isa, prog, &an, lower::Slots::default(), &handoff),
-            )
+            let sc = scalar(&isa, prog, &an, lower::Slots::default(), &handoff);
+            (None, Some(why), sc)
         }
     };
     let (module, func, (resumes, slots)) = scalar_fn?;
