@@ -5,15 +5,17 @@
 //! Device memory on the host is only touched through atomic or opaque copies (see blas.rs), so
 //! every operation copies its inputs into private vectors, computes there and copies its
 //! outputs back. In-place calls (activations, bias add) therefore need no special care. The
-//! convolutions' copies and im2col matrices are per-thread scratch kept between calls
-//! (`dnn_ops::with_scratch`), since fresh multi-megabyte vectors fault in every page.
+//! convolutions copy one image at a time (`conv::Images`), inside the task that computes it, so
+//! the copy is still in cache when it is used; those copies and the im2col matrices are
+//! per-thread scratch kept between calls (`dnn_ops::with_scratch`), since fresh multi-megabyte
+//! vectors fault in every page.
 
 use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use super::device::HostExecutor;
-use super::dnn_ops::{Elem, Scratch, with_scratch_in};
+use super::dnn_ops::Elem;
 use super::{dnn_conv as conv, dnn_ops as ops};
 use crate::error::Result;
 use crate::interface::blas::Operand;
@@ -37,24 +39,34 @@ fn read<T: Elem>(p: &Pinned, n: u64) -> Vec<T> {
 
 /// Copies the first `out.len()` elements of a pinned operand into `out`.
 fn read_into<T: Elem>(p: &Pinned, out: &mut [T]) {
-    let base = p.as_ptr() as usize;
+    read_at(p, 0, out);
+}
+
+/// Copies elements `at..at + out.len()` of a pinned operand into `out`.
+fn read_at<T: Elem>(p: &Pinned, at: usize, out: &mut [T]) {
+    let base = p.as_ptr() as usize + at * std::mem::size_of::<T>();
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
     bytes
         .par_chunks_mut(COPY_CHUNK)
         .enumerate()
         .for_each(|(i, b)| {
-            // SAFETY: the operand is pinned and holds at least `n` elements (the stream checked
-            // it), so this chunk lies inside it.
+            // SAFETY: the operand is pinned and holds at least `at + out.len()` elements (the
+            // stream checked the tensor's size), so this chunk lies inside it.
             unsafe { device_bytes::load_bytes(b, (base + i * COPY_CHUNK) as *const u8) }
         });
 }
 
 /// Copies `v` into the first elements of a pinned operand.
 fn write<T: Elem>(p: &Pinned, v: &[T]) {
-    let base = p.as_ptr() as usize;
+    write_at(p, 0, v);
+}
+
+/// Copies `v` into elements `at..at + v.len()` of a pinned operand.
+fn write_at<T: Elem>(p: &Pinned, at: usize, v: &[T]) {
+    let base = p.as_ptr() as usize + at * std::mem::size_of::<T>();
     let bytes: &[u8] = bytemuck::cast_slice(v);
     bytes.par_chunks(COPY_CHUNK).enumerate().for_each(|(i, b)| {
-        // SAFETY: the operand is pinned and holds at least `v.len()` elements.
+        // SAFETY: the operand is pinned and holds at least `at + v.len()` elements.
         unsafe { device_bytes::store_bytes((base + i * COPY_CHUNK) as *mut u8, b) }
     });
 }
@@ -103,36 +115,43 @@ macro_rules! dispatch {
     };
 }
 
-/// Runs `f(a, b, out)` on copies of the first two operands (`a` and `b` elements long) and an
-/// `out`-long output, which `f` must write entirely, then copies it to the third operand. The
-/// three live in this thread's kept scratch (see `with_scratch`).
-fn two_in_one_out<T: Elem>(o: &[Pinned], lens: [u64; 3], f: impl FnOnce(&[T], &[T], &mut [T])) {
-    let n = lens.map(|l| l as usize);
-    with_scratch_in(Scratch::A, n[0], |a: &mut [T]| {
-        read_into(&o[0], a);
-        with_scratch_in(Scratch::B, n[1], |b: &mut [T]| {
-            read_into(&o[1], b);
-            with_scratch_in(Scratch::C, n[2], |out: &mut [T]| {
-                f(a, b, out);
-                write(&o[2], out);
-            })
-        })
-    })
+/// One image after another of a pinned operand, `img` elements each (see `conv::Images`).
+struct PinnedImages<'a> {
+    pin: &'a Pinned,
+    img: usize,
+}
+
+impl<T: Elem> conv::Images<T> for PinnedImages<'_> {
+    fn load(&self, n: usize, out: &mut [T]) {
+        read_at(self.pin, n * self.img, out);
+    }
+    fn store(&self, n: usize, v: &[T]) {
+        write_at(self.pin, n * self.img, v);
+    }
+}
+
+/// The images of operand `o`, a tensor of `t`'s shape.
+fn images<'a>(o: &'a Pinned, t: &TensorDesc) -> PinnedImages<'a> {
+    PinnedImages {
+        pin: o,
+        img: t.strides()[0] as usize,
+    }
 }
 
 fn conv_forward<T: Elem>(p: &ConvProblem, o: &[Pinned]) {
-    let lens = [p.x.elements(), p.w.elements(), p.y.elements()];
-    two_in_one_out::<T>(o, lens, |x, w, y| conv::forward(p, x, w, y));
+    let w = read::<T>(&o[1], p.w.elements());
+    conv::forward(p, &w, &images(&o[0], &p.x), &images(&o[2], &p.y));
 }
 
 fn conv_backward_data<T: Elem>(p: &ConvProblem, o: &[Pinned]) {
-    let lens = [p.w.elements(), p.y.elements(), p.x.elements()];
-    two_in_one_out::<T>(o, lens, |w, dy, dx| conv::backward_data(p, w, dy, dx));
+    let w = read::<T>(&o[0], p.w.elements());
+    conv::backward_data(p, &w, &images(&o[1], &p.y), &images(&o[2], &p.x));
 }
 
 fn conv_backward_filter<T: Elem>(p: &ConvProblem, o: &[Pinned]) {
-    let lens = [p.x.elements(), p.y.elements(), p.w.elements()];
-    two_in_one_out::<T>(o, lens, |x, dy, dw| conv::backward_filter(p, x, dy, dw));
+    let mut dw = vec![T::ZERO; p.w.elements() as usize];
+    conv::backward_filter(p, &images(&o[0], &p.x), &images(&o[1], &p.y), &mut dw);
+    write(&o[2], &dw);
 }
 
 fn pool_forward<T: Elem>(p: &PoolProblem, o: &[Pinned]) {

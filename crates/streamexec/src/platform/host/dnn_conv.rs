@@ -12,7 +12,7 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::dnn_ops::{Elem, with_scratch};
+use super::dnn_ops::{Elem, Scratch, with_scratch, with_scratch_in};
 use crate::interface::dnn::ConvProblem;
 
 /// Sizes and strides of a validated problem, as `usize`.
@@ -248,109 +248,122 @@ fn inner(tasks: usize) -> Parallelism {
     }
 }
 
-/// A raw pointer that may cross to rayon tasks that write disjoint parts of its buffer.
-#[derive(Clone, Copy)]
-struct Shared<T>(*mut T);
-// SAFETY: only used to hand each task a pointer into a buffer whose parts the tasks write
-// disjointly (one image each) while the buffer outlives the parallel loop.
-unsafe impl<T> Send for Shared<T> {}
-// SAFETY: as above.
-unsafe impl<T> Sync for Shared<T> {}
-
-impl<T> Shared<T> {
-    fn at(self, i: usize) -> *mut T {
-        self.0.wrapping_add(i)
-    }
+/// A convolution operand moved one image at a time: `dnn.rs` implements it on pinned device
+/// memory, so that each image's copy is still in cache when the image is used (a 1×1
+/// convolution does little arithmetic per element, and copying whole tensors first cost it a
+/// fifth of its time).
+pub(super) trait Images<T>: Sync {
+    /// Copies image `n` (`out.len()` elements from element `n·out.len()`) into `out`.
+    fn load(&self, n: usize, out: &mut [T]);
+    /// Copies `v` into image `n`.
+    fn store(&self, n: usize, v: &[T]);
 }
 
 /// `y = conv(x, w)`.
-pub(super) fn forward<T: Elem>(p: &ConvProblem, x: &[T], w: &[T], y: &mut [T]) {
+pub(super) fn forward<T: Elem>(p: &ConvProblem, w: &[T], x: &impl Images<T>, y: &impl Images<T>) {
     let g = geo(p);
     let wk = pack_filter(p, w);
-    let out = Shared(y.as_mut_ptr());
     images(p.x.n as usize, |n, par| {
-        let xi = &x[n * g.x_img..][..g.x_img];
-        let cols = if g.pointwise { 0 } else { g.crs * g.pq };
-        with_scratch(cols, |col: &mut [T]| {
-            for gi in 0..g.groups {
-                let rhs: View<T> = if g.pointwise {
-                    (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[0], g.xs[2])
-                } else {
-                    im2col(&g, xi, gi * g.cg, col);
-                    (col.as_ptr(), g.pq, 1)
-                };
-                let dst = out.at(n * g.y_img + gi * g.kg * g.ys[0]);
-                let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), g.crs, 1);
-                // SAFETY: the views stay inside `wk`, `col` / image `n` of `x`, and image `n` of `y`
-                // (its group's channels), which only this task writes.
-                unsafe {
-                    gemm(
-                        [g.kg, g.pq, g.crs],
-                        (dst, g.ys[0], g.ys[2]),
-                        false,
-                        lhs,
-                        rhs,
-                        par,
-                    )
-                };
-            }
-        });
+        with_scratch_in(Scratch::A, g.x_img, |xi: &mut [T]| {
+            x.load(n, xi);
+            with_scratch_in(Scratch::B, g.y_img, |yi: &mut [T]| {
+                let cols = if g.pointwise { 0 } else { g.crs * g.pq };
+                with_scratch(cols, |col: &mut [T]| {
+                    for gi in 0..g.groups {
+                        let rhs: View<T> = if g.pointwise {
+                            (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[0], g.xs[2])
+                        } else {
+                            im2col(&g, xi, gi * g.cg, col);
+                            (col.as_ptr(), g.pq, 1)
+                        };
+                        let dst = yi[gi * g.kg * g.ys[0]..].as_mut_ptr();
+                        let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), g.crs, 1);
+                        // SAFETY: the views stay inside `wk`, `col` / this image of `x`, and
+                        // this image of `y` (its group's channels, each element once).
+                        unsafe {
+                            gemm(
+                                [g.kg, g.pq, g.crs],
+                                (dst, g.ys[0], g.ys[2]),
+                                false,
+                                lhs,
+                                rhs,
+                                par,
+                            )
+                        };
+                    }
+                });
+                y.store(n, yi);
+            })
+        })
     });
 }
 
 /// `dx` from `w` and `dy`.
-pub(super) fn backward_data<T: Elem>(p: &ConvProblem, w: &[T], dy: &[T], dx: &mut [T]) {
+pub(super) fn backward_data<T: Elem>(
+    p: &ConvProblem,
+    w: &[T],
+    dy: &impl Images<T>,
+    dx: &impl Images<T>,
+) {
     let g = geo(p);
     let wk = pack_filter(p, w);
-    dx.fill(T::ZERO);
-    let out = Shared(dx.as_mut_ptr());
     images(p.x.n as usize, |n, par| {
-        let dyi = &dy[n * g.y_img..][..g.y_img];
-        let cols = if g.pointwise { 0 } else { g.crs * g.pq };
-        with_scratch(cols, |col: &mut [T]| {
-            for gi in 0..g.groups {
-                // Wᵀ of the group: element (crs, k) at k·crs + crs.
-                let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), 1, g.crs);
-                let rhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
-                let image = out.at(n * g.x_img);
-                if g.pointwise {
-                    let dst = image.wrapping_add(gi * g.cg * g.xs[0]);
-                    // SAFETY: the views stay inside `wk`, image `n` of `dy` and image `n` of
-                    // `dx` (its group's channels, each element once), which only this task writes.
-                    unsafe {
-                        gemm(
-                            [g.cg, g.pq, g.kg],
-                            (dst, g.xs[0], g.xs[2]),
-                            false,
-                            lhs,
-                            rhs,
-                            par,
-                        )
-                    };
-                } else {
-                    // SAFETY: `col` is this task's, `crs × pq`; the inputs as above.
-                    unsafe {
-                        gemm(
-                            [g.crs, g.pq, g.kg],
-                            (col.as_mut_ptr(), g.pq, 1),
-                            false,
-                            lhs,
-                            rhs,
-                            par,
-                        )
-                    };
-                    // SAFETY: image `n` of `dx` is written by this task alone.
-                    let dxi = unsafe { std::slice::from_raw_parts_mut(image, g.x_img) };
-                    col2im(&g, col, gi * g.cg, dxi);
+        with_scratch_in(Scratch::A, g.y_img, |dyi: &mut [T]| {
+            dy.load(n, dyi);
+            with_scratch_in(Scratch::B, g.x_img, |dxi: &mut [T]| {
+                let cols = if g.pointwise { 0 } else { g.crs * g.pq };
+                if !g.pointwise {
+                    dxi.fill(T::ZERO);
                 }
-            }
-        });
+                with_scratch(cols, |col: &mut [T]| {
+                    for gi in 0..g.groups {
+                        // Wᵀ of the group: element (crs, k) at k·crs + crs.
+                        let lhs = (wk[gi * g.kg * g.crs..].as_ptr(), 1, g.crs);
+                        let rhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
+                        if g.pointwise {
+                            let dst = dxi[gi * g.cg * g.xs[0]..].as_mut_ptr();
+                            // SAFETY: the views stay inside `wk`, this image of `dy` and this
+                            // image of `dx` (its group's channels, each element once).
+                            unsafe {
+                                gemm(
+                                    [g.cg, g.pq, g.kg],
+                                    (dst, g.xs[0], g.xs[2]),
+                                    false,
+                                    lhs,
+                                    rhs,
+                                    par,
+                                )
+                            };
+                        } else {
+                            // SAFETY: `col` is this task's, `crs × pq`; the inputs as above.
+                            unsafe {
+                                gemm(
+                                    [g.crs, g.pq, g.kg],
+                                    (col.as_mut_ptr(), g.pq, 1),
+                                    false,
+                                    lhs,
+                                    rhs,
+                                    par,
+                                )
+                            };
+                            col2im(&g, col, gi * g.cg, dxi);
+                        }
+                    }
+                });
+                dx.store(n, dxi);
+            })
+        })
     });
 }
 
 /// `dw` from `x` and `dy`: per chunk of images a partial `K × C/G·R·S` sum, then the partials
 /// added in chunk order.
-pub(super) fn backward_filter<T: Elem>(p: &ConvProblem, x: &[T], dy: &[T], dw: &mut [T]) {
+pub(super) fn backward_filter<T: Elem>(
+    p: &ConvProblem,
+    x: &impl Images<T>,
+    dy: &impl Images<T>,
+    dw: &mut [T],
+) {
     let g = geo(p);
     let n = p.x.n as usize;
     let chunks = n.min(rayon::current_num_threads()).max(1);
@@ -362,25 +375,31 @@ pub(super) fn backward_filter<T: Elem>(p: &ConvProblem, x: &[T], dy: &[T], dw: &
         .map(|ci| {
             let mut acc = vec![T::ZERO; k * g.crs];
             let cols = if g.pointwise { 0 } else { g.crs * g.pq };
-            with_scratch(cols, |col: &mut [T]| {
-                for img in ci * per..((ci + 1) * per).min(n) {
-                    let xi = &x[img * g.x_img..][..g.x_img];
-                    let dyi = &dy[img * g.y_img..][..g.y_img];
-                    for gi in 0..g.groups {
-                        // colᵀ (pq × crs).
-                        let rhs: View<T> = if g.pointwise {
-                            (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[2], g.xs[0])
-                        } else {
-                            im2col(&g, xi, gi * g.cg, col);
-                            (col.as_ptr(), 1, g.pq)
-                        };
-                        let lhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
-                        let dst = acc[gi * g.kg * g.crs..].as_mut_ptr();
-                        // SAFETY: the views stay inside image `img` of `dy`, `col` / image `img`
-                        // of `x`, and this task's `acc` (the group's rows).
-                        unsafe { gemm([g.kg, g.crs, g.pq], (dst, g.crs, 1), true, lhs, rhs, par) };
-                    }
-                }
+            with_scratch_in(Scratch::A, g.x_img, |xi: &mut [T]| {
+                with_scratch_in(Scratch::B, g.y_img, |dyi: &mut [T]| {
+                    with_scratch(cols, |col: &mut [T]| {
+                        for img in ci * per..((ci + 1) * per).min(n) {
+                            x.load(img, xi);
+                            dy.load(img, dyi);
+                            for gi in 0..g.groups {
+                                // colᵀ (pq × crs).
+                                let rhs: View<T> = if g.pointwise {
+                                    (xi[gi * g.cg * g.xs[0]..].as_ptr(), g.xs[2], g.xs[0])
+                                } else {
+                                    im2col(&g, xi, gi * g.cg, col);
+                                    (col.as_ptr(), 1, g.pq)
+                                };
+                                let lhs = (dyi[gi * g.kg * g.ys[0]..].as_ptr(), g.ys[0], g.ys[2]);
+                                let dst = acc[gi * g.kg * g.crs..].as_mut_ptr();
+                                // SAFETY: the views stay inside this image of `dy`, `col` /
+                                // this image of `x`, and this task's `acc` (the group's rows).
+                                unsafe {
+                                    gemm([g.kg, g.crs, g.pq], (dst, g.crs, 1), true, lhs, rhs, par)
+                                };
+                            }
+                        }
+                    })
+                })
             });
             acc
         })

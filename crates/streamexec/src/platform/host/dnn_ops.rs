@@ -10,7 +10,7 @@ use crate::interface::dnn::{
 };
 
 /// Scratch larger than this is not kept for the next call, so a pool thread keeps at most
-/// 4 × 16 MiB (one per [`Scratch`] use) between calls.
+/// 3 × 16 MiB (one per [`Scratch`] use) between calls.
 const SCRATCH_KEPT: usize = 16 << 20;
 
 /// Runs `f` on `len` elements of this thread's scratch, kept between calls: a fresh
@@ -27,12 +27,10 @@ pub(super) fn with_scratch<T: Elem, R>(len: usize, f: impl FnOnce(&mut [T]) -> R
 pub(super) enum Scratch {
     /// A task's working matrix (im2col).
     Work,
-    /// Copies of operands.
+    /// A copy of an operand's image.
     A,
-    /// Copies of operands.
+    /// A copy of another operand's image.
     B,
-    /// Copies of operands.
-    C,
 }
 
 /// [`with_scratch`] in the scratch kept for `which`.
@@ -43,7 +41,7 @@ pub(super) fn with_scratch_in<T: Elem, R>(
 ) -> R {
     type Kept = std::cell::RefCell<Vec<f64>>;
     thread_local! {
-        static SCRATCH: [Kept; 4] = const { [const { Kept::new(Vec::new()) }; 4] };
+        static SCRATCH: [Kept; 3] = const { [const { Kept::new(Vec::new()) }; 3] };
     }
     let words = (len * std::mem::size_of::<T>()).div_ceil(8);
     if words * 8 > SCRATCH_KEPT {
