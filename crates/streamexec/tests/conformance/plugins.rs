@@ -195,18 +195,59 @@ fn vendor_without_its_library_fails_at_creation_naming_it() {
             _ => {}
         }
         fft_vendor_auto_and_builtin(exec);
-        // No platform has a vendor RNG or DNN plugin in this build.
-        for family in [PluginFamily::Rng, PluginFamily::Dnn] {
-            let e = with(exec, PluginConfig::default().with(family, Plugin::Vendor))
-                .err()
-                .unwrap_or_else(|| panic!("{family:?}: Plugin::Vendor accepted"))
-                .to_string();
+        dnn_vendor_auto_and_builtin(exec);
+        // No platform has a vendor RNG plugin in this build.
+        let e = with(exec, PluginConfig::default().rng(Plugin::Vendor))
+            .expect_err("RNG: Plugin::Vendor accepted")
+            .to_string();
+        assert!(e.contains("no vendor RNG plugin"), "{e}");
+    });
+}
+
+/// DNN under each choice: cuDNN on CUDA where libcudnn loads (never on the CPU libcuda, where
+/// `Plugin::Vendor` fails naming libcudnn and `Auto` says why it uses the built-in kernels);
+/// no vendor DNN elsewhere in this build; `Plugin::Builtin` honoured.
+fn dnn_vendor_auto_and_builtin(exec: &StreamExecutor) {
+    let report = exec.plugins();
+    let auto = report.get(PluginFamily::Dnn).unwrap();
+    let vendor = with(exec, PluginConfig::default().dnn(Plugin::Vendor));
+    match (exec.platform_name(), vendor) {
+        ("cuda", Ok(v)) => {
+            let r = v.plugins();
+            let dnn = r.get(PluginFamily::Dnn).unwrap();
+            assert_eq!(dnn.implementation, "cuDNN", "{dnn}");
+            assert_eq!(auto.implementation, "cuDNN", "{auto}");
+        }
+        ("cuda", Err(e)) => {
+            let e = e.to_string();
             assert!(
-                e.contains(&format!("no vendor {} plugin", family.title())),
+                !required_vendor_plugins().iter().any(|r| r == "cudnn"),
+                "STREAMEXEC_REQUIRE_PLUGINS names cudnn: {e}"
+            );
+            assert!(
+                e.contains("libcudnn.so") && e.contains("Plugin::Builtin"),
                 "{e}"
             );
+            assert!(
+                auto.reason.contains("cuDNN not found")
+                    && auto.reason.contains("using built-in kernels"),
+                "{auto}"
+            );
+            let builtin = with(exec, PluginConfig::default().dnn(Plugin::Builtin)).unwrap();
+            let b = builtin.plugins();
+            let b = b.get(PluginFamily::Dnn).unwrap().clone();
+            assert_eq!(
+                (b.implementation.as_str(), b.reason.as_str()),
+                ("built-in kernels", "Plugin::Builtin chosen"),
+                "{b}"
+            );
         }
-    });
+        (_, Ok(_)) => panic!("{}: DNN Plugin::Vendor accepted", exec.platform_name()),
+        (_, Err(e)) => {
+            let e = e.to_string();
+            assert!(e.contains("no vendor DNN plugin"), "{e}");
+        }
+    }
 }
 
 /// FFT under each choice: what serves it per platform (host: rustfft; opencl: the built-in

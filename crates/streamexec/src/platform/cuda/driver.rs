@@ -24,6 +24,8 @@ pub(crate) struct CudaDriver {
     /// cuBLAS, created on first use: `None` when libcublas is not installed (BLAS then runs
     /// the built-in kernels), or why it cannot be.
     blas: std::sync::OnceLock<Result<Option<super::blas::CudaBlas>>>,
+    /// cuDNN, created on first use: `None` when libcudnn is not installed, or why it cannot be.
+    dnn: std::sync::OnceLock<Result<Option<super::dnn::CudaDnn>>>,
 }
 
 // SAFETY: CUDA contexts and devices are process-wide handles usable from any thread.
@@ -42,6 +44,7 @@ impl CudaDriver {
             ctx,
             ordinal,
             blas: std::sync::OnceLock::new(),
+            dnn: std::sync::OnceLock::new(),
         })
     }
 
@@ -64,6 +67,9 @@ impl CudaDriver {
 
 impl Drop for CudaDriver {
     fn drop(&mut self) {
+        // The library handles go first, while their context is still retained.
+        drop(self.dnn.take());
+        drop(self.blas.take());
         // SAFETY: balances the retain in `new`.
         let _ = unsafe { result::primary_ctx::release(self.dev) };
     }
@@ -94,6 +100,34 @@ fn attribute(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> Option<u32> {
 /// The symbol only streamexec's CPU libcuda exports (`streamexec-libcuda`'s `lib.rs`): a
 /// function returning its version as a C string.
 const CPU_LIBCUDA_MARKER: &[u8] = b"streamexec_cpu_libcuda_version\0";
+
+/// Whether the loaded libcuda is streamexec's CPU libcuda (it exports [`CPU_LIBCUDA_MARKER`]).
+fn cpu_libcuda() -> bool {
+    // SAFETY: called once the driver loaded; the lookup only reads its symbol table.
+    let lib = unsafe { sys::culib() };
+    // SAFETY: only whether the symbol exists is used.
+    unsafe { lib.get::<unsafe extern "C" fn()>(CPU_LIBCUDA_MARKER) }.is_ok()
+}
+
+/// Vendor library `name` where it is installed (`present`) and can run: NVIDIA's libraries
+/// carry GPU code that only NVIDIA's driver runs, so under the CPU libcuda they are not
+/// chosen even where installed (`Plugin::Auto` then uses the built-in kernels).
+fn vendor_library(
+    name: &'static str,
+    present: bool,
+    file: &str,
+) -> std::result::Result<&'static str, Option<String>> {
+    if !present {
+        return Err(Some(format!("{name} not found: {file} is missing")));
+    }
+    if cpu_libcuda() {
+        return Err(Some(format!(
+            "{name} is installed but needs NVIDIA's driver: the libcuda loaded is streamexec's \
+             CPU libcuda, which cannot run {name}'s GPU code"
+        )));
+    }
+    Ok(name)
+}
 
 /// Which library answers the driver API, from the library cudarc loaded: streamexec's CPU
 /// libcuda (it exports [`CPU_LIBCUDA_MARKER`]) or NVIDIA's driver, with the file `cuInit`
@@ -288,26 +322,45 @@ unsafe impl Driver for CudaDriver {
 
     fn blas_library(&self) -> std::result::Result<&'static str, Option<String>> {
         // SAFETY: only tries to dlopen the library names cudarc would use.
-        if unsafe { cudarc::cublas::sys::is_culib_present() } {
-            Ok("cuBLAS")
-        } else {
-            Err(Some(
-                "cuBLAS not found: libcublas.so.12 (or another name cudarc tries) is missing"
-                    .into(),
-            ))
-        }
+        let present = unsafe { cudarc::cublas::sys::is_culib_present() };
+        vendor_library(
+            "cuBLAS",
+            present,
+            "libcublas.so.12 (or another name cudarc tries)",
+        )
     }
 
     fn fft_library(&self) -> std::result::Result<&'static str, Option<String>> {
         // SAFETY: only tries to dlopen the library names cudarc would use.
-        if unsafe { cudarc::cufft::sys::is_culib_present() } {
-            Ok("cuFFT")
-        } else {
-            Err(Some(
-                "cuFFT not found: libcufft.so (or another name cudarc tries, e.g. \
-                 libcufft.so.11) is missing"
-                    .into(),
-            ))
+        let present = unsafe { cudarc::cufft::sys::is_culib_present() };
+        vendor_library(
+            "cuFFT",
+            present,
+            "libcufft.so (or another name cudarc tries, e.g. libcufft.so.11)",
+        )
+    }
+
+    fn dnn_library(&self) -> std::result::Result<&'static str, Option<String>> {
+        // SAFETY: only tries to dlopen the library names cudarc would use.
+        let present = unsafe { cudarc::cudnn::sys::is_culib_present() };
+        vendor_library(
+            "cuDNN",
+            present,
+            "libcudnn.so (or another name cudarc tries, e.g. libcudnn.so.9)",
+        )
+    }
+
+    fn dnn(&self) -> Result<Option<&dyn crate::platform::gpu::GpuDnn>> {
+        let made = self.dnn.get_or_init(|| {
+            // SAFETY: only tries to dlopen the library names cudarc would use.
+            if !unsafe { cudarc::cudnn::sys::is_culib_present() } {
+                return Ok(None);
+            }
+            super::dnn::CudaDnn::new(self.ctx).map(Some)
+        });
+        match made {
+            Ok(d) => Ok(d.as_ref().map(|d| d as &dyn crate::platform::gpu::GpuDnn)),
+            Err(e) => Err(e.clone()),
         }
     }
 

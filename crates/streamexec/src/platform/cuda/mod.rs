@@ -4,7 +4,8 @@
 //! kernel image choice, NVRTC, the device description from attributes), cuBLAS (`blas.rs`;
 //! where libcublas is not installed, BLAS runs the shared backend's built-in PTX kernels, see
 //! `gpu/blas.rs`), cuFFT (`fft.rs`; where libcufft is not installed, FFT runs the built-in
-//! kernels, see `gpu/fft.rs`) and the `CUresult` mapping (`status.rs`).
+//! kernels, see `gpu/fft.rs`), cuDNN (`dnn.rs`; where libcudnn is not installed, DNN runs the
+//! built-in kernels, see `gpu/dnn.rs`) and the `CUresult` mapping (`status.rs`).
 //!
 //! # No panics from cudarc
 //!
@@ -21,6 +22,7 @@
 //! device's (else unkeyed PTX), then CUDA C++ through NVRTC; a JIT failure carries the JIT log.
 
 mod blas;
+mod dnn;
 mod driver;
 mod fft;
 mod graph;

@@ -1,6 +1,6 @@
 //! CUDA driver status codes (`CUresult`) as the crate's errors: every failed driver call is
 //! `Error::Driver` naming the call, the code, and the driver's own name and description of the
-//! code (`cuGetErrorName`, `cuGetErrorString`); cuBLAS and cuFFT statuses likewise. The shared
+//! code (`cuGetErrorName`, `cuGetErrorString`); cuBLAS, cuFFT and cuDNN statuses likewise. The shared
 //! backend gives some of them a better kind (see `gpu/status.rs`).
 
 use cudarc::cublas::sys as cb;
@@ -37,6 +37,22 @@ pub(crate) fn cublas_check(call: &str, s: cb::cublasStatus_t) -> Result<()> {
         call: call.into(),
         code: s as i64,
         detail: format!("{s:?}"),
+    })
+}
+
+/// `Ok` for `CUDNN_STATUS_SUCCESS`, else `Error::Driver` for cuDNN call `call`, with cuDNN's
+/// own text for the status.
+pub(crate) fn cudnn_check(call: &str, s: cudarc::cudnn::sys::cudnnStatus_t) -> Result<()> {
+    if s == cudarc::cudnn::sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS {
+        return Ok(());
+    }
+    // SAFETY: cudnnGetErrorString returns a static NUL-terminated string for any status.
+    let text = unsafe { std::ffi::CStr::from_ptr(cudarc::cudnn::sys::cudnnGetErrorString(s)) };
+    Err(Error::Driver {
+        platform: PLATFORM,
+        call: call.into(),
+        code: s as i64,
+        detail: format!("{s:?}: {}", text.to_string_lossy()),
     })
 }
 

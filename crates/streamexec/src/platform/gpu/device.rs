@@ -59,6 +59,10 @@ pub(crate) struct GpuExecutor<D: Driver> {
     pub(super) fft_vendor: Option<&'static str>,
     /// What serves each canned family, as decided from the executor's `PluginConfig`.
     pub(super) plugins: Vec<PluginStatus>,
+    /// What runs DNN: the driver's vendor library (through this, which falls back to the
+    /// built-in kernels per operation) or the built-in kernels (dnn.rs).
+    pub(super) dnn_served: Served,
+    pub(super) vendor_dnn: Option<super::dnn::VendorDnn<D>>,
 }
 
 impl<D: Driver> GpuExecutor<D> {
@@ -71,10 +75,10 @@ impl<D: Driver> GpuExecutor<D> {
     /// The executor of `drv`, each canned family served as `config` asks: BLAS by the
     /// driver's vendor library or the built-in kernels of `D::CANNED_PTX`, RNG by the built-in
     /// Philox kernels (no vendor RNG in this build), FFT by the driver's vendor library or the
-    /// built-in kernels of `D::FFT_PTX`, DNN by the built-in kernels of `D::DNN_PTX` (reported
-    /// from `dnn()`; no cuDNN in this build).
+    /// built-in kernels of `D::FFT_PTX`, DNN by the driver's vendor library or the built-in
+    /// kernels of `D::DNN_PTX`.
     pub(crate) fn with_plugins(drv: D, config: &PluginConfig) -> Result<Arc<Self>> {
-        refuse_vendor(D::PLATFORM, config, &[PluginFamily::Rng, PluginFamily::Dnn])?;
+        refuse_vendor(D::PLATFORM, config, &[PluginFamily::Rng])?;
         let vendor_blas = if D::HAS_BLAS {
             drv.blas_library()
         } else {
@@ -103,6 +107,15 @@ impl<D: Driver> GpuExecutor<D> {
             D::FFT_PTX.map(|_| "built-in kernels"),
         )?;
         let fft_vendor = vendor_fft.ok().filter(|_| fft_served == Served::Vendor);
+        let vendor_dnn = drv.dnn_library();
+        let (dnn_served, dnn) = decide(
+            D::PLATFORM,
+            PluginFamily::Dnn,
+            config.get(PluginFamily::Dnn),
+            vendor_dnn.clone(),
+            D::DNN_PTX.map(|_| "built-in kernels"),
+        )?;
+        let dnn_vendor = vendor_dnn.ok().filter(|_| dnn_served == Served::Vendor);
         let description = drv.describe()?;
         Ok(Arc::new_cyclic(|me| GpuExecutor {
             drv: Arc::new(drv),
@@ -117,7 +130,9 @@ impl<D: Driver> GpuExecutor<D> {
             blas_served,
             fft_served,
             fft_vendor,
-            plugins: vec![blas, rng, fft],
+            plugins: vec![blas, rng, fft, dnn],
+            dnn_served,
+            vendor_dnn: dnn_vendor.map(|name| super::dnn::VendorDnn::new(me.clone(), name)),
         }))
     }
 

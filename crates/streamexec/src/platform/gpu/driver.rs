@@ -1,11 +1,16 @@
 //! The driver surface the shared backend runs on: the [`Driver`] trait (one device of a
 //! CUDA-like driver: memory, streams, events, async copies, modules, launches, peers), the raw
-//! handle types it passes around, and [`GpuBlas`] (a vendor BLAS bound to one device).
+//! handle types it passes around, and the vendor libraries bound to one device: [`GpuBlas`],
+//! [`GpuFftPlan`] and [`GpuDnn`] (with the [`DnnCall`] it runs).
 //! `cuda/driver.rs` and `hip/driver.rs` implement it; `mock.rs` simulates it for tests.
 
 use std::ffi::c_void;
 
 use crate::error::Result;
+use crate::interface::dnn::{
+    Activation, BatchNormProblem, ConvProblem, PoolProblem, SoftmaxAlgorithm, SoftmaxMode,
+    TensorDesc,
+};
 use crate::types::DeviceDescription;
 use crate::types::MultiKernelLoaderSpec;
 
@@ -93,6 +98,118 @@ pub(crate) trait GpuFftPlan: Send + Sync {
     ) -> Result<()>;
 }
 
+/// One DNN operation for a vendor library, its operands as device addresses. The problem was
+/// validated by `src/dnn/` and the operands checked against it (see `interface::dnn`).
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)] // The fields are `DnnSupport`'s arguments of the same names.
+#[cfg_attr(not(any(feature = "cuda", test)), allow(dead_code))] // Read by cuDNN (and the mock).
+pub(crate) enum DnnCall {
+    ConvForward {
+        p: ConvProblem,
+        x: u64,
+        w: u64,
+        y: u64,
+    },
+    ConvBackwardData {
+        p: ConvProblem,
+        w: u64,
+        dy: u64,
+        dx: u64,
+    },
+    ConvBackwardFilter {
+        p: ConvProblem,
+        x: u64,
+        dy: u64,
+        dw: u64,
+    },
+    PoolForward {
+        p: PoolProblem,
+        x: u64,
+        y: u64,
+    },
+    PoolBackward {
+        p: PoolProblem,
+        x: u64,
+        y: u64,
+        dy: u64,
+        dx: u64,
+    },
+    ActivationForward {
+        act: Activation,
+        t: TensorDesc,
+        x: u64,
+        y: u64,
+    },
+    ActivationBackward {
+        act: Activation,
+        t: TensorDesc,
+        x: u64,
+        y: u64,
+        dy: u64,
+        dx: u64,
+    },
+    SoftmaxForward {
+        alg: SoftmaxAlgorithm,
+        mode: SoftmaxMode,
+        t: TensorDesc,
+        x: u64,
+        y: u64,
+    },
+    SoftmaxBackward {
+        alg: SoftmaxAlgorithm,
+        mode: SoftmaxMode,
+        t: TensorDesc,
+        y: u64,
+        dy: u64,
+        dx: u64,
+    },
+    BatchNormTraining {
+        p: BatchNormProblem,
+        x: u64,
+        scale: u64,
+        bias: u64,
+        y: u64,
+        running_mean: u64,
+        running_var: u64,
+        save_mean: u64,
+        save_inv_std: u64,
+    },
+    BatchNormInference {
+        p: BatchNormProblem,
+        x: u64,
+        scale: u64,
+        bias: u64,
+        mean: u64,
+        var: u64,
+        y: u64,
+    },
+    BatchNormBackward {
+        p: BatchNormProblem,
+        x: u64,
+        dy: u64,
+        scale: u64,
+        save_mean: u64,
+        save_inv_std: u64,
+        dx: u64,
+        dscale: u64,
+        dbias: u64,
+    },
+    BiasAdd {
+        t: TensorDesc,
+        y: u64,
+        bias: u64,
+    },
+}
+
+/// A vendor DNN library bound to one device (cuDNN). Operations it has no form of, or no
+/// form with the contract's semantics, run the built-in kernels instead (`gpu/dnn.rs`).
+pub(crate) trait GpuDnn: Send + Sync {
+    /// Whether [`run`](Self::run) serves `call` exactly as the contract says.
+    fn supports(&self, call: &DnnCall) -> bool;
+    /// Enqueues `call` (one it [`supports`](Self::supports)) on driver stream `s`.
+    fn run(&self, s: RawStream, call: &DnnCall) -> Result<()>;
+}
+
 /// Host function run by the driver in stream order (releases what async copies borrowed).
 pub(crate) type HostFn = Box<dyn FnOnce() + Send + 'static>;
 
@@ -146,6 +263,19 @@ pub(crate) unsafe trait Driver: Send + Sync + Sized + 'static {
             "{} has no vendor FFT plans",
             Self::PLATFORM
         )))
+    }
+
+    /// The vendor DNN's name when its library is installed, else why not, as
+    /// [`blas_library`](Self::blas_library): `Err(None)` (the default) where the platform has no
+    /// vendor DNN in this build.
+    fn dnn_library(&self) -> std::result::Result<&'static str, Option<String>> {
+        Err(None)
+    }
+
+    /// The device's vendor DNN (created on first use), as [`blas`](Self::blas): `Ok(None)`
+    /// where its library is not installed, `Err` where it is but fails to start.
+    fn dnn(&self) -> Result<Option<&dyn GpuDnn>> {
+        Ok(None)
     }
 
     /// Opens device `ordinal` (already range-checked against the platform's device count).

@@ -276,8 +276,13 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     }
 
     fn dnn(&self) -> Option<&dyn crate::interface::DnnSupport> {
-        // The built-in kernels where the driver loads PTX (dnn.rs); no cuDNN in this build.
-        D::DNN_PTX.map(|_| self as &dyn crate::interface::DnnSupport)
+        // The vendor library (falling back per operation) or the built-in kernels, as decided
+        // at creation (dnn.rs).
+        match (&self.vendor_dnn, self.dnn_served) {
+            (Some(v), _) => Some(v as &dyn crate::interface::DnnSupport),
+            (None, crate::types::Served::Builtin) => Some(self),
+            (None, _) => None,
+        }
     }
 
     fn fft(&self) -> Option<&dyn crate::interface::FftSupport> {

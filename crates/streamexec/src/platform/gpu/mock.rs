@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{Driver, GpuBlas, HostFn, ModuleImage, RawEvent, RawFunction, RawModule, RawStream};
+use super::{
+    DnnCall, Driver, GpuBlas, GpuDnn, HostFn, ModuleImage, RawEvent, RawFunction, RawModule,
+    RawStream,
+};
 use crate::error::{Error, Result};
 use crate::platform::ptx_signature::kernel_load_error;
 use crate::ptx::{PtxEntry, parse_entries};
@@ -192,6 +195,9 @@ pub(crate) struct MockDriver {
     device_code: Mutex<HashMap<String, DeviceCode>>,
     /// Whether a vendor BLAS library is "installed" (`blas()` is `Some`).
     blas_library: bool,
+    /// Whether a vendor DNN library is "installed" (`dnn()` is `Some`; it serves f32 ReLU
+    /// forward only, so every other operation falls back to the built-in kernels).
+    dnn_library: bool,
     /// Built-in BLAS kernels (`se_blas_*`) launched so far, in stream order: name, grid and
     /// block. They are recorded, not simulated (their results are tested on the host's PTX
     /// engine: canned_blas_tests.rs and tests/canned_ptx_blas.rs).
@@ -211,7 +217,16 @@ impl MockDriver {
             mapped: false,
             device_code: Mutex::default(),
             blas_library: true,
+            dnn_library: false,
             canned_blas: Arc::default(),
+        }
+    }
+
+    /// A device whose driver has a vendor DNN library installed (see `dnn_library`).
+    pub(crate) fn with_dnn_library() -> Self {
+        MockDriver {
+            dnn_library: true,
+            ..MockDriver::new()
         }
     }
 
@@ -285,6 +300,17 @@ unsafe impl Driver for MockDriver {
         Some(include_str!("../../../kernels/ptx/canned.O3.ptx"));
 
     const FFT_PTX: Option<&'static str> = Some(include_str!("../../../kernels/ptx/fft.O3.ptx"));
+
+    fn dnn_library(&self) -> std::result::Result<&'static str, Option<String>> {
+        match self.dnn_library {
+            true => Ok("mock DNN"),
+            false => Err(Some("mock DNN not installed".into())),
+        }
+    }
+
+    fn dnn(&self) -> Result<Option<&dyn GpuDnn>> {
+        Ok(self.dnn_library.then_some(self as &dyn GpuDnn))
+    }
 
     fn open(_ordinal: usize) -> Result<Self> {
         Err(Error::unsupported(
@@ -769,5 +795,36 @@ impl GpuBlas for MockDriver {
 
     fn level1(&self, _s: RawStream, _c: &crate::interface::blas::Level1Call) -> Result<()> {
         Err(Error::unsupported("mock", "level1", "not simulated"))
+    }
+}
+
+impl GpuDnn for MockDriver {
+    fn supports(&self, call: &DnnCall) -> bool {
+        use crate::interface::dnn::{Activation, DnnDataType};
+        matches!(call, DnnCall::ActivationForward { act: Activation::Relu, t, .. }
+            if t.dtype == DnnDataType::F32)
+    }
+
+    fn run(&self, s: RawStream, call: &DnnCall) -> Result<()> {
+        let DnnCall::ActivationForward { t, x, y, .. } = *call else {
+            return Err(Error::internal(
+                "the mock DNN ran a call it does not support",
+            ));
+        };
+        let (bytes, mem) = (t.elements() as usize * 4, self.mem.clone());
+        self.on(s, move || {
+            let Some(v) = mem.with(x, bytes, "relu", |d| d.to_vec()) else {
+                return;
+            };
+            let out: Vec<u8> = v
+                .chunks_exact(4)
+                .flat_map(|w| {
+                    f32::from_ne_bytes(w.try_into().unwrap())
+                        .max(0.0)
+                        .to_ne_bytes()
+                })
+                .collect();
+            mem.with(y, bytes, "relu", |d| d.copy_from_slice(&out));
+        })
     }
 }

@@ -90,11 +90,15 @@
 //!
 //! # DNN
 //!
-//! DNN runs the `se_dnn_*` kernels of `kernels/dnn.cu` where the driver has `DNN_PTX` (CUDA,
-//! including the CPU libcuda; HIP has none and reports no DNN); there is no cuDNN path in this
-//! build. `dnn.rs` lends the shared operations of `platform/dnn_builtin` its kernels, pointers
-//! and BLAS; each operation is one launch on the user's stream (the fused matmul: the
-//! executor's GEMM, then an epilogue kernel), with no scratch and no state.
+//! DNN is decided at executor creation from the `PluginConfig`, like FFT: the driver's vendor
+//! library (`Driver::dnn`: cuDNN on CUDA where libcudnn is installed and the driver is
+//! NVIDIA's), called through the stream's submitter for each operation it `supports`, the
+//! others falling back to the built-in kernels per call; or the `se_dnn_*` kernels of
+//! `kernels/dnn.cu` where the driver has `DNN_PTX` (CUDA, including the CPU libcuda; HIP has
+//! none and reports no DNN). `dnn.rs` lends the shared operations of `platform/dnn_builtin`
+//! its kernels, pointers and BLAS; each built-in operation is one launch on the user's stream
+//! (the fused matmul: the executor's GEMM, then an epilogue kernel), with no scratch and no
+//! state.
 
 mod blas;
 mod command_buffer;
@@ -114,8 +118,8 @@ use std::sync::Arc;
 
 pub(crate) use device::GpuExecutor;
 pub(crate) use driver::{
-    Driver, GpuBlas, GpuFftPlan, GraphNode, HostFn, KernelNode, ModuleImage, RawEvent, RawFunction,
-    RawGraph, RawGraphExec, RawGraphNode, RawModule, RawStream,
+    DnnCall, Driver, GpuBlas, GpuDnn, GpuFftPlan, GraphNode, HostFn, KernelNode, ModuleImage,
+    RawEvent, RawFunction, RawGraph, RawGraphExec, RawGraphNode, RawModule, RawStream,
 };
 
 use crate::error::Result;

@@ -381,3 +381,72 @@ fn fft_plugin_choice_serves_the_built_in_kernels_without_a_vendor_library() {
         .to_string();
     assert!(err.contains("no vendor FFT plugin"), "{err}");
 }
+
+/// DNN is decided at creation like FFT: a vendor library, where installed, serves what it
+/// supports (the mock's: f32 ReLU forward, checked against plain Rust on poisoned output) in
+/// stream order, and every other operation falls back to the built-in kernels (the mock driver
+/// has none, so the fallback's own `Unsupported` shows the route); `Vendor` without the library
+/// is refused naming it, and `Builtin` bypasses it.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "minutes under Miri (the simulated driver's stream threads)"
+)]
+fn dnn_vendor_library_serves_what_it_supports_and_the_rest_falls_back() {
+    use crate::dnn::{Activation, DnnDataType, TensorDesc, TensorLayout};
+    use crate::interface::StreamExecutorInterface;
+    use crate::types::{Plugin, PluginConfig, PluginFamily};
+    let iface = GpuExecutor::with_plugins(MockDriver::with_dnn_library(), &PluginConfig::default())
+        .unwrap();
+    let status = iface.plugin_status(PluginFamily::Dnn).unwrap();
+    assert_eq!(status.implementation, "mock DNN", "{status}");
+    assert_eq!(iface.dnn().unwrap().implementation(), "mock DNN");
+    let exec = StreamExecutor::new("mock", 0, iface);
+
+    let t = TensorDesc::new(DnnDataType::F32, TensorLayout::Nhwc, 2, 3, 4, 5).unwrap();
+    let mut seed = 0x9e37_79b9_u32;
+    let x: Vec<f32> = (0..t.elements())
+        .map(|_| {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        })
+        .collect();
+    let dx = exec.copy_to_device(&x).unwrap();
+    let dy = exec.copy_to_device(&vec![f32::NAN; x.len()]).unwrap();
+    let mut s = exec.create_stream().unwrap();
+    s.then_activation_forward(Activation::Relu, &t, &dx, &dy)
+        .block_host_until_done()
+        .unwrap();
+    let mut got = vec![0f32; x.len()];
+    exec.synchronous_memcpy_d2h(&dy, &mut got).unwrap();
+    assert!(x.iter().any(|v| *v < 0.0) && x.iter().any(|v| *v > 0.0));
+    for (i, (g, v)) in got.iter().zip(&x).enumerate() {
+        assert_eq!(g.to_bits(), v.max(0.0).to_bits(), "element {i}");
+    }
+
+    let err = s
+        .then_activation_forward(Activation::Sigmoid, &t, &dx, &dy)
+        .block_host_until_done()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no built-in DNN kernels"), "{err}");
+
+    let vendor = PluginConfig::default().dnn(Plugin::Vendor);
+    let err = GpuExecutor::with_plugins(MockDriver::new(), &vendor)
+        .err()
+        .expect("no vendor DNN library")
+        .to_string();
+    assert!(err.contains("mock DNN not installed"), "{err}");
+
+    let builtin = PluginConfig::default().dnn(Plugin::Builtin);
+    let forced = GpuExecutor::with_plugins(MockDriver::with_dnn_library(), &builtin).unwrap();
+    assert!(
+        forced.dnn().is_none(),
+        "the mock driver has no built-in DNN kernels"
+    );
+    let status = forced.plugin_status(PluginFamily::Dnn).unwrap();
+    assert!(
+        status.reason.starts_with("Plugin::Builtin chosen"),
+        "{status}"
+    );
+}
