@@ -275,11 +275,16 @@ def report(root, previous=""):
             continue
         r["baseline"] = baseline
         sections.setdefault(bench, {}).setdefault(r["group"], []).append(r)
-    first = min(r["mtime"] for r in results)
-    last = max(r["mtime"] for r in results)
+    # The span covers the tables kept from earlier runs too ("YYYY-MM-DD HH:MM" sorts as text).
+    stamps = [fmt_utc(r["mtime"]) for r in results]
+    for bench in BENCH_ORDER:
+        head = f"### `{bench_path(bench)}`"
+        if bench not in sections and head in kept:
+            stamps += re.findall(r"\(data of (\d{4}-\d\d-\d\d \d\d:\d\d) UTC\)", "\n".join(kept[head]))
+    first, last = min(stamps), max(stamps)
     out += [
         f"Machine: {machine()}.",
-        f"Criterion data written {fmt_utc(first)} to {fmt_utc(last)} UTC. Times are criterion's "
+        f"Criterion data written {first} to {last} UTC. Times are criterion's "
         "median estimates; *time / baseline* below 1 means faster than the baseline.",
         "",
     ]
