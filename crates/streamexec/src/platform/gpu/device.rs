@@ -62,7 +62,16 @@ pub(crate) struct GpuExecutor<D: Driver> {
     /// What runs DNN: the driver's vendor library (through this, which falls back to the
     /// built-in kernels per operation) or the built-in kernels (dnn.rs).
     pub(super) dnn_served: Served,
-    pub(super) vendor_dnn: Option<super::dnn::VendorDnn<D>>,
+    pub(super) vendor_dnn: Option<VendorDnn<D>>,
+}
+
+/// DNN served by the driver's vendor library, falling back to the built-in kernels for each
+/// operation the library does not serve (its `DnnSupport` is in dnn.rs).
+pub(crate) struct VendorDnn<D: Driver> {
+    /// The executor this belongs to (it holds this value, so a weak reference).
+    pub(super) exec: Weak<GpuExecutor<D>>,
+    /// The library's name.
+    pub(super) name: &'static str,
 }
 
 impl<D: Driver> GpuExecutor<D> {
@@ -132,7 +141,10 @@ impl<D: Driver> GpuExecutor<D> {
             fft_vendor,
             plugins: vec![blas, rng, fft, dnn],
             dnn_served,
-            vendor_dnn: dnn_vendor.map(|name| super::dnn::VendorDnn::new(me.clone(), name)),
+            vendor_dnn: dnn_vendor.map(|name| VendorDnn {
+                exec: me.clone(),
+                name,
+            }),
         }))
     }
 

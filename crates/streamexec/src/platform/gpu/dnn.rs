@@ -11,9 +11,10 @@
 //!   matmul's product goes through this executor's BLAS (cuBLAS or the built-in GEMM, as
 //!   decided at creation).
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use super::blas::gpu_stream;
+use super::device::VendorDnn;
 use super::{DnnCall, Driver, GpuDnn, GpuExecutor};
 use crate::error::{Error, Result};
 use crate::interface::blas::Operand;
@@ -71,20 +72,7 @@ impl<D: Driver> DnnDevice for GpuExecutor<D> {
     }
 }
 
-/// DNN served by the driver's vendor library, falling back to the built-in kernels for each
-/// operation the library does not serve.
-pub(crate) struct VendorDnn<D: Driver> {
-    /// The executor this belongs to (it holds this value, so a weak reference).
-    exec: Weak<GpuExecutor<D>>,
-    /// The library's name.
-    name: &'static str,
-}
-
 impl<D: Driver> VendorDnn<D> {
-    pub(super) fn new(exec: Weak<GpuExecutor<D>>, name: &'static str) -> Self {
-        VendorDnn { exec, name }
-    }
-
     /// Enqueues `call` on `stream` through the vendor library where it serves it, else runs
     /// `builtin` with the executor (the built-in kernels).
     fn route(
