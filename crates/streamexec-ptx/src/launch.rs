@@ -65,7 +65,9 @@ pub fn warp_instructions_executed() -> u64 {
 }
 
 /// Each kernel the JIT has compiled in this process, with the time compiling it took (decoded
-/// IR to native code), oldest first: for compile-time figures in benchmarks.
+/// IR to native code), oldest first: for compile-time figures in benchmarks. A kernel's
+/// optimized recompile (at its second launch, see `docs/ptx.md`) is listed as
+/// `name (optimized)`.
 pub fn jit_compile_times() -> Vec<(String, std::time::Duration)> {
     JIT_COMPILES.lock().clone()
 }

@@ -139,7 +139,12 @@ pub fn check_jit_compiles(module: &ast::Module, data_base: u64) -> Result<Vec<Ji
     let mut out: Vec<_> = decoded
         .programs
         .values()
-        .map(|p| (p.name.clone(), jit::compile(p).map(|k| k.called_ops)))
+        .map(|p| {
+            (
+                p.name.clone(),
+                jit::compile(p, jit::Tier::policy().0).map(|k| k.called_ops),
+            )
+        })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
@@ -164,7 +169,8 @@ pub fn check_jit_vector(
         .programs
         .values()
         .map(|p| {
-            let r = jit::compile(p).and_then(|k| k.vector_refused.clone().map_or(Ok(()), Err));
+            let r = jit::compile(p, jit::Tier::policy().0)
+                .and_then(|k| k.vector_refused.clone().map_or(Ok(()), Err));
             (p.name.clone(), r)
         })
         .collect();

@@ -243,18 +243,44 @@ impl Kernel {
             .lock()
             .entry(self.name.clone())
             .or_insert_with(|| {
-                let r = crate::jit::compile(&self.prog).map(std::sync::Arc::new);
+                let tier = crate::jit::Tier::policy().0;
+                let r = crate::jit::compile(&self.prog, tier).map(std::sync::Arc::new);
                 crate::jit::log_compile(&self.name, &self.prog, &r);
                 r
             })
             .clone();
-        match (outcome, engine) {
-            (Ok(c), PtxEngine::Jit) => Ok(Some(c)),
-            (Ok(c), _) if !c.prefers_interpreter => Ok(Some(c)),
-            (Ok(_), _) => Ok(None),
-            (Err(why), PtxEngine::Jit) => Err(self.jit_refused(&why)),
-            (Err(_), _) => Ok(None),
+        let chosen = match (outcome, engine) {
+            (Ok(c), PtxEngine::Jit) => Some(c),
+            (Ok(c), _) if !c.prefers_interpreter => Some(c),
+            (Ok(_), _) => None,
+            (Err(why), PtxEngine::Jit) => return Err(self.jit_refused(&why)),
+            (Err(_), _) => None,
+        };
+        if chosen.as_ref().is_some_and(|c| c.launched()) {
+            self.optimize_in_background();
         }
+        Ok(chosen)
+    }
+
+    /// Compiles this kernel `Optimized` on a thread of its own and, if that succeeds while the
+    /// module lives, puts it in the module for later launches (launches under way keep the
+    /// quick code they chose). Where no thread can be started the quick code stays.
+    #[cfg(feature = "jit")]
+    fn optimize_in_background(&self) {
+        let module = std::sync::Arc::downgrade(&self.module);
+        let (name, prog) = (self.name.clone(), self.prog.clone());
+        let job = move || {
+            let r =
+                crate::jit::compile(&prog, crate::jit::Tier::Optimized).map(std::sync::Arc::new);
+            // In the module before it is logged: whoever sees the log finds it there.
+            if let (Ok(k), Some(m)) = (&r, module.upgrade()) {
+                m.jit.lock().insert(name.clone(), Ok(k.clone()));
+            }
+            crate::jit::log_compile(&name, &prog, &r);
+        };
+        let _ = std::thread::Builder::new()
+            .name("ptx-jit-optimize".into())
+            .spawn(job);
     }
 
     /// Without the JIT every launch is interpreted; `PtxEngine::Jit` is refused.

@@ -96,6 +96,66 @@ DONE:
 }
 "#;
 
+/// A kernel runs quick code (single-pass register allocation) at its first launch; its second
+/// launch starts an optimized compile on a thread of its own, whose code the launches after it
+/// run. Every launch gives the same bits as the f32 product.
+#[test]
+fn a_kernel_launched_again_is_recompiled_optimized_with_the_same_results() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    if std::env::var_os("STREAMEXEC_PTX_JIT_TIER").is_some() {
+        eprintln!("skipped: STREAMEXEC_PTX_JIT_TIER keeps one tier");
+        return;
+    }
+    let exec = host();
+    let src = SCALE.replace("jit_scale_unique", "jit_scale_tiers");
+    let k = ptx_kernel::<(DevicePtr<f32>, u32, f32)>(&exec, &src, "jit_scale_tiers");
+    let mut rng = common::rng("a_kernel_launched_again");
+    let n = 1000usize;
+    let x: Vec<f32> = (0..n).map(|_| rng.random_range(-10.0f32..10.0)).collect();
+    let launch = || {
+        let d = upload(&exec, &x);
+        run(&exec, 8u32, 128u32, &k, (d.ptr(), n as u32, 3.0f32));
+        let got = download(&exec, &d);
+        for (i, (g, v)) in got.iter().zip(&x).enumerate() {
+            assert_eq!(g.to_bits(), (v * 3.0).to_bits(), "element {i}");
+        }
+    };
+    let compiled = |name: &str| {
+        streamexec_ptx::jit_compile_times()
+            .iter()
+            .filter(|(k, _)| k == name)
+            .count()
+    };
+    launch();
+    assert_eq!(compiled("jit_scale_tiers"), 1);
+    assert_eq!(
+        compiled("jit_scale_tiers (optimized)"),
+        0,
+        "before the second launch"
+    );
+    launch();
+    let start = std::time::Instant::now();
+    while compiled("jit_scale_tiers (optimized)") == 0 {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "no optimized compile after 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    launch();
+    launch();
+    assert_eq!(
+        compiled("jit_scale_tiers"),
+        1,
+        "the quick compile runs once"
+    );
+    assert_eq!(
+        compiled("jit_scale_tiers (optimized)"),
+        1,
+        "so does the optimized one"
+    );
+}
+
 /// `Auto` compiles: the kernel shows in the compile times, and the result is right.
 #[test]
 fn the_jit_is_the_default_and_reports_compile_time() {

@@ -91,7 +91,9 @@
 //!   interpreter's atomic functions.
 //! - **Engine choice** (`PtxEngine`, `StreamExecutor::set_ptx_engine`, `STREAMEXEC_PTX_ENGINE`):
 //!   `Auto` (default) compiles a kernel at its first launch and caches the result (or the reason it
-//!   was refused) in the loaded module; it interprets kernels the JIT refuses (`bar.warp.sync`,
+//!   was refused) in the loaded module, in two tiers ([`Tier`]): quick code at the first launch,
+//!   optimized code compiled on a background thread from the second, which replaces it in the
+//!   module for the launches after; it interprets kernels the JIT refuses (`bar.warp.sync`,
 //!   recursion, more than 200 000 instructions after inlining) and kernels that spin-wait with
 //!   `nanosleep` (device RPC clients), whose threads wait on each other or on the host outside
 //!   barriers. `Jit` fails a launch it cannot compile with `Unsupported`; `Interpreter` never
@@ -169,22 +171,61 @@ pub(crate) struct JitKernel {
     pub(crate) called_ops: usize,
     /// Compile time.
     pub(crate) took: Duration,
+    /// How it was compiled.
+    pub(crate) tier: Tier,
+    /// Launches that chose this code (counted to upgrade a `Quick` kernel at its second).
+    launches: std::sync::atomic::AtomicU32,
     _code: Code,
     _prog: Arc<Program>,
 }
 
 impl JitKernel {
+    /// Counts a launch of this code; true at the second launch of a `Quick` kernel whose
+    /// policy upgrades it (the caller then compiles it `Optimized` in the background).
+    pub(crate) fn launched(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.tier == Tier::Quick && Tier::policy().1 && self.launches.fetch_add(1, Relaxed) == 1
+    }
+
     /// Suspension points after inlining.
     pub(crate) fn resumes_len(&self) -> usize {
         self.resumes.len()
     }
 }
 
-/// Compiles `prog`, or says why the JIT leaves it to the interpreter.
-pub(crate) fn compile(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
+/// How much a compile spends on code generation. A kernel is compiled `Quick` at its first
+/// launch (Cranelift's single-pass register allocator: about 40% fewer instructions
+/// compiling the bench kernels, code that spills more), and `Optimized` (the backtracking
+/// allocator) on a background thread when it is launched again; later launches run the
+/// optimized code. `STREAMEXEC_PTX_JIT_TIER=quick` or `optimized` keeps one tier only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tier {
+    /// Single-pass register allocation.
+    Quick,
+    /// Backtracking register allocation.
+    Optimized,
+}
+
+impl Tier {
+    /// The tier of a kernel's first compile, and whether a second launch upgrades it (read
+    /// once: it is asked at every launch).
+    pub(crate) fn policy() -> (Tier, bool) {
+        static POLICY: std::sync::OnceLock<(Tier, bool)> = std::sync::OnceLock::new();
+        *POLICY.get_or_init(
+            || match std::env::var("STREAMEXEC_PTX_JIT_TIER").as_deref() {
+                Ok("quick") => (Tier::Quick, false),
+                Ok("optimized") => (Tier::Optimized, false),
+                _ => (Tier::Quick, true),
+            },
+        )
+    }
+}
+
+/// Compiles `prog` at `tier`, or says why the JIT leaves it to the interpreter.
+pub(crate) fn compile(prog: &Arc<Program>, tier: Tier) -> Result<JitKernel, Unsupported> {
     let start = Instant::now();
     // Cranelift reports bad input as errors, but a panic in it must not take the stream down.
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile_inner(prog)));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| compile_inner(prog, tier)));
     let mut k = r.unwrap_or_else(|p| {
         Err(format!(
             "internal error of the PTX JIT: {}",
@@ -195,13 +236,18 @@ pub(crate) fn compile(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
     Ok(k)
 }
 
-fn isa() -> Result<cranelift_codegen::isa::OwnedTargetIsa, Unsupported> {
+fn isa(tier: Tier) -> Result<cranelift_codegen::isa::OwnedTargetIsa, Unsupported> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| {
         f.set(k, v)
             .map_err(|e| format!("Cranelift setting {k}={v}: {e}"))
     };
     set(&mut flags, "opt_level", "speed")?;
+    let regalloc = match tier {
+        Tier::Quick => "single_pass",
+        Tier::Optimized => "backtracking",
+    };
+    set(&mut flags, "regalloc_algorithm", regalloc)?;
     set(&mut flags, "use_colocated_libcalls", "false")?;
     set(&mut flags, "is_pic", "false")?;
     set(
@@ -307,9 +353,9 @@ fn scalar(
     Ok((module, func, out))
 }
 
-fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
+fn compile_inner(prog: &Arc<Program>, tier: Tier) -> Result<JitKernel, Unsupported> {
     let an = analysis::analyze(prog)?;
-    let isa = isa()?;
+    let isa = isa(tier)?;
     let mut modules = Vec::new();
     // The vector function is emitted first: it decides where the scalar code takes threads
     // over. Its code generation then runs on a second thread while this one emits and compiles
@@ -393,13 +439,21 @@ fn compile_inner(prog: &Arc<Program>) -> Result<JitKernel, Unsupported> {
         prefers_interpreter: an.prefers_interpreter,
         called_ops,
         took: Duration::ZERO,
+        tier,
+        launches: std::sync::atomic::AtomicU32::new(0),
         _code: Code(modules),
         _prog: prog.clone(),
     })
 }
 
-/// Records a compile for `jit_compile_times` and, with `STREAMEXEC_PTX_JIT_LOG` set, prints it.
+/// Records a compile for `jit_compile_times` (an optimized recompile as `name (optimized)`)
+/// and, with `STREAMEXEC_PTX_JIT_LOG` set, prints it.
 pub(crate) fn log_compile(name: &str, prog: &Program, r: &Result<Arc<JitKernel>, Unsupported>) {
+    let name = match r {
+        Ok(c) if c.tier == Tier::Optimized && Tier::policy().1 => format!("{name} (optimized)"),
+        _ => name.to_string(),
+    };
+    let name = name.as_str();
     if let Ok(c) = r {
         crate::launch::JIT_COMPILES
             .lock()
