@@ -59,9 +59,9 @@ pub(crate) struct GpuExecutor<D: Driver> {
     pub(super) fft_vendor: Option<&'static str>,
     /// What serves each canned family, as decided from the executor's `PluginConfig`.
     pub(super) plugins: Vec<PluginStatus>,
-    /// What runs DNN: the driver's vendor library (through this, which falls back to the
-    /// built-in kernels per operation) or the built-in kernels (dnn.rs).
-    pub(super) dnn_served: Served,
+    /// DNN from the driver's vendor library, which falls back to the built-in kernels per
+    /// operation, where it was chosen; otherwise the built-in kernels of `D::DNN_PTX`, if any,
+    /// serve DNN (dnn.rs).
     pub(super) vendor_dnn: Option<VendorDnn<D>>,
 }
 
@@ -140,7 +140,6 @@ impl<D: Driver> GpuExecutor<D> {
             fft_served,
             fft_vendor,
             plugins: vec![blas, rng, fft, dnn],
-            dnn_served,
             vendor_dnn: dnn_vendor.map(|name| VendorDnn {
                 exec: me.clone(),
                 name,

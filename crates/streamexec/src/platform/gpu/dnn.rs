@@ -1,5 +1,5 @@
 //! DNN on CUDA-like devices, from one of two sources decided when the executor is created
-//! (`GpuExecutor::dnn_served`, from the executor's `PluginConfig`):
+//! (`GpuExecutor::vendor_dnn`, from the executor's `PluginConfig`):
 //!
 //! - the driver's vendor library (`Driver::dnn`, cuDNN on CUDA), through [`VendorDnn`]: each
 //!   operation the library serves with the contract's semantics (`GpuDnn::supports`) runs in

@@ -278,10 +278,9 @@ impl<D: Driver> StreamExecutorInterface for GpuExecutor<D> {
     fn dnn(&self) -> Option<&dyn crate::interface::DnnSupport> {
         // The vendor library (falling back per operation) or the built-in kernels, as decided
         // at creation (dnn.rs).
-        match (&self.vendor_dnn, self.dnn_served) {
-            (Some(v), _) => Some(v as &dyn crate::interface::DnnSupport),
-            (None, crate::types::Served::Builtin) => Some(self),
-            (None, _) => None,
+        match &self.vendor_dnn {
+            Some(v) => Some(v as &dyn crate::interface::DnnSupport),
+            None => D::DNN_PTX.map(|_| self as &dyn crate::interface::DnnSupport),
         }
     }
 
