@@ -9,7 +9,7 @@ use crate::fault::Fault;
 use crate::interp::mem::{self, BlockMem, Loc};
 use crate::interp::sync::match_result;
 use crate::interp::warp::{lanes, shfl_source, vote_result};
-use crate::ir::{BarKind, Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, WARP};
+use crate::ir::{BarKind, Fn1, Fn2, Fn3, Inst, Op, ShflMode, Space, Src, WARP};
 use crate::launch::Launch;
 
 /// A thread's state word: the resume index in the low bits, this bit while it waits.
@@ -18,6 +18,13 @@ pub(crate) const WAIT: u32 = 1 << 31;
 /// lanes stopped together, so when all four still carry it the group resumes without
 /// checking that its uniform and stepped registers agree. Not part of the index.
 pub(crate) const GROUP: u32 = 1 << 30;
+/// State flag of a group the vector code itself resolved a whole warp's `shfl.sync` for
+/// (`lower/vector/shfl.rs`): it resumes reading its result from the warp's stage, within the
+/// same call, so the driver never sees it.
+pub(crate) const FAST: u32 = 1 << 29;
+/// Words of one stage buffer: a warp's 32 `shfl` operands with 32 words of padding on each
+/// side, so the vector loads of lanes `l ± 31` stay inside.
+pub(crate) const STAGE_WORDS: usize = 96;
 /// The state of a thread that exited.
 pub(crate) const EXITED: u32 = u32::MAX;
 /// Global ranges the compiled code checks inline before calling `resolve`.
@@ -72,6 +79,11 @@ pub(crate) struct Ctx {
     /// scalar code in this pass (empty: none).
     pub(crate) handed_lo: u64,
     pub(crate) handed_hi: u64,
+    /// The two stage buffers of [`STAGE_WORDS`] for the vector code's in-warp `shfl.sync`:
+    /// the one the next shuffle writes, and the one the last resolved shuffle was written in
+    /// (swapped at each resolution).
+    pub(crate) stage_write: *mut u32,
+    pub(crate) stage_read: *mut u32,
     /// Set by a runtime function that recorded a fault.
     pub(crate) faulted: u64,
     next_way: usize,
@@ -361,6 +373,7 @@ struct Buffers {
     spill: Vec<u64>,
     state: Vec<u32>,
     coll: Vec<u64>,
+    stage: Vec<u32>,
     /// The device ranges the last block of launch `cache_launch` found: pinned until that
     /// launch ends, so the next block of the same launch on this worker starts with them.
     cache: [[u64; 3]; WAYS],
@@ -396,6 +409,7 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
     bufs.state.clear();
     bufs.state.resize(n, 0);
     bufs.coll.resize(n * COLL_WIDTH, 0);
+    bufs.stage.resize(2 * STAGE_WORDS, 0);
     let dims = |d: crate::dim::Dim3| [d.x as u64, d.y as u64, d.z as u64];
     let nwarps = n.div_ceil(WARP);
     let mut ctx = Ctx {
@@ -431,6 +445,9 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         odd_waits: 0,
         handed_lo: u64::MAX,
         handed_hi: 0,
+        stage_write: bufs.stage.as_mut_ptr(),
+        // SAFETY: the second of the two buffers `bufs.stage` was sized for above.
+        stage_read: unsafe { bufs.stage.as_mut_ptr().add(STAGE_WORDS) },
         faulted: 0,
         next_way: if bufs.cache_launch == l.id {
             bufs.next_way
@@ -557,6 +574,46 @@ fn run_threads(
     }
 }
 
+/// Whether the vector code keeps this `shfl.sync`'s operands in the warp's stage instead of
+/// the operand rows (`lower/vector/shfl.rs`): `b`, `c` and the member mask are immediates,
+/// the mask the whole warp.
+pub(crate) fn staged_shfl(op: &Op) -> bool {
+    matches!(op, Op::Shfl { b: Src::Imm(_), c: Src::Imm(_), mask: Src::Imm(m), .. }
+        if *m as u32 == u32::MAX)
+}
+
+/// Writes the operand rows (`a, b, c, mask`) of the lanes of a warp that wait as vector
+/// groups at a staged shuffle: `a` from the stage buffer they wrote (`stage_write`: no
+/// resolution swapped the buffers since, as that would have resumed them), the others the
+/// instruction's immediates.
+fn unstage(k: &JitKernel, l: &Launch, ctx: &Ctx, state: &[u32], coll: &mut [u64]) {
+    // SAFETY: one of the driver's two stage buffers; compiled code is not running.
+    let stage = unsafe { std::slice::from_raw_parts(ctx.stage_write, STAGE_WORDS) };
+    let buf = &stage[32..][..WARP];
+    for (lane, s) in state.iter().enumerate() {
+        if *s == EXITED || *s & (WAIT | GROUP) != WAIT | GROUP {
+            continue;
+        }
+        let Some(&(pc, PointKind::Warp)) = ((*s & !(WAIT | GROUP)) as usize)
+            .checked_sub(1)
+            .and_then(|i| k.resumes.get(i))
+        else {
+            continue;
+        };
+        let op = &l.prog.code[pc as usize].op;
+        if let Op::Shfl {
+            b: Src::Imm(b),
+            c: Src::Imm(c),
+            mask: Src::Imm(m),
+            ..
+        } = op
+            && staged_shfl(op)
+        {
+            coll[lane * COLL_WIDTH..][..4].copy_from_slice(&[buf[lane] as u64, *b, *c, *m]);
+        }
+    }
+}
+
 /// Resolves one group of lanes of the warp `lo..hi` waiting at a warp collective, by the
 /// interpreter's rules (`interp/collective.rs`): called when every thread of the warp has
 /// exited or waits (the state in which the interpreter resolves too), it resolves the
@@ -571,6 +628,9 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
     let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, hi) };
     // SAFETY: as above, `COLL_WIDTH` u64s per thread.
     let coll = unsafe { std::slice::from_raw_parts_mut(ctx.coll, hi * COLL_WIDTH) };
+    if k.vfunc.is_some() {
+        unstage(k, l, ctx, &state[lo..hi], &mut coll[lo * COLL_WIDTH..]);
+    }
     if whole_warp_shuffle(k, l, &mut state[lo..hi], &mut coll[lo * COLL_WIDTH..]) {
         return true;
     }

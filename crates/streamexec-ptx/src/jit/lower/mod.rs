@@ -115,13 +115,13 @@ impl Uniform {
             return *v;
         }
         let v = if off == off!(nwarps) || off == off!(nsm) {
-            let v = b.ins().load(I32, flags(), self.ctx, off);
+            let v = b.ins().load(I32, fixed_flags(), self.ctx, off);
             b.ins().uextend(I64, v)
         } else if off == off!(nthreads) {
-            let n = b.ins().load(I64, flags(), self.ctx, off);
+            let n = b.ins().load(I64, fixed_flags(), self.ctx, off);
             b.ins().ishl_imm_s(n, 3)
         } else {
-            b.ins().load(I64, flags(), self.ctx, off)
+            b.ins().load(I64, fixed_flags(), self.ctx, off)
         };
         self.loaded.insert((block, off), v);
         v

@@ -82,10 +82,11 @@ impl<'b> Lower<'_, 'b> {
             } => {
                 let (size, n) = (ty.bytes(), *n as usize);
                 let total = size as u64 * n as u64;
-                let ptr = if *space == Space::Param
+                // Kernel parameters are read-only for the launch: their loads may move.
+                let param = *space == Space::Param
                     && addr.base.is_none()
-                    && (addr.offset as u64) < THREAD_PARAM_BASE
-                {
+                    && (addr.offset as u64) < THREAD_PARAM_BASE;
+                let ptr = if param {
                     let at = addr.offset as u64;
                     if at.saturating_add(total) > self.prog.param_bytes as u64 {
                         self.fault_here(run::FAULT_PARAM, pc, at);
@@ -102,7 +103,11 @@ impl<'b> Lower<'_, 'b> {
                     if *dk == u32::MAX {
                         continue;
                     }
-                    let v = self.load(*ty, ptr, (k as u32 * size) as i32);
+                    let v = if param {
+                        self.load_with(*ty, ptr, (k as u32 * size) as i32, fixed_flags())
+                    } else {
+                        self.load(*ty, ptr, (k as u32 * size) as i32)
+                    };
                     self.set(*dk, v);
                 }
             }

@@ -173,7 +173,12 @@ impl<'b> VLower<'_, '_, 'b> {
             let ptr = self.b().ins().iadd_imm_s(params, at as i64);
             for (k, dk) in d.iter().enumerate().take(n) {
                 if *dk != u32::MAX {
-                    let v = self.lw.load(ty, ptr, (k * size as usize) as i32);
+                    let v = self.lw.load_with(
+                        ty,
+                        ptr,
+                        (k * size as usize) as i32,
+                        crate::jit::lower::fixed_flags(),
+                    );
                     self.set(*dk, VVal::U(v))?;
                 }
             }

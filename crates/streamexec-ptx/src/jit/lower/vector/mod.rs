@@ -25,7 +25,7 @@ use super::{I32, I64, Lower, Slots, flags, mem_ty};
 use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
 use crate::jit::analysis::{Analysis, Bits};
 use crate::jit::native::{self, N};
-use crate::jit::run::{self, EXITED, GROUP, WAIT};
+use crate::jit::run::{self, EXITED, FAST, GROUP, WAIT};
 use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying};
 
 const I32X4: ir::Type = types::I32X4;
@@ -35,6 +35,7 @@ const F64X2: ir::Type = types::F64X2;
 
 mod arith;
 mod mem;
+mod shfl;
 mod values;
 
 use arith::lop3;
@@ -92,6 +93,14 @@ struct VLower<'l, 'a, 'b> {
     /// Per device access (by PC): the range it found last (`mem.rs`).
     sites: HashMap<u32, ir::StackSlot>,
     fma: bool,
+    /// The call's first and end thread, and the first thread's coordinates (the entry's).
+    begin: Value,
+    end: Value,
+    tid0: [Value; 3],
+    /// The group loop's body (past the bound test): where a warp restarts (`shfl.rs`).
+    body: Block,
+    /// The dispatched group's `FAST` bit (`shfl.rs`).
+    fast: Variable,
 }
 
 fn vflags() -> MemFlagsData {
@@ -105,7 +114,8 @@ pub(crate) fn emit(
     an: &Analysis,
     shape: &Shape,
 ) -> Result<VectorOut, String> {
-    let (mut lw, _, end64) = Lower::start(b, prog, an, Slots::default(), true);
+    let (mut lw, begin64, end64) = Lower::start(b, prog, an, Slots::default(), true);
+    let tid0 = lw.tid.map(|v| lw.b.use_var(v));
     let regs = (0..prog.regs as usize)
         .map(|r| {
             let b = &mut *lw.b;
@@ -185,6 +195,7 @@ pub(crate) fn emit(
 
     // Non-zero while the group being dispatched was suspended as a whole (`GROUP`).
     let group = lw.b.declare_var(I32);
+    let fast = lw.b.declare_var(I32);
     let mut v = VLower {
         stored: an.stored(prog),
         group,
@@ -198,6 +209,11 @@ pub(crate) fn emit(
         sites,
         fma: cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("fma")
             || cfg!(target_arch = "aarch64"),
+        begin: begin64,
+        end: end64,
+        tid0,
+        body,
+        fast,
     };
     let start = v.lw.block_for(0, 0);
     while let Some((_, pc)) = v.lw.work.pop() {
@@ -213,7 +229,9 @@ pub(crate) fn emit(
         Some((s0, skip)) => {
             let g = lw.b.ins().band_imm_s(s0, GROUP as i64);
             lw.b.def_var(group, g);
-            let index = lw.b.ins().band_imm_s(s0, !(GROUP as i32) as i64);
+            let f = lw.b.ins().band_imm_s(s0, FAST as i64);
+            lw.b.def_var(fast, f);
+            let index = lw.b.ins().band_imm_s(s0, !((GROUP | FAST) as i32) as i64);
             lw.dispatch_on(index, start, &resumes, skip);
         }
     }
@@ -512,7 +530,7 @@ impl<'b> VLower<'_, '_, 'b> {
                     return self.over(pc);
                 };
                 let plain = self.b().ins().bor(id, count);
-                self.suspend(pc, &[VVal::U(id), VVal::U(count)], &[], Some(plain));
+                self.suspend(pc, &[VVal::U(id), VVal::U(count)], &[], Some(plain), None);
                 return Ok(true);
             }
             // Warp collectives: the group waits for the driver, which resolves the warp's
@@ -526,14 +544,17 @@ impl<'b> VLower<'_, '_, 'b> {
                 c,
                 mask,
                 ..
-            } => return Ok(self.collective(pc, &[*a, *b, *c, *mask], *d, *p)),
+            } => {
+                let fast = shfl::FastShfl::of(&i.op);
+                return Ok(self.collective(pc, &[*a, *b, *c, *mask], *d, *p, fast));
+            }
             Op::Vote { d, a, mask, .. } | Op::Redux { d, a, mask, .. } => {
-                return Ok(self.collective(pc, &[*a, *mask], *d, None));
+                return Ok(self.collective(pc, &[*a, *mask], *d, None, None));
             }
             Op::Match { d, p, a, mask, .. } => {
-                return Ok(self.collective(pc, &[*a, *mask], *d, *p));
+                return Ok(self.collective(pc, &[*a, *mask], *d, *p, None));
             }
-            Op::Activemask { d } => return Ok(self.collective(pc, &[], *d, None)),
+            Op::Activemask { d } => return Ok(self.collective(pc, &[], *d, None, None)),
             _ => return self.over(pc),
         }
         Ok(false)
@@ -570,8 +591,15 @@ impl<'b> VLower<'_, '_, 'b> {
     }
 
     /// A warp collective at `pc` with `operands`, writing `d` (and `p`): the group suspends;
-    /// true (the block ended).
-    fn collective(&mut self, pc: u32, operands: &[Src], d: u32, p: Option<u32>) -> bool {
+    /// true (the block ended). `fast`: a shuffle the warp's last group may resolve itself.
+    fn collective(
+        &mut self,
+        pc: u32,
+        operands: &[Src],
+        d: u32,
+        p: Option<u32>,
+        fast: Option<shfl::FastShfl>,
+    ) -> bool {
         let mut vals = Vec::with_capacity(operands.len());
         for s in operands {
             match self.val(*s) {
@@ -583,7 +611,7 @@ impl<'b> VLower<'_, '_, 'b> {
             }
         }
         let results: Vec<u32> = std::iter::once(d).chain(p).collect();
-        self.suspend(pc, &vals, &results, None);
+        self.suspend(pc, &vals, &results, None, fast);
         true
     }
 
@@ -592,7 +620,14 @@ impl<'b> VLower<'_, '_, 'b> {
     /// stores them, and a group resume block, which takes `results[j]` from each lane's
     /// operand row, word `j`, where the driver wrote it. `plain`: a barrier's `id | count`,
     /// which the driver's fast release counts.
-    fn suspend(&mut self, pc: u32, operands: &[VVal], results: &[u32], plain: Option<Value>) {
+    fn suspend(
+        &mut self,
+        pc: u32,
+        operands: &[VVal],
+        results: &[u32],
+        plain: Option<Value>,
+        fast: Option<shfl::FastShfl>,
+    ) {
         let k = self.lw.an.point_at[&pc];
         let live: Vec<u32> = self.lw.an.points[k]
             .live
@@ -606,12 +641,11 @@ impl<'b> VLower<'_, '_, 'b> {
                 self.store_lanes(*r);
             }
         }
-        let t0 = self.use_var(self.lw.t);
-        let coll = self.lw.u.get(self.lw.b, off!(coll));
         let row = (run::COLL_WIDTH * 8) as i32;
-        let at = self.b().ins().imul_imm_s(t0, row as i64);
-        let rows = self.b().ins().iadd(coll, at);
-        for (j, v) in operands.iter().enumerate() {
+        let rows = self.rows();
+        // A shuffle resolved here keeps its operands in the stage alone; the driver
+        // writes the rows from there if it resolves the shuffle instead (`run.rs`).
+        for (j, v) in operands.iter().enumerate().filter(|_| fast.is_none()) {
             for lane in 0..LANES {
                 let x = self.lane(*v, lane);
                 let at = lane as i32 * row + 8 * j as i32;
@@ -622,8 +656,12 @@ impl<'b> VLower<'_, '_, 'b> {
         if let Some(plain) = plain {
             self.lw.count_wait(LANES as i64, Some(plain));
         }
-        let next = self.lw.next;
-        self.b().ins().jump(next, &[]);
+        if fast.is_some() {
+            self.shfl_stage(operands[0], index | WAIT | GROUP);
+        } else {
+            let next = self.lw.next;
+            self.b().ins().jump(next, &[]);
+        }
         // The group resume block: uniform registers must still agree and stepped ones still
         // step (lanes may have run on the scalar code since), else the lanes resume there.
         let rb = self.b().create_block();
@@ -685,11 +723,36 @@ impl<'b> VLower<'_, '_, 'b> {
             self.set(*r, v)
                 .expect("a uniform register gets a uniform value");
         }
-        if !results.is_empty() {
-            let t0 = self.use_var(self.lw.t);
-            let coll = self.lw.u.get(self.lw.b, off!(coll));
-            let at = self.b().ins().imul_imm_s(t0, row as i64);
-            let rows = self.b().ins().iadd(coll, at);
+        if let Some(s) = fast {
+            // Resolved here (`FAST`) or by the driver, into the operand rows.
+            let (here, driver) = (self.b().create_block(), self.b().create_block());
+            let join = self.b().create_block();
+            for _ in 0..2 {
+                self.b().append_block_param(join, I32X4);
+            }
+            let fv = self.use_var(self.fast);
+            self.b().ins().brif(fv, here, &[], driver, &[]);
+            self.b().switch_to_block(here);
+            let (x, pred) = self.shfl_result(s);
+            self.b().ins().jump(join, &[x.into(), pred.into()]);
+            self.b().switch_to_block(driver);
+            let rows = self.rows();
+            let [x, pred] = std::array::from_fn(|j| {
+                let lanes = std::array::from_fn(|lane| {
+                    let at = lane as i32 * row + 8 * j as i32;
+                    self.b().ins().load(I64, flags(), rows, at)
+                });
+                self.i32x4(VVal::Lanes(lanes))
+            });
+            self.b().ins().jump(join, &[x.into(), pred.into()]);
+            self.b().switch_to_block(join);
+            let ps = self.b().func.dfg.block_params(join).to_vec();
+            for (r, v) in results.iter().zip(ps) {
+                self.set(*r, VVal::V32(v, false))
+                    .expect("a collective's result is varying");
+            }
+        } else if !results.is_empty() {
+            let rows = self.rows();
             for (j, r) in results.iter().enumerate() {
                 let lanes = std::array::from_fn(|lane| {
                     let at = lane as i32 * row + 8 * j as i32;
@@ -701,6 +764,14 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         let after = self.lw.block_for(0, pc + 1);
         self.b().ins().jump(after, &[]);
+    }
+
+    /// The current group's first operand row (`run::COLL_WIDTH` words per thread).
+    fn rows(&mut self) -> Value {
+        let t0 = self.use_var(self.lw.t);
+        let coll = self.lw.u.get(self.lw.b, off!(coll));
+        let at = self.b().ins().imul_imm_s(t0, (run::COLL_WIDTH * 8) as i64);
+        self.b().ins().iadd(coll, at)
     }
 
     // ---- arithmetic ----
