@@ -570,3 +570,73 @@ fn votes_reductions_and_matches_match_plain_rust() {
         }
     }
 }
+
+/// Guards on comparisons of a thread index with a uniform bound (`i < n`, which the vector
+/// code tests on lanes 0 and 3 alone, its lanes stepping by one): every comparison, signed
+/// and unsigned, 32- and 64-bit, negated, with the bound on either side, and as a branch.
+/// Bounds fall anywhere, inside groups of four included; the JIT matches the interpreter and
+/// plain Rust.
+#[test]
+fn guards_on_stepped_comparisons_match_plain_rust() {
+    const GUARDS: &str = r#"
+.visible .entry stepped_guards(.param .u64 out, .param .u32 n, .param .u64 m)
+{
+    .reg .pred %p<3>; .reg .b32 %r<12>; .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r2, [n];
+    ld.param.u64 %rd2, [m];
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %tid.x;
+    mad.lo.s32 %r1, %r3, %r4, %r5;
+    mov.u32 %r10, 0;
+    setp.lt.u32 %p1, %r1, %r2;
+    @%p1 add.u32 %r10, %r10, 1;
+    setp.le.u32 %p1, %r1, %r2;
+    @!%p1 add.u32 %r10, %r10, 2;
+    setp.gt.s32 %p1, %r1, %r2;
+    @%p1 add.u32 %r10, %r10, 4;
+    setp.ge.s32 %p1, %r2, %r1;
+    @%p1 add.u32 %r10, %r10, 8;
+    mul.wide.u32 %rd3, %r1, 4;
+    setp.lt.u64 %p1, %rd3, %rd2;
+    @%p1 add.u32 %r10, %r10, 16;
+    setp.gt.u32 %p2, %r2, %r1;
+    @!%p2 bra SKIP;
+    add.u32 %r10, %r10, 32;
+SKIP:
+    add.s64 %rd4, %rd1, %rd3;
+    st.global.u32 [%rd4], %r10;
+    ret;
+}
+"#;
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<u32>, u32, u64)>(&exec, GUARDS, "stepped_guards");
+    let mut rng = rand::rng();
+    for _ in 0..12 {
+        let threads = 4 * rng.random_range(1..=64u32);
+        let blocks = rng.random_range(1..=4u32);
+        let total = threads * blocks;
+        let n = rng.random_range(0..total + 8);
+        let m = rng.random_range(0..4 * total as u64 + 32);
+        let mut outs = Vec::new();
+        for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
+            let out = poisoned(&exec, total as usize, POISON_U32);
+            launch_on(&exec, e, threads, blocks, &k, (out.ptr(), n, m)).unwrap();
+            outs.push(download(&exec, &out));
+        }
+        let want: Vec<u32> = (0..total)
+            .map(|i| {
+                u32::from(i < n)
+                    | u32::from(i > n) << 1
+                    | u32::from(i as i32 > n as i32) << 2
+                    | u32::from(n as i32 >= i as i32) << 3
+                    | u32::from((4 * i as u64) < m) << 4
+                    | u32::from(n > i) << 5
+            })
+            .collect();
+        let what = format!("{threads} threads × {blocks} blocks, n {n}, m {m}");
+        assert_eq!(outs[1], want, "interpreter, {what}");
+        assert_eq!(outs[0], want, "JIT, {what}");
+    }
+}

@@ -44,7 +44,9 @@
 //!   neither wrap nor cross the sign bit) are kept as lane 0's scalar and computed by scalar
 //!   code, and an access through one stepping by its element size is a vector access with no
 //!   run-time test that its lanes are consecutive; a comparison of such a register with a
-//!   constant no group can straddle (`%tid.x > 127`) is uniform. Each vector device access
+//!   constant no group can straddle (`%tid.x > 127`) is uniform, and a guard on its
+//!   comparison with any uniform bound (`i < n`) tests lanes 0 and 3 with two scalar compares
+//!   instead of the lanes' mask. Each vector device access
 //!   first tries the range it found last (a per-site cache in the frame) before the context's
 //!   ways. `bar.sync` suspends the group, storing only the registers the spill area does not
 //!   already hold since the group's start or last resume (`Analysis::stored`), and marks its
@@ -68,7 +70,10 @@
 //!   warp waiting at the same collective are resolved together (the lowest-PC group whose member
 //!   masks are all satisfied first; the shuffle source, the ballot, the active mask: COX's
 //!   warp-level treatment, with the warp as the unit instead of the block) and the warp goes on.
-//!   All 32 lanes waiting in one suspension of a `shfl.sync` take a one-pass path.
+//!   All 32 lanes waiting in one suspension of a `shfl.sync` take a one-pass path; a
+//!   `shfl.sync` with immediate operands and the full mask never gets there when the whole
+//!   warp reaches it as groups: the vector code stages its operands by lane and the warp's
+//!   last group resolves it and restarts the warp's groups (`lower/vector/shfl.rs`).
 //!   Member masks act as in the interpreter (`interp/collective.rs`). Kernels with no
 //!   suspension point and no vector function run in one pass with no state words at all.
 //! - **Calls** to `.func`s are inlined (16 deep; recursion goes to the interpreter); arguments and

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::condcodes::{CondCode, FloatCC, IntCC};
 use cranelift_codegen::ir::{
     self, Block, ConstantData, Endianness, InstBuilder, MemFlagsData, Value, types,
 };
@@ -66,6 +66,16 @@ enum VVal {
     A(Value, i64),
 }
 
+/// `x cc y` with `y` uniform and `x`'s lanes strictly increasing through the group with no
+/// wrap in the compared width: lanes 0 and 3 of `x` (reduced to that width), and `y`.
+#[derive(Clone, Copy)]
+struct StepCmp {
+    first: Value,
+    last: Value,
+    y: Value,
+    cc: IntCC,
+}
+
 /// What the vector lowering leaves for the scalar function.
 pub(crate) struct VectorOut {
     /// Instructions where groups hand their threads to the scalar code.
@@ -86,6 +96,11 @@ struct VLower<'l, 'a, 'b> {
     /// 0/1 predicate lanes made from a lane mask, and that mask (a guard on a fresh
     /// comparison uses the mask directly).
     masks: HashMap<Value, Value>,
+    /// 0/1 predicate lanes of a comparison whose lanes increase through the group
+    /// (`StepCmp`), so a guard on it tests lanes 0 and 3 with scalar compares.
+    step_cmps: HashMap<Value, StepCmp>,
+    /// Per register: its lanes' step and lane 0's trailing zero bits (`Shape::steps`).
+    steps: Vec<Option<(i64, u32)>>,
     /// Per instruction, the registers the spill area already holds (`Analysis::stored`).
     stored: Vec<Bits>,
     /// The dispatched group's `GROUP` bit (see `run::GROUP`).
@@ -206,6 +221,8 @@ pub(crate) fn emit(
         resumes: HashMap::new(),
         iota,
         masks: HashMap::new(),
+        step_cmps: HashMap::new(),
+        steps: shape.steps.clone(),
         sites,
         fma: cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("fma")
             || cfg!(target_arch = "aarch64"),
@@ -361,9 +378,13 @@ impl<'b> VLower<'_, '_, 'b> {
             return Ok(false);
         }
         // A guard that may differ between lanes: all, none, or hand over.
-        let m = self.pred_mask(gv, neg);
-        let all = self.b().ins().vall_true(m);
-        let any = self.b().ins().vany_true(m);
+        let (all, any) = match self.step_guard(gv, neg) {
+            Some(t) => t,
+            None => {
+                let m = self.pred_mask(gv, neg);
+                (self.b().ins().vall_true(m), self.b().ins().vany_true(m))
+            }
+        };
         let (yes, not_all, mixed) = (
             self.b().create_block(),
             self.b().create_block(),
@@ -443,12 +464,12 @@ impl<'b> VLower<'_, '_, 'b> {
                 f,
                 p,
                 q,
-                a,
-                b,
+                a: sa,
+                b: sb,
                 comb,
                 hi,
             } => {
-                let (Some(mut a), Some(mut b)) = (self.val(*a), self.val(*b)) else {
+                let (Some(mut a), Some(mut b)) = (self.val(*sa), self.val(*sb)) else {
                     return self.over(pc);
                 };
                 if let VReg::U(_) = self.regs[*p as usize] {
@@ -464,6 +485,9 @@ impl<'b> VLower<'_, '_, 'b> {
                     None => None,
                 };
                 let (x, y) = self.setp(*f as usize, hi.map(|h| h as usize), a, b, comb);
+                if let (VVal::V32(v, false), None, None) = (x, comb, hi) {
+                    self.note_step_cmp(*f as usize, (*sa, a), (*sb, b), v);
+                }
                 self.set(*p, x)?;
                 if let Some(q) = q {
                     self.set(*q, y)?;
@@ -764,6 +788,68 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         let after = self.lw.block_for(0, pc + 1);
         self.b().ins().jump(after, &[]);
+    }
+
+    /// Records the predicate lanes `p` of comparison `f` of `a` and `b` as a [`StepCmp`] when
+    /// one side is uniform and the other a register whose lanes step upward without wrapping
+    /// or crossing the sign bit in the compared width (`stride.rs`'s proof: lanes `x0 ..
+    /// x0 + 3s` lie in one aligned block of `2^tz` values).
+    fn note_step_cmp(&mut self, f: usize, a: (Src, VVal), b: (Src, VVal), p: Value) {
+        let Some(N::Cmp { c, bits, signed }) = native::kind(f) else {
+            return;
+        };
+        if !(2..=5).contains(&c) {
+            return;
+        }
+        let cc = native::int_cc(c, signed);
+        let (x, y, cc) = match (a, b) {
+            ((Src::Reg(r), VVal::A(x0, _)), (_, VVal::U(y))) => ((r, x0), y, cc),
+            ((_, VVal::U(y)), (Src::Reg(r), VVal::A(x0, _))) => ((r, x0), y, cc.swap_args()),
+            _ => return,
+        };
+        let Some((s, tz)) = self.steps.get(x.0 as usize).copied().flatten() else {
+            return;
+        };
+        let m = tz.min(bits as u32 - 1);
+        if s <= 0 || (LANES as u64 - 1) * s as u64 >= 1 << m {
+            return;
+        }
+        let last = self.b().ins().iadd_imm_s(x.1, (LANES as i64 - 1) * s);
+        let narrow = |me: &mut Self, v: Value| {
+            if bits == 32 {
+                me.b().ins().ireduce(I32, v)
+            } else {
+                v
+            }
+        };
+        let (first, last, y) = (narrow(self, x.1), narrow(self, last), narrow(self, y));
+        self.step_cmps.insert(p, StepCmp { first, last, y, cc });
+    }
+
+    /// `(all, any)` lanes pass a guard on `gv` (negated with `neg`) by scalar compares of
+    /// lanes 0 and 3, when `gv` is a [`StepCmp`]'s predicate: with increasing lanes, `<` and
+    /// `<=` pass on a prefix of the group, `>` and `>=` on a suffix.
+    fn step_guard(&mut self, gv: VVal, neg: bool) -> Option<(Value, Value)> {
+        let VVal::V32(p, _) = gv else {
+            return None;
+        };
+        let sc = self.step_cmps.get(&p).copied()?;
+        let cc = if neg { sc.cc.complement() } else { sc.cc };
+        let prefix = matches!(
+            cc,
+            IntCC::SignedLessThan
+                | IntCC::SignedLessThanOrEqual
+                | IntCC::UnsignedLessThan
+                | IntCC::UnsignedLessThanOrEqual
+        );
+        let (for_all, for_any) = if prefix {
+            (sc.last, sc.first)
+        } else {
+            (sc.first, sc.last)
+        };
+        let all = self.b().ins().icmp(cc, for_all, sc.y);
+        let any = self.b().ins().icmp(cc, for_any, sc.y);
+        Some((all, any))
     }
 
     /// The current group's first operand row (`run::COLL_WIDTH` words per thread).
