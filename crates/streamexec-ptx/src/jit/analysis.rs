@@ -350,6 +350,62 @@ impl Analysis {
             .collect()
     }
 
+    /// For the vector code (which has no calls): per instruction, the registers it or a later
+    /// one may read before they are written, on paths that reach no suspension point first.
+    /// Reads include the stores of a suspension or hand-over: the live registers the spill
+    /// area may not hold there (`stored`, from [`Self::stored`]), which they store from the
+    /// group's variables (a hand-over may happen at any instruction). A group's resume
+    /// reloads only these of its live registers: the others are neither read nor stored
+    /// before the next suspension, so their spill slots keep them until a later resume.
+    pub(crate) fn needed(&self, prog: &Program, stored: &[Bits]) -> Vec<Bits> {
+        let code = &prog.code;
+        let regs = prog.regs as usize;
+        let ud: Vec<(Vec<u32>, Vec<u32>)> =
+            code.iter().map(|i| uses_defs(i, prog.carry_reg)).collect();
+        let mut need = vec![Bits::new(regs); code.len()];
+        let mut succ = Vec::new();
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for pc in (0..code.len()).rev() {
+                let mut out = Bits::new(regs);
+                // A suspension point stores what the spill area lacks and reloads at its
+                // resume: what follows it is not read from here.
+                if !self.point_at.contains_key(&(pc as u32)) {
+                    succ.clear();
+                    successors(code, pc, &[], &mut succ);
+                    for s in &succ {
+                        out.union(&need[*s as usize]);
+                    }
+                }
+                let (u, d) = &ud[pc];
+                if code[pc].guard.is_none() {
+                    for r in d {
+                        out.clear(*r);
+                    }
+                }
+                for r in u {
+                    out.set(*r);
+                }
+                // What a hand-over here, or this suspension, stores from the variables.
+                let kept = |r: &u32| !stored.get(pc).is_some_and(|s| s.has(*r));
+                for r in self.live_at(pc as u32).iter().filter(|r| kept(r)) {
+                    out.set(*r);
+                }
+                if let Some(k) = self.point_at.get(&(pc as u32)) {
+                    for r in self.points[*k].live.iter().filter(|r| kept(r)) {
+                        out.set(*r);
+                    }
+                }
+                if out != need[pc] {
+                    need[pc] = out;
+                    changed = true;
+                }
+            }
+        }
+        need
+    }
+
     /// The registers live on entry to instruction `pc` (none past the end).
     pub(crate) fn live_at(&self, pc: u32) -> Vec<u32> {
         self.live_in

@@ -103,6 +103,9 @@ struct VLower<'l, 'a, 'b> {
     steps: Vec<Option<(i64, u32)>>,
     /// Per instruction, the registers the spill area already holds (`Analysis::stored`).
     stored: Vec<Bits>,
+    /// Per instruction, the registers read before a write or a suspension
+    /// (`Analysis::needed`): what a resume before it reloads.
+    needed: Vec<Bits>,
     /// The dispatched group's `GROUP` bit (see `run::GROUP`).
     group: Variable,
     /// Per device access (by PC): the range it found last (`mem.rs`).
@@ -211,8 +214,10 @@ pub(crate) fn emit(
     // Non-zero while the group being dispatched was suspended as a whole (`GROUP`).
     let group = lw.b.declare_var(I32);
     let fast = lw.b.declare_var(I32);
+    let stored = an.stored(prog);
     let mut v = VLower {
-        stored: an.stored(prog),
+        needed: an.needed(prog, &stored),
+        stored,
         group,
         lw: &mut lw,
         regs,
@@ -732,7 +737,10 @@ impl<'b> VLower<'_, '_, 'b> {
             self.b().ins().jump(go, &[]);
         }
         self.b().switch_to_block(go);
-        for r in &live {
+        // Registers read before the next suspension; the others stay in the spill area.
+        let needed = |r: u32| self.needed.get(pc as usize + 1).is_some_and(|n| n.has(r));
+        let reload: Vec<u32> = live.iter().copied().filter(|r| needed(*r)).collect();
+        for r in &reload {
             let p = self.lw.spill_at(*r);
             let v = match self.regs[*r as usize] {
                 // Uniform and stepped registers: lane 0's slot is all there is to load.
