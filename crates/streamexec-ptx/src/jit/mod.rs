@@ -70,10 +70,11 @@
 //!   warp waiting at the same collective are resolved together (the lowest-PC group whose member
 //!   masks are all satisfied first; the shuffle source, the ballot, the active mask: COX's
 //!   warp-level treatment, with the warp as the unit instead of the block) and the warp goes on.
-//!   All 32 lanes waiting in one suspension of a `shfl.sync` take a one-pass path; a
-//!   `shfl.sync` with immediate operands and the full mask never gets there when the whole
-//!   warp reaches it as groups: the vector code stages its operands by lane and the warp's
-//!   last group resolves it and restarts the warp's groups (`lower/vector/shfl.rs`).
+//!   All 32 lanes waiting in one suspension of a `shfl.sync` take a one-pass path. A
+//!   `shfl.sync` with immediate operands, a `vote.sync` (both with the whole warp as member
+//!   mask) or an `activemask` never gets there when the whole warp reaches it as groups: the
+//!   vector code stages its operands by lane, and the warp's last group resolves it and
+//!   restarts the warp's groups (`lower/vector/staged.rs`).
 //!   Member masks act as in the interpreter (`interp/collective.rs`). Kernels with no
 //!   suspension point and no vector function run in one pass with no state words at all.
 //! - **Calls** to `.func`s are inlined (16 deep; recursion goes to the interpreter); arguments and

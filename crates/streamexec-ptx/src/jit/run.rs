@@ -18,12 +18,13 @@ pub(crate) const WAIT: u32 = 1 << 31;
 /// lanes stopped together, so when all four still carry it the group resumes without
 /// checking that its uniform and stepped registers agree. Not part of the index.
 pub(crate) const GROUP: u32 = 1 << 30;
-/// State flag of a group the vector code itself resolved a whole warp's `shfl.sync` for
-/// (`lower/vector/shfl.rs`): it resumes reading its result from the warp's stage, within the
+/// State flag of a group the vector code itself resolved a whole warp's collective for
+/// (`lower/vector/staged.rs`): it resumes reading its result from the warp's stage, within the
 /// same call, so the driver never sees it.
 pub(crate) const FAST: u32 = 1 << 29;
-/// Words of one stage buffer: a warp's 32 `shfl` operands with 32 words of padding on each
-/// side, so the vector loads of lanes `l ± 31` stay inside.
+/// Words of one stage buffer: a warp's 32 staged operands with 32 words of padding on each
+/// side, so a shuffle's vector loads of lanes `l ± 31` stay inside (the last word holds a
+/// vote's ballot).
 pub(crate) const STAGE_WORDS: usize = 96;
 /// The state of a thread that exited.
 pub(crate) const EXITED: u32 = u32::MAX;
@@ -574,18 +575,24 @@ fn run_threads(
     }
 }
 
-/// Whether the vector code keeps this `shfl.sync`'s operands in the warp's stage instead of
-/// the operand rows (`lower/vector/shfl.rs`): `b`, `c` and the member mask are immediates,
-/// the mask the whole warp.
-pub(crate) fn staged_shfl(op: &Op) -> bool {
-    matches!(op, Op::Shfl { b: Src::Imm(_), c: Src::Imm(_), mask: Src::Imm(m), .. }
-        if *m as u32 == u32::MAX)
+/// Whether the vector code keeps this warp collective's operand `a` in the warp's stage
+/// instead of the operand rows and may resolve it itself (`lower/vector/staged.rs`): a
+/// `shfl.sync` with immediate `b` and `c`, or a `vote.sync`, whose member mask is the
+/// immediate whole warp; `activemask`.
+pub(crate) fn staged(op: &Op) -> bool {
+    let full = |m: &Src| matches!(m, Src::Imm(m) if *m as u32 == u32::MAX);
+    match op {
+        Op::Shfl { b, c, mask, .. } => matches!((b, c), (Src::Imm(_), Src::Imm(_))) && full(mask),
+        Op::Vote { mask, .. } => full(mask),
+        Op::Activemask { .. } => true,
+        _ => false,
+    }
 }
 
-/// Writes the operand rows (`a, b, c, mask`) of the lanes of a warp that wait as vector
-/// groups at a staged shuffle: `a` from the stage buffer they wrote (`stage_write`: no
-/// resolution swapped the buffers since, as that would have resumed them), the others the
-/// instruction's immediates.
+/// Writes the operand rows (`a, b, c, mask` for a shuffle, `a, mask` for a vote) of the
+/// lanes of a warp that wait as vector groups at a staged collective: `a` from the stage
+/// buffer they wrote (`stage_write`: no resolution swapped the buffers since, as that would
+/// have resumed them), the others the instruction's immediates.
 fn unstage(k: &JitKernel, l: &Launch, ctx: &Ctx, state: &[u32], coll: &mut [u64]) {
     // SAFETY: one of the driver's two stage buffers; compiled code is not running.
     let stage = unsafe { std::slice::from_raw_parts(ctx.stage_write, STAGE_WORDS) };
@@ -601,15 +608,18 @@ fn unstage(k: &JitKernel, l: &Launch, ctx: &Ctx, state: &[u32], coll: &mut [u64]
             continue;
         };
         let op = &l.prog.code[pc as usize].op;
-        if let Op::Shfl {
-            b: Src::Imm(b),
-            c: Src::Imm(c),
-            mask: Src::Imm(m),
-            ..
-        } = op
-            && staged_shfl(op)
-        {
-            coll[lane * COLL_WIDTH..][..4].copy_from_slice(&[buf[lane] as u64, *b, *c, *m]);
+        let row = &mut coll[lane * COLL_WIDTH..][..COLL_WIDTH];
+        match op {
+            Op::Shfl {
+                b: Src::Imm(b),
+                c: Src::Imm(c),
+                mask: Src::Imm(m),
+                ..
+            } if staged(op) => row.copy_from_slice(&[buf[lane] as u64, *b, *c, *m]),
+            Op::Vote {
+                mask: Src::Imm(m), ..
+            } if staged(op) => row[..2].copy_from_slice(&[buf[lane] as u64, *m]),
+            _ => {}
         }
     }
 }

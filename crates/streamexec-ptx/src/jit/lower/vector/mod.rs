@@ -35,7 +35,7 @@ const F64X2: ir::Type = types::F64X2;
 
 mod arith;
 mod mem;
-mod shfl;
+mod staged;
 mod values;
 
 use arith::lop3;
@@ -115,9 +115,9 @@ struct VLower<'l, 'a, 'b> {
     begin: Value,
     end: Value,
     tid0: [Value; 3],
-    /// The group loop's body (past the bound test): where a warp restarts (`shfl.rs`).
+    /// The group loop's body (past the bound test): where a warp restarts (`staged.rs`).
     body: Block,
-    /// The dispatched group's `FAST` bit (`shfl.rs`).
+    /// The dispatched group's `FAST` bit (`staged.rs`).
     fast: Variable,
 }
 
@@ -574,16 +574,20 @@ impl<'b> VLower<'_, '_, 'b> {
                 mask,
                 ..
             } => {
-                let fast = shfl::FastShfl::of(&i.op);
+                let fast = staged::Staged::of(&i.op);
                 return Ok(self.collective(pc, &[*a, *b, *c, *mask], *d, *p, fast));
             }
             Op::Vote { d, a, mask, .. } | Op::Redux { d, a, mask, .. } => {
-                return Ok(self.collective(pc, &[*a, *mask], *d, None, None));
+                let fast = staged::Staged::of(&i.op);
+                return Ok(self.collective(pc, &[*a, *mask], *d, None, fast));
             }
             Op::Match { d, p, a, mask, .. } => {
                 return Ok(self.collective(pc, &[*a, *mask], *d, *p, None));
             }
-            Op::Activemask { d } => return Ok(self.collective(pc, &[], *d, None, None)),
+            Op::Activemask { d } => {
+                let fast = staged::Staged::of(&i.op);
+                return Ok(self.collective(pc, &[], *d, None, fast));
+            }
             _ => return self.over(pc),
         }
         Ok(false)
@@ -620,14 +624,14 @@ impl<'b> VLower<'_, '_, 'b> {
     }
 
     /// A warp collective at `pc` with `operands`, writing `d` (and `p`): the group suspends;
-    /// true (the block ended). `fast`: a shuffle the warp's last group may resolve itself.
+    /// true (the block ended). `fast`: one the warp's last group may resolve itself.
     fn collective(
         &mut self,
         pc: u32,
         operands: &[Src],
         d: u32,
         p: Option<u32>,
-        fast: Option<shfl::FastShfl>,
+        fast: Option<staged::Staged>,
     ) -> bool {
         let mut vals = Vec::with_capacity(operands.len());
         for s in operands {
@@ -655,7 +659,7 @@ impl<'b> VLower<'_, '_, 'b> {
         operands: &[VVal],
         results: &[u32],
         plain: Option<Value>,
-        fast: Option<shfl::FastShfl>,
+        fast: Option<staged::Staged>,
     ) {
         let k = self.lw.an.point_at[&pc];
         let live: Vec<u32> = self.lw.an.points[k]
@@ -672,8 +676,8 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         let row = (run::COLL_WIDTH * 8) as i32;
         let rows = self.rows();
-        // A shuffle resolved here keeps its operands in the stage alone; the driver
-        // writes the rows from there if it resolves the shuffle instead (`run.rs`).
+        // A collective resolved here keeps its operands in the stage alone; the driver
+        // writes the rows from there if it resolves the collective instead (`run.rs`).
         for (j, v) in operands.iter().enumerate().filter(|_| fast.is_none()) {
             for lane in 0..LANES {
                 let x = self.lane(*v, lane);
@@ -685,8 +689,8 @@ impl<'b> VLower<'_, '_, 'b> {
         if let Some(plain) = plain {
             self.lw.count_wait(LANES as i64, Some(plain));
         }
-        if fast.is_some() {
-            self.shfl_stage(operands[0], index | WAIT | GROUP);
+        if let Some(s) = fast {
+            self.stage(s, operands, index | WAIT | GROUP);
         } else {
             let next = self.lw.next;
             self.b().ins().jump(next, &[]);
@@ -765,7 +769,7 @@ impl<'b> VLower<'_, '_, 'b> {
             let fv = self.use_var(self.fast);
             self.b().ins().brif(fv, here, &[], driver, &[]);
             self.b().switch_to_block(here);
-            let (x, pred) = self.shfl_result(s);
+            let (x, pred) = self.staged_result(s);
             self.b().ins().jump(join, &[x.into(), pred.into()]);
             self.b().switch_to_block(driver);
             let rows = self.rows();

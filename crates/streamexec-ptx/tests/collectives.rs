@@ -1,8 +1,8 @@
-//! `shfl.sync` on the host platform's PTX JIT against its interpreter and against the PTX
-//! ISA's rule written in plain Rust: shuffles with per-lane operands (which the driver
-//! resolves), and chains of shuffles with immediate operands over the whole warp (which the
-//! vector code resolves itself, `jit/lower/vector/shfl.rs`), also where lanes part before them
-//! or the last warp is partial, so that the driver takes over.
+//! Warp collectives on the host platform's PTX JIT against its interpreter and against the
+//! PTX ISA's rules written in plain Rust: shuffles with per-lane operands (which the driver
+//! resolves), and shuffles with immediate operands, votes and `activemask` over the whole
+//! warp (which the vector code resolves itself, `jit/lower/vector/staged.rs`), also where
+//! lanes part before them or the last warp is partial, so that the driver takes over.
 #![cfg(feature = "jit")]
 
 mod common;
@@ -275,5 +275,114 @@ JOIN:
                 assert_eq!(got, (v[l], flags[l]), "{what}, thread {}", base + l);
             }
         }
+    }
+}
+
+/// `vote.sync` in every mode, on a predicate and on its negation, and `activemask`, with the
+/// whole warp as member mask: inputs all true, all false or mixed per warp. Whole warps
+/// without divergence resolve in the vector code; odd inputs part lanes at a branch first and
+/// 48-thread blocks end in a partial warp (the driver resolves those). The JIT matches the
+/// interpreter bit for bit and both match plain Rust (on whole warps).
+#[test]
+fn staged_votes_and_activemask_match_plain_rust() {
+    const VOTES: &str = r#"
+.visible .entry votes(.param .u64 in, .param .u64 out)
+{
+    .reg .pred %p<8>; .reg .b32 %r<20>; .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %ctaid.x;
+    mad.lo.u32 %r5, %r4, %r3, %r2;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r6, [%rd4];
+    and.b32 %r7, %r6, 1;
+    setp.ne.u32 %p2, %r7, 0;
+    @%p2 bra ODD;
+    add.u32 %r6, %r6, 2;
+    bra.uni JOIN;
+ODD:
+    mul.lo.u32 %r6, %r6, 5;
+JOIN:
+    and.b32 %r8, %r6, 2;
+    setp.ne.u32 %p1, %r8, 0;
+    vote.sync.ballot.b32 %r10, %p1, -1;
+    vote.sync.ballot.b32 %r11, !%p1, -1;
+    vote.sync.all.pred %p3, %p1, -1;
+    vote.sync.any.pred %p4, !%p1, -1;
+    vote.sync.uni.pred %p5, %p1, -1;
+    activemask.b32 %r12;
+    selp.u32 %r13, 1, 0, %p3;
+    selp.u32 %r14, 2, 0, %p4;
+    or.b32 %r13, %r13, %r14;
+    selp.u32 %r14, 4, 0, %p5;
+    or.b32 %r13, %r13, %r14;
+    mul.wide.u32 %rd5, %r5, 16;
+    add.s64 %rd6, %rd2, %rd5;
+    st.global.v4.u32 [%rd6], {%r10, %r11, %r12, %r13};
+    ret;
+}
+"#;
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<u32>, DevicePtr<u32>)>(&exec, VOTES, "votes");
+    let mut rng = rand::rng();
+    for round in 0..16 {
+        let threads = [32u32, 64, 128, 48][round % 4];
+        let blocks = rng.random_range(1..=3u32);
+        let n = (threads * blocks) as usize;
+        let even = round % 8 < 4;
+        // Per warp: bit 1 of every value after the branch set, clear, or random.
+        let input: Vec<u32> = (0..n)
+            .map(|t| {
+                let want = [Some(2), Some(0), None][(t / 32 + round) % 3];
+                loop {
+                    let v = rng.random::<u32>() & if even { !1 } else { !0 };
+                    if want.is_none_or(|w| after(v) & 2 == w) {
+                        break v;
+                    }
+                }
+            })
+            .collect();
+        let src = upload(&exec, &input);
+        let mut outs = Vec::new();
+        for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
+            let out = poisoned(&exec, 4 * n, POISON_U32);
+            launch_on(&exec, e, threads, blocks, &k, (src.ptr(), out.ptr())).unwrap();
+            outs.push(download(&exec, &out));
+        }
+        let what = format!("round {round}: {threads} threads × {blocks} blocks");
+        assert_eq!(outs[0], outs[1], "{what}");
+        if !threads.is_multiple_of(32) {
+            continue;
+        }
+        for (w, warp) in input.chunks(32).enumerate() {
+            let ballot = warp
+                .iter()
+                .enumerate()
+                .fold(0u32, |b, (l, x)| b | u32::from(after(*x) & 2 != 0) << l);
+            let all = ballot == u32::MAX;
+            let any_not = ballot != u32::MAX;
+            let uni = all || ballot == 0;
+            let flags = u32::from(all) | u32::from(any_not) << 1 | u32::from(uni) << 2;
+            for l in 0..32 {
+                let t = 32 * w + l;
+                assert_eq!(
+                    outs[0][4 * t..4 * t + 4],
+                    [ballot, !ballot, u32::MAX, flags],
+                    "{what}, thread {t}"
+                );
+            }
+        }
+    }
+}
+
+/// The value the vote kernel tests bit 1 of: its input after the branch on bit 0.
+fn after(x: u32) -> u32 {
+    if x & 1 == 0 {
+        x.wrapping_add(2)
+    } else {
+        x.wrapping_mul(5)
     }
 }
