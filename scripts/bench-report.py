@@ -9,11 +9,11 @@ the `estimates.json` next to it (the median's point estimate, in nanoseconds), a
 lies between the `<!-- bench-report:begin -->` and `<!-- bench-report:end -->` lines of
 benches/README.md with one table per criterion group: each case's median time, its throughput
 where the bench declares one, and its time as a multiple of the group's baseline from the same
-data. BASELINES below says, for each bench, which case is the baseline of which. The section
-also records the machine (CPU model, core count, OS: run this on the machine that ran the
+data. BASELINES below says, for each bench, which case is the baseline of which. Each bench's
+tables record the machine (CPU model, core count, OS: run this on the machine that ran the
 benches) and the time criterion wrote each table's data (the estimates files' modification
 times, UTC). A bench with no data in the criterion directory keeps the tables the section had
-for it (so one bench can be rerun alone); the Machine line describes this run's machine.
+for it, with their machine line (so one bench can be rerun alone, on another machine too).
 
 The criterion directory is --criterion DIR, else $CRITERION_HOME, else
 $CARGO_TARGET_DIR/criterion, else target/criterion at the repository root (where `cargo bench`
@@ -257,6 +257,11 @@ def old_sections(text):
 def report(root, previous=""):
     results = read_results(root)
     kept = old_sections(previous)
+    # Sections written before each named its machine: the one the old header named.
+    old = re.search(r"^Machine: (.*)$", previous, re.M)
+    for head, lines in kept.items():
+        if old and not any(line.startswith("Machine: ") for line in lines):
+            kept[head] = ["", f"Machine: {old.group(1)}"] + lines
     out = [
         BEGIN,
         "",
@@ -283,9 +288,9 @@ def report(root, previous=""):
             stamps += re.findall(r"\(data of (\d{4}-\d\d-\d\d \d\d:\d\d) UTC\)", "\n".join(kept[head]))
     first, last = min(stamps), max(stamps)
     out += [
-        f"Machine: {machine()}.",
-        f"Criterion data written {first} to {last} UTC. Times are criterion's "
-        "median estimates; *time / baseline* below 1 means faster than the baseline.",
+        f"Criterion data written {first} to {last} UTC, on the machine each bench's section "
+        "names. Times are criterion's median estimates; *time / baseline* below 1 means "
+        "faster than the baseline.",
         "",
     ]
     for bench in BENCH_ORDER:
@@ -297,7 +302,7 @@ def report(root, previous=""):
             if head in kept:
                 out += [head] + kept[head]
             continue
-        out += [head, ""]
+        out += [head, "", f"Machine: {machine()}.", ""]
         if bench == "ptx.rs":
             out += ptx_summary(groups)
         for group in sorted(groups):
