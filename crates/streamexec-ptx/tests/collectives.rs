@@ -204,38 +204,13 @@ fn staged_shuffle_chains_match_the_isa_rule() {
                 1 << k
             );
         }
-        let ptx = format!(
-            r#"
-.visible .entry staged_{round}(.param .u64 in, .param .u64 out)
-{{
-    .reg .pred %p<4>; .reg .b32 %r<20>; .reg .b64 %rd<8>;
-    ld.param.u64 %rd1, [in];
-    ld.param.u64 %rd2, [out];
-    mov.u32 %r2, %tid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %ctaid.x;
-    mad.lo.u32 %r5, %r4, %r3, %r2;
-    mul.wide.u32 %rd3, %r5, 4;
-    add.s64 %rd4, %rd1, %rd3;
-    ld.global.u32 %r6, [%rd4];
-    mov.u32 %r12, 0;
-    and.b32 %r7, %r6, 1;
-    setp.ne.u32 %p2, %r7, 0;
-    @%p2 bra ODD;
-    add.u32 %r6, %r6, 2;
-    bra.uni JOIN;
-ODD:
-    mul.lo.u32 %r6, %r6, 5;
-JOIN:
-{body}    mul.wide.u32 %rd5, %r5, 8;
-    add.s64 %rd6, %rd2, %rd5;
-    st.global.v2.u32 [%rd6], {{%r6, %r12}};
-    ret;
-}}
-"#
+        let body = format!(
+            "    mov.u32 %r12, 0;\n{body}    mul.wide.u32 %rd5, %r5, 8;\n\
+             \x20   add.s64 %rd6, %rd2, %rd5;\n\
+             \x20   st.global.v2.u32 [%rd6], {{%r6, %r12}};\n"
         );
         let name = format!("staged_{round}");
-        let k = ptx_kernel::<(DevicePtr<u32>, DevicePtr<u32>)>(&exec, &ptx, &name);
+        let k = ptx_kernel::<Args>(&exec, &staged_kernel(&name, &body), &name);
         let threads = [32u32, 64, 128, 48][round % 4];
         let blocks = rng.random_range(1..=3u32);
         let n = (threads * blocks) as usize;
@@ -244,23 +219,13 @@ JOIN:
         let input: Vec<u32> = (0..n)
             .map(|_| rng.random::<u32>() & if even { !1 } else { !0 })
             .collect();
-        let src = upload(&exec, &input);
-        let mut outs = Vec::new();
-        for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
-            let out = poisoned(&exec, 2 * n, POISON_U32);
-            launch_on(&exec, e, threads, blocks, &k, (src.ptr(), out.ptr())).unwrap();
-            outs.push(download(&exec, &out));
-        }
         let what = format!("round {round}: {chain:?}, {threads} threads × {blocks} blocks");
-        assert_eq!(outs[0], outs[1], "{what}");
+        let out = on_both_engines(&exec, &k, (threads, blocks), &input, 2, &what);
         if !threads.is_multiple_of(32) {
             continue;
         }
         for warp in input.chunks(32) {
-            let mut v: Vec<u32> = warp
-                .iter()
-                .map(|x| if x & 1 == 0 { x + 2 } else { x.wrapping_mul(5) })
-                .collect();
+            let mut v: Vec<u32> = warp.iter().map(|x| after(*x)).collect();
             let mut flags = [0u32; 32];
             for (k, (mode, b, c)) in chain.iter().enumerate() {
                 let r: Vec<(u32, bool)> = (0..32).map(|l| isa_shfl(*mode, &v, l, *b, *c)).collect();
@@ -271,7 +236,7 @@ JOIN:
             }
             let base = (warp.as_ptr() as usize - input.as_ptr() as usize) / 4;
             for l in 0..32 {
-                let got = (outs[0][2 * (base + l)], outs[0][2 * (base + l) + 1]);
+                let got = (out[2 * (base + l)], out[2 * (base + l) + 1]);
                 assert_eq!(got, (v[l], flags[l]), "{what}, thread {}", base + l);
             }
         }
@@ -286,26 +251,6 @@ JOIN:
 #[test]
 fn staged_votes_and_activemask_match_plain_rust() {
     const VOTES: &str = r#"
-.visible .entry votes(.param .u64 in, .param .u64 out)
-{
-    .reg .pred %p<8>; .reg .b32 %r<20>; .reg .b64 %rd<8>;
-    ld.param.u64 %rd1, [in];
-    ld.param.u64 %rd2, [out];
-    mov.u32 %r2, %tid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %ctaid.x;
-    mad.lo.u32 %r5, %r4, %r3, %r2;
-    mul.wide.u32 %rd3, %r5, 4;
-    add.s64 %rd4, %rd1, %rd3;
-    ld.global.u32 %r6, [%rd4];
-    and.b32 %r7, %r6, 1;
-    setp.ne.u32 %p2, %r7, 0;
-    @%p2 bra ODD;
-    add.u32 %r6, %r6, 2;
-    bra.uni JOIN;
-ODD:
-    mul.lo.u32 %r6, %r6, 5;
-JOIN:
     and.b32 %r8, %r6, 2;
     setp.ne.u32 %p1, %r8, 0;
     vote.sync.ballot.b32 %r10, %p1, -1;
@@ -322,11 +267,9 @@ JOIN:
     mul.wide.u32 %rd5, %r5, 16;
     add.s64 %rd6, %rd2, %rd5;
     st.global.v4.u32 [%rd6], {%r10, %r11, %r12, %r13};
-    ret;
-}
 "#;
     let exec = host();
-    let k = ptx_kernel::<(DevicePtr<u32>, DevicePtr<u32>)>(&exec, VOTES, "votes");
+    let k = ptx_kernel::<Args>(&exec, &staged_kernel("votes", VOTES), "votes");
     let mut rng = rand::rng();
     for round in 0..16 {
         let threads = [32u32, 64, 128, 48][round % 4];
@@ -345,15 +288,8 @@ JOIN:
                 }
             })
             .collect();
-        let src = upload(&exec, &input);
-        let mut outs = Vec::new();
-        for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
-            let out = poisoned(&exec, 4 * n, POISON_U32);
-            launch_on(&exec, e, threads, blocks, &k, (src.ptr(), out.ptr())).unwrap();
-            outs.push(download(&exec, &out));
-        }
         let what = format!("round {round}: {threads} threads × {blocks} blocks");
-        assert_eq!(outs[0], outs[1], "{what}");
+        let out = on_both_engines(&exec, &k, (threads, blocks), &input, 4, &what);
         if !threads.is_multiple_of(32) {
             continue;
         }
@@ -369,7 +305,7 @@ JOIN:
             for l in 0..32 {
                 let t = 32 * w + l;
                 assert_eq!(
-                    outs[0][4 * t..4 * t + 4],
+                    out[4 * t..4 * t + 4],
                     [ballot, !ballot, u32::MAX, flags],
                     "{what}, thread {t}"
                 );
@@ -378,7 +314,63 @@ JOIN:
     }
 }
 
-/// The value the vote kernel tests bit 1 of: its input after the branch on bit 0.
+/// The arguments of the staged kernels: input, output.
+type Args = (DevicePtr<u32>, DevicePtr<u32>);
+
+/// A kernel `name(in, out)` that runs `body` after the common start: `%r5` the thread's index,
+/// `%r6` its input after a branch on the input's bit 0 ([`after`]), which parts the lanes of
+/// a group where bits 0 differ; `%rd2` the output.
+fn staged_kernel(name: &str, body: &str) -> String {
+    format!(
+        r#"
+.visible .entry {name}(.param .u64 in, .param .u64 out)
+{{
+    .reg .pred %p<8>; .reg .b32 %r<20>; .reg .b64 %rd<8>;
+    ld.param.u64 %rd1, [in];
+    ld.param.u64 %rd2, [out];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %ctaid.x;
+    mad.lo.u32 %r5, %r4, %r3, %r2;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r6, [%rd4];
+    and.b32 %r7, %r6, 1;
+    setp.ne.u32 %p2, %r7, 0;
+    @%p2 bra ODD;
+    add.u32 %r6, %r6, 2;
+    bra.uni JOIN;
+ODD:
+    mul.lo.u32 %r6, %r6, 5;
+JOIN:
+{body}    ret;
+}}
+"#
+    )
+}
+
+/// `input` through `k` on `(threads, blocks)`, `per_thread` output words each, on the JIT and
+/// on the interpreter (outputs poisoned first): the two must agree bit for bit. The output.
+fn on_both_engines(
+    exec: &Device,
+    k: &TypedKernel<Args>,
+    (threads, blocks): (u32, u32),
+    input: &[u32],
+    per_thread: usize,
+    what: &str,
+) -> Vec<u32> {
+    let src = upload(exec, input);
+    let mut outs = Vec::new();
+    for e in [PtxEngine::Jit, PtxEngine::Interpreter] {
+        let out = poisoned(exec, per_thread * input.len(), POISON_U32);
+        launch_on(exec, e, threads, blocks, k, (src.ptr(), out.ptr())).unwrap();
+        outs.push(download(exec, &out));
+    }
+    assert_eq!(outs[0], outs[1], "{what}");
+    outs.swap_remove(0)
+}
+
+/// A staged kernel's `%r6`: its input after the branch on bit 0.
 fn after(x: u32) -> u32 {
     if x & 1 == 0 {
         x.wrapping_add(2)

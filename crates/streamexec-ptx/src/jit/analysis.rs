@@ -378,15 +378,7 @@ impl Analysis {
                         out.union(&need[*s as usize]);
                     }
                 }
-                let (u, d) = &ud[pc];
-                if code[pc].guard.is_none() {
-                    for r in d {
-                        out.clear(*r);
-                    }
-                }
-                for r in u {
-                    out.set(*r);
-                }
+                through(&mut out, code[pc].guard.is_some(), &ud[pc]);
                 // What a hand-over here, or this suspension, stores from the variables.
                 let kept = |r: &u32| !stored.get(pc).is_some_and(|s| s.has(*r));
                 for r in self.live_at(pc as u32).iter().filter(|r| kept(r)) {
@@ -411,6 +403,19 @@ impl Analysis {
         self.live_in
             .get(pc as usize)
             .map_or_else(Vec::new, Bits::ones)
+    }
+}
+
+/// Registers live after an instruction to those live before it: its definitions leave
+/// (unless `guarded`: a guarded write may not happen), its uses join.
+fn through(out: &mut Bits, guarded: bool, (uses, defs): &(Vec<u32>, Vec<u32>)) {
+    if !guarded {
+        for r in defs {
+            out.clear(*r);
+        }
+    }
+    for r in uses {
+        out.set(*r);
     }
 }
 
@@ -505,15 +510,7 @@ pub(crate) fn analyze(prog: &Program) -> Result<Analysis, Unsupported> {
             for s in &succ[pc] {
                 out.union(&live_in[*s as usize]);
             }
-            let (u, d) = &ud[pc];
-            if code[pc].guard.is_none() {
-                for r in d {
-                    out.clear(*r);
-                }
-            }
-            for r in u {
-                out.set(*r);
-            }
+            through(&mut out, code[pc].guard.is_some(), &ud[pc]);
             if out != live_in[pc] {
                 live_in[pc] = out;
                 changed = true;

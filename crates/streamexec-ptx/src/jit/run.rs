@@ -575,6 +575,21 @@ fn run_threads(
     }
 }
 
+/// The instruction a thread whose state word is `s` waits at, when that is a warp
+/// collective (`WAIT` set, the resume index of a warp point).
+fn warp_wait(k: &JitKernel, s: u32) -> Option<u32> {
+    if s == EXITED || s & WAIT == 0 {
+        return None;
+    }
+    match ((s & !(WAIT | GROUP)) as usize)
+        .checked_sub(1)
+        .and_then(|i| k.resumes.get(i))
+    {
+        Some(&(pc, PointKind::Warp)) => Some(pc),
+        _ => None,
+    }
+}
+
 /// Whether the vector code keeps this warp collective's operand `a` in the warp's stage
 /// instead of the operand rows and may resolve it itself (`lower/vector/staged.rs`): a
 /// `shfl.sync` with immediate `b` and `c`, or a `vote.sync`, whose member mask is the
@@ -598,13 +613,7 @@ fn unstage(k: &JitKernel, l: &Launch, ctx: &Ctx, state: &[u32], coll: &mut [u64]
     let stage = unsafe { std::slice::from_raw_parts(ctx.stage_write, STAGE_WORDS) };
     let buf = &stage[32..][..WARP];
     for (lane, s) in state.iter().enumerate() {
-        if *s == EXITED || *s & (WAIT | GROUP) != WAIT | GROUP {
-            continue;
-        }
-        let Some(&(pc, PointKind::Warp)) = ((*s & !(WAIT | GROUP)) as usize)
-            .checked_sub(1)
-            .and_then(|i| k.resumes.get(i))
-        else {
+        let Some(pc) = warp_wait(k, *s).filter(|_| *s & GROUP != 0) else {
             continue;
         };
         let op = &l.prog.code[pc as usize].op;
@@ -669,13 +678,7 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
             w.gone |= 1 << lane;
             continue;
         }
-        if *s & WAIT == 0 {
-            continue;
-        }
-        let Some(&(pc, PointKind::Warp)) = ((*s & !(WAIT | GROUP)) as usize)
-            .checked_sub(1)
-            .and_then(|i| k.resumes.get(i))
-        else {
+        let Some(pc) = warp_wait(k, *s) else {
             continue;
         };
         w.waiting |= 1 << lane;
@@ -722,13 +725,10 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
 /// nothing, in every other case.
 fn whole_warp_shuffle(k: &JitKernel, l: &Launch, state: &mut [u32], coll: &mut [u64]) -> bool {
     let s0 = state[0];
-    if state.len() != WARP || s0 == EXITED || s0 & WAIT == 0 || state.iter().any(|s| *s != s0) {
+    if state.len() != WARP || state.iter().any(|s| *s != s0) {
         return false;
     }
-    let Some(&(pc, PointKind::Warp)) = ((s0 & !(WAIT | GROUP)) as usize)
-        .checked_sub(1)
-        .and_then(|i| k.resumes.get(i))
-    else {
+    let Some(pc) = warp_wait(k, s0) else {
         return false;
     };
     let Some(Op::Shfl { mode, .. }) = l.prog.code.get(pc as usize).map(|i| &i.op) else {
