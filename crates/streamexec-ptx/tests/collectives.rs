@@ -243,13 +243,14 @@ fn staged_shuffle_chains_match_the_isa_rule() {
     }
 }
 
-/// `vote.sync` in every mode, on a predicate and on its negation, and `activemask`, with the
-/// whole warp as member mask: inputs all true, all false or mixed per warp. Whole warps
+/// `vote.sync` in every mode, on a predicate and on its negation, `redux.sync` with every
+/// operation, and `activemask`, with the whole warp as member mask: predicates all true, all
+/// false or mixed per warp. Whole warps
 /// without divergence resolve in the vector code; odd inputs part lanes at a branch first and
 /// 48-thread blocks end in a partial warp (the driver resolves those). The JIT matches the
 /// interpreter bit for bit and both match plain Rust (on whole warps).
 #[test]
-fn staged_votes_and_activemask_match_plain_rust() {
+fn staged_votes_reductions_and_activemask_match_plain_rust() {
     const VOTES: &str = r#"
     and.b32 %r8, %r6, 2;
     setp.ne.u32 %p1, %r8, 0;
@@ -264,9 +265,19 @@ fn staged_votes_and_activemask_match_plain_rust() {
     or.b32 %r13, %r13, %r14;
     selp.u32 %r14, 4, 0, %p5;
     or.b32 %r13, %r13, %r14;
-    mul.wide.u32 %rd5, %r5, 16;
+    redux.sync.add.u32 %r14, %r6, -1;
+    redux.sync.min.s32 %r15, %r6, -1;
+    redux.sync.max.u32 %r16, %r6, -1;
+    redux.sync.xor.b32 %r17, %r6, -1;
+    mul.wide.u32 %rd5, %r5, 48;
     add.s64 %rd6, %rd2, %rd5;
     st.global.v4.u32 [%rd6], {%r10, %r11, %r12, %r13};
+    st.global.v4.u32 [%rd6+16], {%r14, %r15, %r16, %r17};
+    redux.sync.min.u32 %r14, %r6, -1;
+    redux.sync.max.s32 %r15, %r6, -1;
+    redux.sync.and.b32 %r16, %r6, -1;
+    redux.sync.or.b32 %r17, %r6, -1;
+    st.global.v4.u32 [%rd6+32], {%r14, %r15, %r16, %r17};
 "#;
     let exec = host();
     let k = ptx_kernel::<Args>(&exec, &staged_kernel("votes", VOTES), "votes");
@@ -289,7 +300,7 @@ fn staged_votes_and_activemask_match_plain_rust() {
             })
             .collect();
         let what = format!("round {round}: {threads} threads × {blocks} blocks");
-        let out = on_both_engines(&exec, &k, (threads, blocks), &input, 4, &what);
+        let out = on_both_engines(&exec, &k, (threads, blocks), &input, 12, &what);
         if !threads.is_multiple_of(32) {
             continue;
         }
@@ -302,13 +313,25 @@ fn staged_votes_and_activemask_match_plain_rust() {
             let any_not = ballot != u32::MAX;
             let uni = all || ballot == 0;
             let flags = u32::from(all) | u32::from(any_not) << 1 | u32::from(uni) << 2;
+            let v: Vec<u32> = warp.iter().map(|x| after(*x)).collect();
+            let fold = |f: fn(u32, u32) -> u32| v.iter().copied().reduce(f).unwrap();
+            let want = [
+                ballot,
+                !ballot,
+                u32::MAX,
+                flags,
+                fold(u32::wrapping_add),
+                fold(|x, y| (x as i32).min(y as i32) as u32),
+                fold(u32::max),
+                fold(|x, y| x ^ y),
+                fold(u32::min),
+                fold(|x, y| (x as i32).max(y as i32) as u32),
+                fold(|x, y| x & y),
+                fold(|x, y| x | y),
+            ];
             for l in 0..32 {
                 let t = 32 * w + l;
-                assert_eq!(
-                    out[4 * t..4 * t + 4],
-                    [ballot, !ballot, u32::MAX, flags],
-                    "{what}, thread {t}"
-                );
+                assert_eq!(out[12 * t..12 * t + 12], want, "{what}, thread {t}");
             }
         }
     }

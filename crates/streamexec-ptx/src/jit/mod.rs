@@ -71,8 +71,9 @@
 //!   masks are all satisfied first; the shuffle source, the ballot, the active mask: COX's
 //!   warp-level treatment, with the warp as the unit instead of the block) and the warp goes on.
 //!   All 32 lanes waiting in one suspension of a `shfl.sync` take a one-pass path. A
-//!   `shfl.sync` with immediate operands, a `vote.sync` (both with the whole warp as member
-//!   mask) or an `activemask` never gets there when the whole warp reaches it as groups: the
+//!   `shfl.sync` with immediate operands, a `vote.sync` or a `redux.sync` (all with the whole
+//!   warp as member mask) or an `activemask` never gets there when the whole warp reaches it
+//!   as groups: the
 //!   vector code stages its operands by lane, and the warp's last group resolves it and
 //!   restarts the warp's groups (`lower/vector/staged.rs`).
 //!   Member masks act as in the interpreter (`interp/collective.rs`). Kernels with no

@@ -592,19 +592,19 @@ fn warp_wait(k: &JitKernel, s: u32) -> Option<u32> {
 
 /// Whether the vector code keeps this warp collective's operand `a` in the warp's stage
 /// instead of the operand rows and may resolve it itself (`lower/vector/staged.rs`): a
-/// `shfl.sync` with immediate `b` and `c`, or a `vote.sync`, whose member mask is the
-/// immediate whole warp; `activemask`.
+/// `shfl.sync` with immediate `b` and `c`, a `vote.sync` or a `redux.sync`, whose member mask
+/// is the immediate whole warp; `activemask`.
 pub(crate) fn staged(op: &Op) -> bool {
     let full = |m: &Src| matches!(m, Src::Imm(m) if *m as u32 == u32::MAX);
     match op {
         Op::Shfl { b, c, mask, .. } => matches!((b, c), (Src::Imm(_), Src::Imm(_))) && full(mask),
-        Op::Vote { mask, .. } => full(mask),
+        Op::Vote { mask, .. } | Op::Redux { mask, .. } => full(mask),
         Op::Activemask { .. } => true,
         _ => false,
     }
 }
 
-/// Writes the operand rows (`a, b, c, mask` for a shuffle, `a, mask` for a vote) of the
+/// Writes the operand rows (`a, b, c, mask` for a shuffle, `a, mask` for the others) of the
 /// lanes of a warp that wait as vector groups at a staged collective: `a` from the stage
 /// buffer they wrote (`stage_write`: no resolution swapped the buffers since, as that would
 /// have resumed them), the others the instruction's immediates.
@@ -626,6 +626,9 @@ fn unstage(k: &JitKernel, l: &Launch, ctx: &Ctx, state: &[u32], coll: &mut [u64]
                 ..
             } if staged(op) => row.copy_from_slice(&[buf[lane] as u64, *b, *c, *m]),
             Op::Vote {
+                mask: Src::Imm(m), ..
+            }
+            | Op::Redux {
                 mask: Src::Imm(m), ..
             } if staged(op) => row[..2].copy_from_slice(&[buf[lane] as u64, *m]),
             _ => {}

@@ -1,18 +1,20 @@
 //! Warp collectives resolved inside the vector function, without a return to the block
-//! driver: `shfl.sync` with immediate offset and clamp, `vote.sync`, and `activemask`, each
-//! with the whole warp as its member mask (`run::staged`).
+//! driver: `shfl.sync` with immediate offset and clamp, `vote.sync`, `redux.sync`, and
+//! `activemask`, each with the whole warp as its member mask (`run::staged`).
 //!
 //! The driver runs a kernel with warp collectives one warp per call of the vector function.
 //! A group that reaches such a collective suspends as for any (live registers stored, state
 //! `WAIT | GROUP | point`), but stores its `a` lanes in the warp's stage, lane-indexed,
 //! instead of the operand rows. The warp's last group then looks at the 32 state words: when
 //! all wait in this same group suspension, every lane has arrived with the full mask, so the
-//! result is fixed. For a vote it computes the ballot once, into the stage. It marks the 32
+//! result is fixed. For a vote it computes the ballot once, for a reduction its result, into
+//! the stage. It marks the 32
 //! states `FAST | GROUP | point`, swaps the stage buffers and restarts the group loop at the
 //! warp's first group: each group resumes through the dispatch and takes its result from the
 //! stage: a shuffle's with vector loads (one for `up`/`down` over the whole warp), the source
 //! and predicate `shfl_source` gives with the warp arrived; a vote's from the ballot
-//! (`vote_result` with every lane active); `activemask` is the whole warp. Anything else (a
+//! (`vote_result` with every lane active), a reduction's from its result; `activemask` is the
+//! whole warp. Anything else (a
 //! partial warp, lanes elsewhere or on the scalar code) falls back to the driver, which first
 //! writes the waiting groups' rows from the stage (`run::unstage`).
 //!
@@ -21,7 +23,7 @@
 //! operands while later groups still read the previous one's.
 
 use super::*;
-use crate::ir::{ShflMode, VoteMode};
+use crate::ir::{ReduxOp, ShflMode, VoteMode};
 use crate::jit::run::FAST;
 
 /// A warp collective the vector code resolves itself.
@@ -39,6 +41,7 @@ pub(super) enum Staged {
         mode: VoteMode,
         neg: bool,
     },
+    Redux(ReduxOp),
     Activemask,
 }
 
@@ -64,6 +67,7 @@ impl Staged {
                 mode: *mode,
                 neg: *neg,
             }),
+            Op::Redux { op, .. } => Some(Staged::Redux(*op)),
             Op::Activemask { .. } => Some(Staged::Activemask),
             _ => None,
         }
@@ -72,9 +76,9 @@ impl Staged {
 
 /// Bytes from a stage buffer's start to lane 0's word.
 const LANE0: i64 = 32 * 4;
-/// Bytes from a stage buffer's start to the word that holds a vote's ballot (padding no
-/// shuffle load reaches: those end at lane `31 + 31`).
-const BALLOT: i32 = 95 * 4;
+/// Bytes from a stage buffer's start to the word that holds a vote's ballot or a reduction's
+/// result (padding no shuffle load reaches: those end at lane `31 + 31`).
+const WHOLE: i32 = 95 * 4;
 
 impl VLower<'_, '_, '_> {
     /// The current group's `a` lanes (`operands[0]`) into the stage buffer the next
@@ -133,8 +137,10 @@ impl VLower<'_, '_, '_> {
         for k in 0..crate::ir::WARP / LANES {
             self.b().ins().store(f, resumed, sp, (k * LANES * 4) as i32);
         }
-        if let Staged::Vote { neg, .. } = c {
-            self.ballot(buf, neg);
+        match c {
+            Staged::Vote { neg, .. } => self.ballot(buf, neg),
+            Staged::Redux(op) => self.reduce(buf, op),
+            _ => {}
         }
         let read = self.b().ins().load(I64, flags(), ctx, off!(stage_read));
         self.b().ins().store(flags(), buf, ctx, off!(stage_read));
@@ -168,7 +174,39 @@ impl VLower<'_, '_, '_> {
             });
         }
         let ballot = ballot.expect("a warp has groups");
-        self.b().ins().store(flags(), ballot, buf, BALLOT);
+        self.b().ins().store(flags(), ballot, buf, WHOLE);
+    }
+
+    /// The reduction `op` of the warp's staged values in `buf`, into its result word: the
+    /// eight groups' vectors lane by lane, then the four lanes (the operations are
+    /// associative and commutative on integers, so the order is free).
+    fn reduce(&mut self, buf: Value, op: ReduxOp) {
+        let f = vflags().with_notrap();
+        let apply = |me: &mut Self, x: Value, y: Value| {
+            let b = me.b();
+            match op {
+                ReduxOp::Add => b.ins().iadd(x, y),
+                ReduxOp::Min { signed: false } => b.ins().umin(x, y),
+                ReduxOp::Min { signed: true } => b.ins().smin(x, y),
+                ReduxOp::Max { signed: false } => b.ins().umax(x, y),
+                ReduxOp::Max { signed: true } => b.ins().smax(x, y),
+                ReduxOp::And => b.ins().band(x, y),
+                ReduxOp::Or => b.ins().bor(x, y),
+                ReduxOp::Xor => b.ins().bxor(x, y),
+            }
+        };
+        let mut acc = self.b().ins().load(I32X4, f, buf, LANE0 as i32);
+        for k in 1..crate::ir::WARP / LANES {
+            let at = (LANE0 as usize + k * LANES * 4) as i32;
+            let x = self.b().ins().load(I32X4, f, buf, at);
+            acc = apply(self, acc, x);
+        }
+        let mut r = self.b().ins().extractlane(acc, 0);
+        for lane in 1..LANES as u8 {
+            let x = self.b().ins().extractlane(acc, lane);
+            r = apply(self, r, x);
+        }
+        self.b().ins().store(flags(), r, buf, WHOLE);
     }
 
     /// The resumed group's result and predicate (0/1 lanes; zero where there is none).
@@ -188,7 +226,7 @@ impl VLower<'_, '_, '_> {
                 // `vote_result` with all 32 lanes active.
                 let ctx = self.lw.u.ctx;
                 let buf = self.b().ins().load(I64, flags(), ctx, off!(stage_read));
-                let ballot = self.b().ins().load(I32, flags(), buf, BALLOT);
+                let ballot = self.b().ins().load(I32, flags(), buf, WHOLE);
                 let r = match mode {
                     VoteMode::Ballot => ballot,
                     VoteMode::All | VoteMode::Any | VoteMode::Uni => {
@@ -202,6 +240,13 @@ impl VLower<'_, '_, '_> {
                         self.b().ins().uextend(I32, p)
                     }
                 };
+                let x = self.b().ins().splat(I32X4, r);
+                (x, k(self, 0))
+            }
+            Staged::Redux(_) => {
+                let ctx = self.lw.u.ctx;
+                let buf = self.b().ins().load(I64, flags(), ctx, off!(stage_read));
+                let r = self.b().ins().load(I32, flags(), buf, WHOLE);
                 let x = self.b().ins().splat(I32X4, r);
                 (x, k(self, 0))
             }
