@@ -267,6 +267,11 @@ impl Bits {
             *a |= *b;
         }
     }
+    fn minus(&mut self, o: &Bits) {
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            *a &= !*b;
+        }
+    }
     fn ones(&self) -> Vec<u32> {
         let mut v = Vec::new();
         for (w, bits) in self.0.iter().enumerate() {
@@ -362,6 +367,22 @@ impl Analysis {
         let regs = prog.regs as usize;
         let ud: Vec<(Vec<u32>, Vec<u32>)> =
             code.iter().map(|i| uses_defs(i, prog.carry_reg)).collect();
+        // Per instruction, what a hand-over there, or the suspension there, stores from the
+        // variables: the live registers the spill area may not hold.
+        let from_vars: Vec<Bits> = (0..code.len())
+            .map(|pc| {
+                let mut b = self.live_in[pc].clone();
+                if let Some(k) = self.point_at.get(&(pc as u32)) {
+                    for r in &self.points[*k].live {
+                        b.set(*r);
+                    }
+                }
+                if let Some(s) = stored.get(pc) {
+                    b.minus(s);
+                }
+                b
+            })
+            .collect();
         let mut need = vec![Bits::new(regs); code.len()];
         let mut succ = Vec::new();
         let mut changed = true;
@@ -379,16 +400,7 @@ impl Analysis {
                     }
                 }
                 through(&mut out, code[pc].guard.is_some(), &ud[pc]);
-                // What a hand-over here, or this suspension, stores from the variables.
-                let kept = |r: &u32| !stored.get(pc).is_some_and(|s| s.has(*r));
-                for r in self.live_at(pc as u32).iter().filter(|r| kept(r)) {
-                    out.set(*r);
-                }
-                if let Some(k) = self.point_at.get(&(pc as u32)) {
-                    for r in self.points[*k].live.iter().filter(|r| kept(r)) {
-                        out.set(*r);
-                    }
-                }
+                out.union(&from_vars[pc]);
                 if out != need[pc] {
                     need[pc] = out;
                     changed = true;

@@ -24,7 +24,7 @@ pub(crate) const GROUP: u32 = 1 << 30;
 pub(crate) const FAST: u32 = 1 << 29;
 /// Words of one stage buffer: a warp's 32 staged operands with 32 words of padding on each
 /// side, so a shuffle's vector loads of lanes `l ± 31` stay inside (the last word holds a
-/// vote's ballot).
+/// vote's ballot or a reduction's result).
 pub(crate) const STAGE_WORDS: usize = 96;
 /// The state of a thread that exited.
 pub(crate) const EXITED: u32 = u32::MAX;
@@ -80,9 +80,9 @@ pub(crate) struct Ctx {
     /// scalar code in this pass (empty: none).
     pub(crate) handed_lo: u64,
     pub(crate) handed_hi: u64,
-    /// The two stage buffers of [`STAGE_WORDS`] for the vector code's in-warp `shfl.sync`:
-    /// the one the next shuffle writes, and the one the last resolved shuffle was written in
-    /// (swapped at each resolution).
+    /// The two stage buffers of [`STAGE_WORDS`] for the warp collectives the vector code
+    /// resolves (`lower/vector/staged.rs`): the one the next collective writes, and the one
+    /// the last resolved collective was written in (swapped at each resolution).
     pub(crate) stage_write: *mut u32,
     pub(crate) stage_read: *mut u32,
     /// Set by a runtime function that recorded a fault.
@@ -617,6 +617,9 @@ fn unstage(k: &JitKernel, l: &Launch, ctx: &Ctx, state: &[u32], coll: &mut [u64]
             continue;
         };
         let op = &l.prog.code[pc as usize].op;
+        if !staged(op) {
+            continue;
+        }
         let row = &mut coll[lane * COLL_WIDTH..][..COLL_WIDTH];
         match op {
             Op::Shfl {
@@ -624,13 +627,13 @@ fn unstage(k: &JitKernel, l: &Launch, ctx: &Ctx, state: &[u32], coll: &mut [u64]
                 c: Src::Imm(c),
                 mask: Src::Imm(m),
                 ..
-            } if staged(op) => row.copy_from_slice(&[buf[lane] as u64, *b, *c, *m]),
+            } => row.copy_from_slice(&[buf[lane] as u64, *b, *c, *m]),
             Op::Vote {
                 mask: Src::Imm(m), ..
             }
             | Op::Redux {
                 mask: Src::Imm(m), ..
-            } if staged(op) => row[..2].copy_from_slice(&[buf[lane] as u64, *m]),
+            } => row[..2].copy_from_slice(&[buf[lane] as u64, *m]),
             _ => {}
         }
     }

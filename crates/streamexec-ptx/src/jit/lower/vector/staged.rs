@@ -154,17 +154,25 @@ impl VLower<'_, '_, '_> {
         self.b().ins().jump(body, &[]);
     }
 
+    /// The warp's staged operands in `buf`: one `i32x4` per group, in lane order.
+    fn staged_groups(&mut self, buf: Value) -> Vec<Value> {
+        let f = vflags().with_notrap();
+        (0..crate::ir::WARP / LANES)
+            .map(|k| {
+                let at = (LANE0 as usize + k * LANES * 4) as i32;
+                self.b().ins().load(I32X4, f, buf, at)
+            })
+            .collect()
+    }
+
     /// The warp's ballot of the staged predicates in `buf` (complemented with `neg`), into
     /// its ballot word: four lanes' sign bits per group.
     fn ballot(&mut self, buf: Value, neg: bool) {
-        let f = vflags().with_notrap();
         let zero = self.b().ins().iconst(I32, 0);
         let zero = self.b().ins().splat(I32X4, zero);
         let cc = if neg { IntCC::Equal } else { IntCC::NotEqual };
         let mut ballot: Option<Value> = None;
-        for k in 0..crate::ir::WARP / LANES {
-            let at = (LANE0 as usize + k * LANES * 4) as i32;
-            let x = self.b().ins().load(I32X4, f, buf, at);
+        for (k, x) in self.staged_groups(buf).into_iter().enumerate() {
             let m = self.b().ins().icmp(cc, x, zero);
             let bits = self.b().ins().vhigh_bits(I32, m);
             let bits = self.b().ins().ishl_imm_s(bits, (k * LANES) as i64);
@@ -181,7 +189,6 @@ impl VLower<'_, '_, '_> {
     /// eight groups' vectors lane by lane, then the four lanes (the operations are
     /// associative and commutative on integers, so the order is free).
     fn reduce(&mut self, buf: Value, op: ReduxOp) {
-        let f = vflags().with_notrap();
         let apply = |me: &mut Self, x: Value, y: Value| {
             let b = me.b();
             match op {
@@ -195,11 +202,10 @@ impl VLower<'_, '_, '_> {
                 ReduxOp::Xor => b.ins().bxor(x, y),
             }
         };
-        let mut acc = self.b().ins().load(I32X4, f, buf, LANE0 as i32);
-        for k in 1..crate::ir::WARP / LANES {
-            let at = (LANE0 as usize + k * LANES * 4) as i32;
-            let x = self.b().ins().load(I32X4, f, buf, at);
-            acc = apply(self, acc, x);
+        let groups = self.staged_groups(buf);
+        let mut acc = groups[0];
+        for x in &groups[1..] {
+            acc = apply(self, acc, *x);
         }
         let mut r = self.b().ins().extractlane(acc, 0);
         for lane in 1..LANES as u8 {
