@@ -150,6 +150,33 @@ pub fn check_jit_compiles(module: &ast::Module, data_base: u64) -> Result<Vec<Ji
     Ok(out)
 }
 
+/// Decodes every entry of `module` and compiles it at the optimized tier: per entry (sorted
+/// by name), the accesses whose range checks its optimized code hoists out of the group loop
+/// (`jit/hoist.rs`; 0 without a vector function). For tests; not part of the supported API.
+#[cfg(feature = "jit")]
+#[doc(hidden)]
+pub fn check_jit_hoisted(
+    module: &ast::Module,
+    data_base: u64,
+) -> Result<Vec<JitHoistCheck>, PtxError> {
+    let data = module_data(module)?;
+    let decoded = decode_module(module, &data, data_base)?;
+    let mut out: Vec<_> = decoded
+        .programs
+        .values()
+        .map(|p| {
+            let r = jit::compile(p, jit::Tier::Optimized).map(|k| k.hoisted_sites());
+            (p.name.clone(), r)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// An entry's name and its accesses with hoisted range checks (else why it did not compile).
+#[doc(hidden)]
+pub type JitHoistCheck = (String, std::result::Result<usize, String>);
+
 /// An entry's name and whether the JIT gave it a vector function (else why not).
 #[doc(hidden)]
 pub type JitVectorCheck = (String, std::result::Result<(), String>);

@@ -640,3 +640,189 @@ SKIP:
         assert_eq!(outs[0], want, "JIT, {what}");
     }
 }
+
+/// The optimized code of the bench kernels checks the range of their accesses through
+/// addresses affine in the thread index once per block (`jit/hoist.rs`); an address with two
+/// definitions, a guarded one, or one loaded from memory keeps its check at every access.
+#[test]
+fn affine_accesses_get_their_range_checked_once_per_block() {
+    if std::env::var_os("STREAMEXEC_PTX_JIT_HOIST").is_some() {
+        eprintln!("skipped: STREAMEXEC_PTX_JIT_HOIST is set");
+        return;
+    }
+    let sites = |text: &str| -> Vec<(String, usize)> {
+        let ast = streamexec_ptx::parse_module(text).unwrap();
+        let checks = streamexec_ptx::check_jit_hoisted(&ast, 0x1000).unwrap();
+        checks.into_iter().map(|(n, r)| (n, r.unwrap())).collect()
+    };
+    let path = common::committed_ptx()
+        .into_iter()
+        .find(|p| p.to_string_lossy().ends_with("bench.O3.ptx"))
+        .expect("kernels/ptx/bench.O3.ptx");
+    let bench = sites(&std::fs::read_to_string(&path).unwrap());
+    let of = |name: &str| bench.iter().find(|(n, _)| n == name).map(|(_, s)| *s);
+    // `x[i]`, `y[i]` and the store to `y[i]`.
+    assert_eq!(of("bench_saxpy"), Some(3), "{bench:?}");
+    assert!(of("bench_matmul").unwrap() >= 2, "{bench:?}");
+    assert!(of("bench_block_reduce").unwrap() >= 2, "{bench:?}");
+    const KINDS: &str = r#"
+.visible .entry one_def(.param .u64 p)
+{
+    .reg .b32 %r<2>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+.visible .entry two_defs(.param .u64 p)
+{
+    .reg .b32 %r<2>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    add.s64 %rd3, %rd3, 1024;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+.visible .entry guarded_def(.param .u64 p)
+{
+    .reg .pred %p<2>; .reg .b32 %r<2>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p1, %r1, 64;
+    mul.wide.u32 %rd2, %r1, 4;
+    @%p1 add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+.visible .entry loaded_base(.param .u64 p)
+{
+    .reg .b32 %r<2>; .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [p];
+    ld.global.u64 %rd4, [%rd1];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd4, %rd2;
+    st.global.u32 [%rd3], %r1;
+    ret;
+}
+"#;
+    let kinds = sites(&format!("{HEADER}{KINDS}"));
+    let expect = [
+        ("guarded_def", 0),
+        ("loaded_base", 0),
+        ("one_def", 1),
+        ("two_defs", 0),
+    ];
+    let expect: Vec<(String, usize)> = expect.iter().map(|(n, s)| (n.to_string(), *s)).collect();
+    assert_eq!(kinds, expect);
+}
+
+const HOIST: &str = r#"
+.visible .entry jit_hoist(.param .u64 x, .param .u64 y, .param .u32 n, .param .f32 a)
+{
+    .reg .pred %p<2>; .reg .b32 %r<6>; .reg .f32 %f<6>; .reg .b64 %rd<8>;
+    .shared .align 4 .b8 s[512];
+    ld.param.u64 %rd1, [x];
+    ld.param.u64 %rd2, [y];
+    ld.param.u32 %r1, [n];
+    ld.param.f32 %f1, [a];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    mul.wide.u32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    add.s64 %rd5, %rd2, %rd3;
+    mul.wide.u32 %rd6, %r4, 4;
+    mov.u64 %rd7, s;
+    add.s64 %rd7, %rd7, %rd6;
+    setp.ge.u32 %p1, %r5, %r1;
+    mov.f32 %f2, 0f00000000;
+    @%p1 bra STAGED;
+    ld.global.f32 %f2, [%rd4];
+STAGED:
+    st.shared.f32 [%rd7], %f2;
+    bar.sync 0;
+    @%p1 bra DONE;
+    ld.shared.f32 %f3, [%rd7];
+    ld.global.f32 %f4, [%rd5];
+    fma.rn.f32 %f5, %f3, %f1, %f4;
+    st.global.f32 [%rd5], %f5;
+DONE:
+    ret;
+}
+"#;
+
+/// With its accesses range-checked once per block (the optimized code, `jit/hoist.rs`), a
+/// kernel gives plain Rust's results, leaves the elements past its data alone (the last,
+/// partial block fails the block's check and runs checked), and a block that runs past its
+/// buffer faults with the interpreter's text.
+#[test]
+fn accesses_checked_once_per_block_give_exact_results_and_faults() {
+    let _one = ENGINE.lock().unwrap_or_else(|p| p.into_inner());
+    let exec = host();
+    let k = ptx_kernel::<(DevicePtr<f32>, DevicePtr<f32>, u32, f32)>(&exec, HOIST, "jit_hoist");
+    let mut rng = common::rng("accesses_checked_once_per_block");
+    let partial = 128 * rng.random_range(20..40) + rng.random_range(1..128);
+    let m = 128 * 9 + rng.random_range(1..127);
+    let poison = f32::from_bits(0x7FA0_0001);
+    let mut saxpy = |n: usize, launches: usize| {
+        let a = rng.random_range(-4.0f32..4.0);
+        let x: Vec<f32> = (0..n).map(|_| rng.random_range(-10.0f32..10.0)).collect();
+        let y: Vec<f32> = (0..n).map(|_| rng.random_range(-10.0f32..10.0)).collect();
+        let mut padded = y.clone();
+        padded.push(poison);
+        for _ in 0..launches {
+            let (dx, dy) = (upload(&exec, &x), upload(&exec, &padded));
+            let blocks = n.div_ceil(128) as u32;
+            run(&exec, 128u32, blocks, &k, (dx.ptr(), dy.ptr(), n as u32, a));
+            let got = download(&exec, &dy);
+            for i in 0..n {
+                assert_eq!(
+                    got[i].to_bits(),
+                    x[i].mul_add(a, y[i]).to_bits(),
+                    "element {i}"
+                );
+            }
+            assert_eq!(got[n].to_bits(), poison.to_bits(), "past the data");
+        }
+    };
+    // The first launch compiles quick code, the second the optimized code in the background.
+    saxpy(300, 2);
+    let start = std::time::Instant::now();
+    let optimized = |name: &str| {
+        streamexec_ptx::jit_compile_times()
+            .iter()
+            .any(|(k, _)| k == name)
+    };
+    while std::env::var_os("STREAMEXEC_PTX_JIT_TIER").is_none()
+        && !optimized("jit_hoist (optimized)")
+    {
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "no optimized compile after 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Whole blocks only, then a partial last block, on the optimized code.
+    saxpy(128 * 37, 1);
+    saxpy(partial, 1);
+    // `n` says more than `y` holds: the block holding `y`'s end faults where the interpreter
+    // does (`x` is long enough).
+    let x = upload(&exec, &vec![1.0f32; 128 * 12]);
+    let y = upload(&exec, &vec![2.0f32; m]);
+    let texts: Vec<String> = [PtxEngine::Jit, PtxEngine::Interpreter]
+        .into_iter()
+        .map(|e| {
+            let args = (x.ptr(), y.ptr(), 128 * 12, 0.5f32);
+            fault_text(launch_on(&exec, e, 128u32, 12u32, &k, args))
+        })
+        .collect();
+    assert_eq!(texts[0], texts[1]);
+    assert!(texts[0].contains("block (9, 0, 0)"), "{}", texts[0]);
+}

@@ -4,8 +4,9 @@
 //! `lower/` emits the scalar function that runs a range of a block's threads, each as plain
 //! scalar code until it exits or suspends; `vector.rs` (uniform/varying registers and their
 //! shapes) and `lower/vector/` emit the vector function that runs groups of 4 threads in
-//! SIMD; `native.rs` gives the common lane functions native code; `run.rs` holds the runtime
-//! functions compiled code calls and the block driver.
+//! SIMD; `hoist.rs` finds the accesses whose range a block can check up front; `native.rs`
+//! gives the common lane functions native code; `run.rs` holds the runtime functions
+//! compiled code calls and the block driver.
 //!
 //! ## Design
 //!
@@ -48,8 +49,15 @@
 //!   comparison with any uniform bound (`i < n`) tests lanes 0 and 3 with two scalar compares
 //!   instead of the lanes' mask. Each vector device access
 //!   first tries the range it found last (a per-site cache in the frame) before the context's
-//!   ways. `bar.sync` suspends the group, storing only the registers the spill area does not
-//!   already hold since the group's start or last resume (`Analysis::stored`), and marks its
+//!   ways. At the optimized tier a kernel whose vector accesses go through addresses affine
+//!   in the thread and block index (`hoist.rs`: one unguarded definition per register, built
+//!   from special registers, parameters and constants) gets a second vector function in which
+//!   those accesses have no check at all (`address + delta`); the driver runs a block on it
+//!   when the addresses of all its threads provably lie, aligned, in one pinned range or in
+//!   shared memory (worked out once per launch as affine forms, then per block in a few
+//!   integer operations), else on the checked one. Both share spill slots, states and
+//!   hand-over entries. `bar.sync` suspends the group, storing only the registers the spill
+//!   area does not already hold since the group's start or last resume (`Analysis::stored`), and marks its
 //!   lanes' states `GROUP`; a group whose four lanes still carry that mark resumes as a group
 //!   at once; otherwise, released together with agreeing uniform registers (and stepped ones
 //!   that still step) it resumes as a group, else lane by lane on the scalar function.
@@ -114,6 +122,7 @@
 //!   `bar.warp.sync` cases it can see.
 
 mod analysis;
+mod hoist;
 mod lower;
 mod native;
 mod run;
@@ -164,6 +173,9 @@ pub(crate) struct JitKernel {
     func: KernelFn,
     /// The vector function (groups of `vector::LANES` threads), when the kernel has one.
     vfunc: Option<KernelFn>,
+    /// The vector function without the checks of the plan's accesses, for blocks whose
+    /// check passes (`hoist.rs`).
+    hoisted: Option<(KernelFn, hoist::Plan)>,
     /// Why the kernel has no vector function.
     pub(crate) vector_refused: Option<String>,
     /// For each resume index - 1: the suspending instruction and its kind.
@@ -192,6 +204,11 @@ impl JitKernel {
     pub(crate) fn launched(&self) -> bool {
         use std::sync::atomic::Ordering::Relaxed;
         self.tier == Tier::Quick && Tier::policy().1 && self.launches.fetch_add(1, Relaxed) == 1
+    }
+
+    /// Accesses whose range checks the vector function has a variant without (`hoist.rs`).
+    pub(crate) fn hoisted_sites(&self) -> usize {
+        self.hoisted.as_ref().map_or(0, |(_, p)| p.sites.len())
     }
 
     /// Suspension points after inlining.
@@ -360,6 +377,35 @@ fn scalar(
     Ok((module, func, out))
 }
 
+/// The vector function emitted again with the hoisted accesses of `prog` unchecked, and its
+/// plan: at the `Optimized` tier (its compile runs in the background), when the kernel has
+/// such accesses (`STREAMEXEC_PTX_JIT_HOIST=0`: never). `out` is the checked function's: the
+/// two must agree on spill slots and hand-over entries, or the variant is dropped.
+fn hoisted_vector(
+    isa: &cranelift_codegen::isa::OwnedTargetIsa,
+    prog: &Program,
+    an: &analysis::Analysis,
+    shape: &vector::Shape,
+    live: &[u32],
+    out: &lower::vector::VectorOut,
+    tier: Tier,
+) -> Option<(Context, hoist::Plan)> {
+    let off = std::env::var("STREAMEXEC_PTX_JIT_HOIST").is_ok_and(|v| v == "0");
+    if tier != Tier::Optimized || off {
+        return None;
+    }
+    let plan = hoist::Plan::of(prog, &shape.steps, live);
+    if plan.sites.is_empty() {
+        return None;
+    }
+    let what = "vector function, hoisted checks";
+    let (ctx, o) = emit(isa, prog, what, |b| {
+        lower::vector::emit(b, prog, an, shape, out.slots.clone(), Some(&plan))
+    })
+    .ok()?;
+    (o.entries == out.entries && o.slots == out.slots).then_some((ctx, plan))
+}
+
 fn compile_inner(prog: &Arc<Program>, tier: Tier) -> Result<JitKernel, Unsupported> {
     let an = analysis::analyze(prog)?;
     let isa = isa(tier)?;
@@ -374,13 +420,19 @@ fn compile_inner(prog: &Arc<Program>, tier: Tier) -> Result<JitKernel, Unsupport
     } else {
         Some("STREAMEXEC_PTX_JIT_VECTOR=0".to_string())
     };
+    let mut hoisted = None;
     let emitted = match refused {
         Some(why) => Err(why),
         None => {
-            let shape = vector::shape(prog, &an.live_at(0));
-            emit(&isa, prog, "vector function", |b| {
-                lower::vector::emit(b, prog, &an, &shape)
-            })
+            let live = an.live_at(0);
+            let shape = vector::shape(prog, &live);
+            let first = emit(&isa, prog, "vector function", |b| {
+                lower::vector::emit(b, prog, &an, &shape, lower::Slots::default(), None)
+            });
+            if let Ok((_, out)) = &first {
+                hoisted = hoisted_vector(&isa, prog, &an, &shape, &live, out, tier);
+            }
+            first
         }
     };
     // The vector function's module and code with the scalar function built for its hand-over
@@ -388,7 +440,17 @@ fn compile_inner(prog: &Arc<Program>, tier: Tier) -> Result<JitKernel, Unsupport
     let built = match emitted {
         Err(why) => Err(why),
         Ok((ctx, out)) => std::thread::scope(|s| {
-            let job = s.spawn(|| finish(&isa, prog, "vector function", ctx));
+            let job = s.spawn(|| {
+                let v = finish(&isa, prog, "vector function", ctx)?;
+                // Without its checks, the same function: a failure only loses the variant.
+                let h = hoisted.and_then(|(ctx, plan)| {
+                    let what = "vector function, hoisted checks";
+                    finish(&isa, prog, what, ctx)
+                        .ok()
+                        .map(|(m, f)| (m, f, plan))
+                });
+                Ok::<_, Unsupported>((v, h))
+            });
             let handoff = lower::Handoff {
                 entries: &out.entries,
                 states: true,
@@ -400,12 +462,17 @@ fn compile_inner(prog: &Arc<Program>, tier: Tier) -> Result<JitKernel, Unsupport
                     crate::error::panic_message(p.as_ref())
                 ))
             });
-            v.map(|(m, f)| (m, f, sc))
+            v.map(|(v, h)| (v, h, sc))
         }),
     };
+    let mut hoisted_fn = None;
     let (vfunc, refused, scalar_fn) = match built {
-        Ok((m, f, sc)) => {
+        Ok(((m, f), h, sc)) => {
             modules.push(m);
+            if let Some((m, f, plan)) = h {
+                modules.push(m);
+                hoisted_fn = Some((f, plan));
+            }
             (Some(f), None, sc)
         }
         // Without a vector function the scalar one needs no hand-over entries: emit it alone.
@@ -438,6 +505,7 @@ fn compile_inner(prog: &Arc<Program>, tier: Tier) -> Result<JitKernel, Unsupport
     Ok(JitKernel {
         func,
         vfunc,
+        hoisted: hoisted_fn,
         vector_refused: refused,
         resumes: kinds,
         spill_slots: slots.len(),
@@ -472,12 +540,14 @@ pub(crate) fn log_compile(name: &str, prog: &Program, r: &Result<Arc<JitKernel>,
     match r {
         Ok(c) => eprintln!(
             "streamexec PTX JIT: `{name}`: {} instructions compiled in {:.2?}, {} lane functions \
-             called (no native code), {} suspension points and entries, vector function: {}",
+             called (no native code), {} suspension points and entries, vector function: {}, \
+             accesses with hoisted checks: {}",
             prog.code.len(),
             c.took,
             c.called_ops,
             c.resumes_len(),
-            c.vector_refused.as_deref().unwrap_or("yes")
+            c.vector_refused.as_deref().unwrap_or("yes"),
+            c.hoisted_sites()
         ),
         Err(why) => eprintln!("streamexec PTX JIT: `{name}` is left to the interpreter: {why}"),
     }

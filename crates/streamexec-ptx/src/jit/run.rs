@@ -85,6 +85,9 @@ pub(crate) struct Ctx {
     /// the last resolved collective was written in (swapped at each resolution).
     pub(crate) stage_write: *mut u32,
     pub(crate) stage_read: *mut u32,
+    /// Per hoisted access site, host minus device address (`hoist.rs`), for the block's
+    /// run on the vector function without their checks.
+    pub(crate) hoist: [u64; super::hoist::MAX_SITES],
     /// Set by a runtime function that recorded a fault.
     pub(crate) faulted: u64,
     next_way: usize,
@@ -380,6 +383,9 @@ struct Buffers {
     cache: [[u64; 3]; WAYS],
     cache_launch: u64,
     next_way: usize,
+    /// The hoisted accesses' forms (`hoist.rs`) for the launch and plan `forms_of` names.
+    forms: Option<super::hoist::Forms>,
+    forms_of: (u64, usize),
 }
 
 thread_local! {
@@ -449,6 +455,7 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         stage_write: bufs.stage.as_mut_ptr(),
         // SAFETY: the second of the two buffers `bufs.stage` was sized for above.
         stage_read: unsafe { bufs.stage.as_mut_ptr().add(STAGE_WORDS) },
+        hoist: [0; super::hoist::MAX_SITES],
         faulted: 0,
         next_way: if bufs.cache_launch == l.id {
             bufs.next_way
@@ -478,7 +485,27 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         });
         Err(fault::fault_detail(l, block_idx, &f))
     };
-    let r = run_threads(k, l, block_idx, &mut ctx, n, call);
+    // The launch's forms of the hoisted accesses (once per launch and worker), then this
+    // block's check of them.
+    let hoisted = match &k.hoisted {
+        Some((_, plan)) => {
+            let key = (l.id, plan as *const _ as usize);
+            if bufs.forms_of != key {
+                bufs.forms = plan.forms(l);
+                bufs.forms_of = key;
+            }
+            let env = super::hoist::BlockEnv {
+                ctaid: ctx.ctaid,
+                shared: ctx.shared as u64,
+                dynamic_at: ctx.dynamic_at,
+                dynamic_len: ctx.dynamic_len,
+            };
+            let deltas = bufs.forms.as_mut().and_then(|f| f.block(l, &env));
+            deltas.inspect(|d| ctx.hoist = *d).is_some()
+        }
+        None => false,
+    };
+    let r = run_threads(k, hoisted, l, block_idx, &mut ctx, n, call);
     bufs.cache = ctx.cache;
     bufs.next_way = ctx.next_way;
     bufs.cache_launch = l.id;
@@ -488,6 +515,7 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
 /// Runs the block's threads to their end, resolving suspension points between calls.
 fn run_threads(
     k: &JitKernel,
+    hoisted: bool,
     l: &Launch,
     block_idx: crate::dim::Dim3,
     ctx: &mut Ctx,
@@ -499,7 +527,13 @@ fn run_threads(
     // hands over, and every thread of other block shapes, run on the scalar code.
     let vector = k
         .vfunc
-        .filter(|_| (l.block.x as usize).is_multiple_of(super::vector::LANES));
+        .filter(|_| (l.block.x as usize).is_multiple_of(super::vector::LANES))
+        .map(|v| match k.hoisted {
+            // The block's hoisted accesses are all proven in range: the function without
+            // their checks runs its groups.
+            Some((h, _)) if hoisted => h,
+            _ => v,
+        });
     if k.resumes.is_empty() && vector.is_none() {
         // No barriers or collectives: one pass runs every thread to its end.
         return call(ctx, k.func, 0, n);

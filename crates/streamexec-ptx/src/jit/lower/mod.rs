@@ -131,7 +131,7 @@ impl Uniform {
 /// Spill slots shared by both functions of a kernel: a register saved at any suspension
 /// point or entry has one slot, and the spill area holds slot `s` of thread `t` at
 /// `s * threads + t` (lane-major, so the vector code moves a group of lanes in one access).
-#[derive(Default)]
+#[derive(Default, Clone, PartialEq)]
 pub(crate) struct Slots {
     of: HashMap<u32, u32>,
 }

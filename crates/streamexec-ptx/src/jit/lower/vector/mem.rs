@@ -110,6 +110,24 @@ impl<'b> VLower<'_, '_, 'b> {
         self.vector_pointer(space, addrs, size, lanes, pc)
     }
 
+    /// The host pointer of a hoisted site's group access, with no check (the driver proved
+    /// the block's accesses there in range: `crate::jit::hoist`), when `base` steps by the
+    /// element size.
+    fn hoisted_pointer(&mut self, pc: u32, base: VVal, offset: i64, size: u64) -> Option<Value> {
+        let k = *self.hoisted.get(&pc)?;
+        let VVal::A(x0, s) = base else {
+            return None;
+        };
+        if s != size as i64 {
+            return None;
+        }
+        let a0 = self.b().ins().iadd_imm_s(x0, offset);
+        let ctx = self.lw.u.ctx;
+        let at = off!(hoist) + 8 * k as i32;
+        let delta = (self.b().ins()).load(I64, crate::jit::lower::fixed_flags(), ctx, at);
+        Some(self.b().ins().iadd(a0, delta))
+    }
+
     /// The host pointers of the lanes' accesses at `addrs` (lane order, the scalar code's
     /// checks and faults, through `run::group_access`): four values, and the status
     /// (non-zero after a fault at the lane whose pointer is null).
@@ -228,6 +246,19 @@ impl<'b> VLower<'_, '_, 'b> {
             }
             return Ok(false);
         }
+        if let Some(p) = self.hoisted_pointer(pc, base, offset, size as u64) {
+            let f = vflags().with_notrap();
+            let v = if size == 4 {
+                VVal::V32(self.b().ins().load(I32X4, f, p, 0), ty == Ty::S32)
+            } else {
+                let x = self.b().ins().load(I64X2, f, p, 0);
+                VVal::V64(x, self.b().ins().load(I64X2, f, p, 16))
+            };
+            if d[0] != u32::MAX {
+                self.set(d[0], v)?;
+            }
+            return Ok(false);
+        }
         // Consecutive elements in one known range: one vector load; else per lane.
         let merge = self.b().create_block();
         let lanes_blk = self.b().create_block();
@@ -313,6 +344,22 @@ impl<'b> VLower<'_, '_, 'b> {
                 ty,
                 Ty::U32 | Ty::S32 | Ty::F32 | Ty::U64 | Ty::S64 | Ty::F64
             );
+        let hoisted = match vector {
+            true => self.hoisted_pointer(pc, base, addr.offset, size as u64),
+            false => None,
+        };
+        if let Some(p) = hoisted {
+            let f = vflags().with_notrap();
+            if size == 4 {
+                let v = self.i32x4(vals[0]);
+                self.b().ins().store(f, v, p, 0);
+            } else {
+                let (x, y) = self.u64x2(vals[0]);
+                self.b().ins().store(f, x, p, 0);
+                self.b().ins().store(f, y, p, 16);
+            }
+            return Ok(false);
+        }
         let merge = self.b().create_block();
         let lanes_blk = self.b().create_block();
         if vector {

@@ -110,6 +110,9 @@ struct VLower<'l, 'a, 'b> {
     group: Variable,
     /// Per device access (by PC): the range it found last (`mem.rs`).
     sites: HashMap<u32, ir::StackSlot>,
+    /// Per hoisted access (by PC): its index in the context's `hoist` array, in the
+    /// function the driver runs once the block's check passed (`crate::jit::hoist`).
+    hoisted: HashMap<u32, usize>,
     fma: bool,
     /// The call's first and end thread, and the first thread's coordinates (the entry's).
     begin: Value,
@@ -125,14 +128,17 @@ fn vflags() -> MemFlagsData {
     MemFlagsData::new().with_endianness(Endianness::Little)
 }
 
-/// Emits the vector function of `prog` into `b`.
+/// Emits the vector function of `prog` into `b`, starting from the spill slots `slots`. With
+/// a `hoist` plan, its sites access memory unchecked (`crate::jit::hoist`).
 pub(crate) fn emit(
     b: &mut FunctionBuilder<'_>,
     prog: &Program,
     an: &Analysis,
     shape: &Shape,
+    slots: Slots,
+    hoist: Option<&crate::jit::hoist::Plan>,
 ) -> Result<VectorOut, String> {
-    let (mut lw, begin64, end64) = Lower::start(b, prog, an, Slots::default(), true);
+    let (mut lw, begin64, end64) = Lower::start(b, prog, an, slots, true);
     let tid0 = lw.tid.map(|v| lw.b.use_var(v));
     let regs = (0..prog.regs as usize)
         .map(|r| {
@@ -229,6 +235,9 @@ pub(crate) fn emit(
         step_cmps: HashMap::new(),
         steps: shape.steps.clone(),
         sites,
+        hoisted: hoist.map_or_else(HashMap::new, |p| {
+            p.sites.iter().enumerate().map(|(k, s)| (s.pc, k)).collect()
+        }),
         fma: cfg!(target_arch = "x86_64") && std::is_x86_feature_detected!("fma")
             || cfg!(target_arch = "aarch64"),
         begin: begin64,
