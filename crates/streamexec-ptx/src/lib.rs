@@ -134,17 +134,22 @@ pub type JitCheck = (String, std::result::Result<usize, String>);
 #[cfg(feature = "jit")]
 #[doc(hidden)]
 pub fn check_jit_compiles(module: &ast::Module, data_base: u64) -> Result<Vec<JitCheck>, PtxError> {
+    each_entry(module, data_base, |p| {
+        jit::compile(p, jit::Tier::policy().0).map(|k| k.called_ops)
+    })
+}
+
+/// Decodes every entry of `module`: per entry (sorted by name), `f` of its program.
+#[cfg(feature = "jit")]
+fn each_entry<T>(
+    module: &ast::Module,
+    data_base: u64,
+    f: impl Fn(&std::sync::Arc<ir::Program>) -> T,
+) -> Result<Vec<(String, T)>, PtxError> {
     let data = module_data(module)?;
     let decoded = decode_module(module, &data, data_base)?;
-    let mut out: Vec<_> = decoded
-        .programs
-        .values()
-        .map(|p| {
-            (
-                p.name.clone(),
-                jit::compile(p, jit::Tier::policy().0).map(|k| k.called_ops),
-            )
-        })
+    let mut out: Vec<_> = (decoded.programs.values())
+        .map(|p| (p.name.clone(), f(p)))
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)
@@ -159,18 +164,9 @@ pub fn check_jit_hoisted(
     module: &ast::Module,
     data_base: u64,
 ) -> Result<Vec<JitHoistCheck>, PtxError> {
-    let data = module_data(module)?;
-    let decoded = decode_module(module, &data, data_base)?;
-    let mut out: Vec<_> = decoded
-        .programs
-        .values()
-        .map(|p| {
-            let r = jit::compile(p, jit::Tier::Optimized).map(|k| k.hoisted_sites());
-            (p.name.clone(), r)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
+    each_entry(module, data_base, |p| {
+        jit::compile(p, jit::Tier::Optimized).map(|k| k.hoisted_sites())
+    })
 }
 
 /// An entry's name and its accesses with hoisted range checks (else why it did not compile).
@@ -190,17 +186,8 @@ pub fn check_jit_vector(
     module: &ast::Module,
     data_base: u64,
 ) -> Result<Vec<JitVectorCheck>, PtxError> {
-    let data = module_data(module)?;
-    let decoded = decode_module(module, &data, data_base)?;
-    let mut out: Vec<_> = decoded
-        .programs
-        .values()
-        .map(|p| {
-            let r = jit::compile(p, jit::Tier::policy().0)
-                .and_then(|k| k.vector_refused.clone().map_or(Ok(()), Err));
-            (p.name.clone(), r)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(out)
+    each_entry(module, data_base, |p| {
+        jit::compile(p, jit::Tier::policy().0)
+            .and_then(|k| k.vector_refused.clone().map_or(Ok(()), Err))
+    })
 }

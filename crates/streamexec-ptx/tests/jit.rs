@@ -96,6 +96,19 @@ DONE:
 }
 "#;
 
+/// Waits (60 s at most) until the optimized compile of kernel `name` has finished.
+fn wait_for_optimized(name: &str) {
+    let name = format!("{name} (optimized)");
+    let start = std::time::Instant::now();
+    while !streamexec_ptx::jit_compile_times()
+        .iter()
+        .any(|(k, _)| *k == name)
+    {
+        assert!(start.elapsed().as_secs() < 60, "no `{name}` after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// A kernel runs quick code (single-pass register allocation) at its first launch; its second
 /// launch starts an optimized compile on a thread of its own, whose code the launches after it
 /// run. Every launch gives the same bits as the f32 product.
@@ -134,14 +147,7 @@ fn a_kernel_launched_again_is_recompiled_optimized_with_the_same_results() {
         "before the second launch"
     );
     launch();
-    let start = std::time::Instant::now();
-    while compiled("jit_scale_tiers (optimized)") == 0 {
-        assert!(
-            start.elapsed().as_secs() < 60,
-            "no optimized compile after 60 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_for_optimized("jit_scale_tiers");
     launch();
     launch();
     assert_eq!(
@@ -643,7 +649,8 @@ SKIP:
 
 /// The optimized code of the bench kernels checks the range of their accesses through
 /// addresses affine in the thread index once per block (`jit/hoist.rs`); an address with two
-/// definitions, a guarded one, or one loaded from memory keeps its check at every access.
+/// different definitions, a guarded one, or one loaded from memory keeps its check at every
+/// access.
 #[test]
 fn affine_accesses_get_their_range_checked_once_per_block() {
     if std::env::var_os("STREAMEXEC_PTX_JIT_HOIST").is_some() {
@@ -688,6 +695,25 @@ fn affine_accesses_get_their_range_checked_once_per_block() {
     st.global.u32 [%rd3], %r1;
     ret;
 }
+.visible .entry same_defs(.param .u64 p)
+{
+    .reg .pred %p<2>; .reg .b32 %r<3>; .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [p];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r1;
+    mov.u32 %r2, 0;
+AGAIN:
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd3, %rd1, %rd2;
+    st.global.u32 [%rd3], %r2;
+    add.s32 %r2, %r2, 1;
+    setp.lt.u32 %p1, %r2, 3;
+    @%p1 bra AGAIN;
+    ret;
+}
 .visible .entry guarded_def(.param .u64 p)
 {
     .reg .pred %p<2>; .reg .b32 %r<2>; .reg .b64 %rd<4>;
@@ -716,6 +742,7 @@ fn affine_accesses_get_their_range_checked_once_per_block() {
         ("guarded_def", 0),
         ("loaded_base", 0),
         ("one_def", 1),
+        ("same_defs", 2),
         ("two_defs", 0),
     ];
     let expect: Vec<(String, usize)> = expect.iter().map(|(n, s)| (n.to_string(), *s)).collect();
@@ -794,20 +821,8 @@ fn accesses_checked_once_per_block_give_exact_results_and_faults() {
     };
     // The first launch compiles quick code, the second the optimized code in the background.
     saxpy(300, 2);
-    let start = std::time::Instant::now();
-    let optimized = |name: &str| {
-        streamexec_ptx::jit_compile_times()
-            .iter()
-            .any(|(k, _)| k == name)
-    };
-    while std::env::var_os("STREAMEXEC_PTX_JIT_TIER").is_none()
-        && !optimized("jit_hoist (optimized)")
-    {
-        assert!(
-            start.elapsed().as_secs() < 60,
-            "no optimized compile after 60 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    if std::env::var_os("STREAMEXEC_PTX_JIT_TIER").is_none() {
+        wait_for_optimized("jit_hoist");
     }
     // Whole blocks only, then a partial last block, on the optimized code.
     saxpy(128 * 37, 1);

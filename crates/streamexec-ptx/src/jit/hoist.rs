@@ -6,9 +6,9 @@
 //! built only from `%tid`, `%ntid`, `%ctaid`, `%nctaid`, kernel parameters and constants by
 //! integer `add`, `sub`, `mul.lo`, `shl` by a constant, `mul.wide`, `mad.lo`, `mad.wide`,
 //! integer `cvt`, `mov` and `cvta` of global memory. Every register on the way has one
-//! unguarded definition and is never read before it is written, so each thread sees the
-//! same value at every execution of the site: the plan's expression, evaluated with exact
-//! integers.
+//! unguarded definition (or several that are the same instruction) and is never read before
+//! it is written, so each thread sees the same value at every execution of the site: the
+//! plan's expression, evaluated with exact integers.
 //!
 //! Before a block runs, the driver evaluates each site's expression as an affine form in
 //! `(tid.x, tid.y, tid.z)` ([`Plan::check`]). Every intermediate value must stay within
@@ -28,7 +28,7 @@ use crate::jit::native::{self, N};
 use crate::launch::Launch;
 
 /// Sites a plan holds at most (the context's `hoist` array).
-pub(crate) const MAX_SITES: usize = 8;
+pub(crate) const MAX_SITES: usize = 16;
 
 /// How deep a site's expression may nest.
 const MAX_DEPTH: u32 = 24;
@@ -125,8 +125,22 @@ struct Form {
     tid: (i128, i128),
     space: Space,
     size: u64,
+    /// Where the accesses land in every block, when that does not depend on the block.
+    fixed: Option<Place>,
     /// The device range the last block found: first address, end, host minus device.
     last: (u64, u64, u64),
+}
+
+/// Where a block's accesses at a site land.
+#[derive(Clone, Copy)]
+enum Place {
+    /// Device memory, at host minus device address.
+    Device(u64),
+    /// The static or the dynamic shared memory.
+    Static,
+    Dynamic,
+    /// Not provably in one range.
+    Nowhere,
 }
 
 /// What a block's check reads besides the launch: its index and shared memory.
@@ -135,7 +149,34 @@ pub(crate) struct BlockEnv {
     /// The block's shared memory (static part first, the dynamic part at `dynamic_at`).
     pub(crate) shared: u64,
     pub(crate) dynamic_at: u64,
-    pub(crate) dynamic_len: u64,
+}
+
+impl Form {
+    /// Where the accesses to `[lo, end)` land (`last` caches the device range found).
+    fn place(&mut self, l: &Launch, lo: i128, hi: i128) -> Place {
+        if lo < 0 || hi >= 1 << 63 {
+            return Place::Nowhere;
+        }
+        let (lo, end) = (lo as u64, hi as u64 + self.size);
+        let dyn_lo = crate::DYNAMIC_SHARED_BASE;
+        match self.space {
+            Space::Global => {
+                let last = &mut self.last;
+                if !(lo >= last.0 && end <= last.1) {
+                    let Some((first, stop, host)) = l.global(lo, end - lo) else {
+                        return Place::Nowhere;
+                    };
+                    *last = (first, stop, (host as u64).wrapping_sub(first));
+                }
+                Place::Device(last.2)
+            }
+            Space::Shared if end <= l.prog.static_shared_bytes as u64 => Place::Static,
+            Space::Shared if lo >= dyn_lo && end - dyn_lo <= l.dynamic_bytes as u64 => {
+                Place::Dynamic
+            }
+            _ => Place::Nowhere,
+        }
+    }
 }
 
 impl Forms {
@@ -145,36 +186,23 @@ impl Forms {
     pub(crate) fn block(&mut self, l: &Launch, env: &BlockEnv) -> Option<[u64; MAX_SITES]> {
         let mut out = [0u64; MAX_SITES];
         for (k, f) in self.sites.iter_mut().enumerate() {
-            let mut c = f.c;
-            for d in 0..3 {
-                c += f.k[d] * env.ctaid[d] as i128;
-            }
-            let (lo, hi) = (c + f.tid.0, c + f.tid.1);
-            if lo < 0 || hi >= 1 << 63 {
-                return None;
-            }
-            let (lo, end) = (lo as u64, (hi + f.size as i128) as u64);
-            out[k] = match f.space {
-                Space::Global => {
-                    let last = &mut f.last;
-                    if !(lo >= last.0 && end <= last.1) {
-                        let (first, stop, host) = l.global(lo, end - lo)?;
-                        *last = (first, stop, (host as u64).wrapping_sub(first));
+            let place = match f.fixed {
+                Some(p) => p,
+                None => {
+                    let mut c = f.c;
+                    for d in 0..3 {
+                        c += f.k[d] * env.ctaid[d] as i128;
                     }
-                    last.2
+                    f.place(l, c + f.tid.0, c + f.tid.1)
                 }
-                Space::Shared => {
-                    let st = l.prog.static_shared_bytes as u64;
-                    let dyn_lo = crate::DYNAMIC_SHARED_BASE;
-                    if end <= st {
-                        env.shared
-                    } else if lo >= dyn_lo && end - dyn_lo <= env.dynamic_len {
-                        (env.shared + env.dynamic_at).wrapping_sub(dyn_lo)
-                    } else {
-                        return None;
-                    }
+            };
+            out[k] = match place {
+                Place::Device(delta) => delta,
+                Place::Static => env.shared,
+                Place::Dynamic => {
+                    (env.shared + env.dynamic_at).wrapping_sub(crate::DYNAMIC_SHARED_BASE)
                 }
-                _ => return None,
+                Place::Nowhere => return None,
             };
         }
         Some(out)
@@ -185,15 +213,15 @@ impl Plan {
     /// The sites of `prog` among the registers whose lanes step (`steps`, from
     /// `vector::shape`), with `live_in` the registers read before written.
     pub(crate) fn of(prog: &Program, steps: &[Option<(i64, u32)>], live_in: &[u32]) -> Plan {
-        let mut defs: Vec<(u32, u32)> = vec![(0, 0); prog.regs as usize];
+        let mut defs: Vec<Vec<u32>> = vec![Vec::new(); prog.regs as usize];
         for (pc, i) in prog.code.iter().enumerate() {
             for d in super::analysis::uses_defs(i, prog.carry_reg).1 {
-                let e = &mut defs[d as usize];
-                *e = (e.0 + 1, pc as u32);
+                defs[d as usize].push(pc as u32);
             }
         }
+        // A register read before written holds 0 at first: a definition of its own.
         for r in live_in {
-            defs[*r as usize].0 += 1;
+            defs[*r as usize].push(u32::MAX);
         }
         let mut b = Builder {
             prog,
@@ -265,14 +293,24 @@ impl Plan {
                 t.k[..3].copy_from_slice(&a.k[..3]);
                 let mut block = [1u64; VARS];
                 block[..3].copy_from_slice(&n[..3]);
-                Some(Form {
+                let mut f = Form {
                     c: a.c,
                     k: [a.k[3], a.k[4], a.k[5]],
                     tid: t.bounds(&block),
                     space: s.space,
                     size: s.size,
+                    fixed: None,
                     last: (u64::MAX, 0, 0),
-                })
+                };
+                if f.k == [0; 3] {
+                    // The same addresses in every block: placed once for the launch (if
+                    // nowhere, no block passes; a guarded `s[t + stride]` can be so).
+                    match f.place(l, f.c + f.tid.0, f.c + f.tid.1) {
+                        Place::Nowhere => return None,
+                        p => f.fixed = Some(p),
+                    }
+                }
+                Some(f)
             })
             .collect::<Option<Vec<_>>>()?;
         Some(Forms { sites })
@@ -369,8 +407,8 @@ fn mul(a: &Aff, b: &Aff) -> Option<Aff> {
 /// Builds a plan's nodes from registers' single definitions.
 struct Builder<'p> {
     prog: &'p Program,
-    /// Per register: definitions (a live-in counts as one) and the last one's PC.
-    defs: Vec<(u32, u32)>,
+    /// Per register: the PCs of its definitions (`u32::MAX` for a live-in).
+    defs: Vec<Vec<u32>>,
     memo: HashMap<u32, Option<usize>>,
     plan: Plan,
 }
@@ -392,12 +430,16 @@ impl Builder<'_> {
     }
 
     fn def(&mut self, r: u32, depth: u32) -> Option<usize> {
-        let (count, pc) = self.defs[r as usize];
-        if count != 1 || depth > MAX_DEPTH {
+        let pcs = &self.defs[r as usize];
+        let at = |pc: u32| self.prog.code.get(pc as usize);
+        let inst: &Inst = at(*pcs.first()?)?;
+        if depth > MAX_DEPTH || inst.guard.is_some() {
             return None;
         }
-        let inst: &Inst = &self.prog.code[pc as usize];
-        if inst.guard.is_some() {
+        // Several definitions only when they are the same instruction (`tx = threadIdx.x`
+        // at each entry of a loop): the register holds one value either way.
+        let same = |pc: &u32| at(*pc).is_some_and(|i| format!("{i:?}") == format!("{inst:?}"));
+        if pcs.len() > 1 && !pcs[1..].iter().all(same) {
             return None;
         }
         let d = depth + 1;

@@ -498,7 +498,6 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
                 ctaid: ctx.ctaid,
                 shared: ctx.shared as u64,
                 dynamic_at: ctx.dynamic_at,
-                dynamic_len: ctx.dynamic_len,
             };
             let deltas = bufs.forms.as_mut().and_then(|f| f.block(l, &env));
             deltas.inspect(|d| ctx.hoist = *d).is_some()

@@ -295,6 +295,19 @@ impl<'b> VLower<'_, '_, 'b> {
         Ok(false)
     }
 
+    /// Stores the group's `size`-byte elements `v` (4 or 8 bytes) at `p`, lane by lane.
+    fn store_group(&mut self, p: Value, v: VVal, size: u32) {
+        let f = vflags().with_notrap();
+        if size == 4 {
+            let v = self.i32x4(v);
+            self.b().ins().store(f, v, p, 0);
+        } else {
+            let (x, y) = self.u64x2(v);
+            self.b().ins().store(f, x, p, 0);
+            self.b().ins().store(f, y, p, 16);
+        }
+    }
+
     pub(super) fn lower_st(
         &mut self,
         pc: u32,
@@ -349,30 +362,14 @@ impl<'b> VLower<'_, '_, 'b> {
             false => None,
         };
         if let Some(p) = hoisted {
-            let f = vflags().with_notrap();
-            if size == 4 {
-                let v = self.i32x4(vals[0]);
-                self.b().ins().store(f, v, p, 0);
-            } else {
-                let (x, y) = self.u64x2(vals[0]);
-                self.b().ins().store(f, x, p, 0);
-                self.b().ins().store(f, y, p, 16);
-            }
+            self.store_group(p, vals[0], size);
             return Ok(false);
         }
         let merge = self.b().create_block();
         let lanes_blk = self.b().create_block();
         if vector {
             let p = self.group_pointer(space, base, addr.offset, size as u64, lanes_blk, pc);
-            let f = vflags().with_notrap();
-            if size == 4 {
-                let v = self.i32x4(vals[0]);
-                self.b().ins().store(f, v, p, 0);
-            } else {
-                let (x, y) = self.u64x2(vals[0]);
-                self.b().ins().store(f, x, p, 0);
-                self.b().ins().store(f, y, p, 16);
-            }
+            self.store_group(p, vals[0], size);
             self.b().ins().jump(merge, &[]);
         } else {
             self.b().ins().jump(lanes_blk, &[]);
