@@ -129,6 +129,9 @@ struct Form {
     fixed: Option<Place>,
     /// The device range the last block found: first address, end, host minus device.
     last: (u64, u64, u64),
+    /// When only `%ctaid.x` moves the address: the blocks `lo..=hi` (by `%ctaid.x`) whose
+    /// accesses all lie in `last`'s range, so a block there needs two compares.
+    span: (u64, u64),
 }
 
 /// Where a block's accesses at a site land.
@@ -179,6 +182,33 @@ impl Form {
     }
 }
 
+impl Form {
+    /// The blocks (by `%ctaid.x`, the address's only block term, `kx` per block) whose
+    /// accesses all lie in the range `last`: `lo..=hi`, empty if none.
+    fn blocks_in_last(&self, kx: i128) -> (u64, u64) {
+        let (first, stop) = (self.last.0 as i128, (self.last.1 as i128).min(1 << 63));
+        // Block `b` touches `[c + tid.0 + kx b, c + tid.1 + size + kx b)`.
+        let (lo0, end0) = (self.c + self.tid.0, self.c + self.tid.1 + self.size as i128);
+        let (lo, hi) = if kx > 0 {
+            (
+                (first - lo0 + kx - 1).div_euclid(kx),
+                (stop - end0).div_euclid(kx),
+            )
+        } else {
+            let m = -kx;
+            (
+                (end0 - stop + m - 1).div_euclid(m),
+                (lo0 - first).div_euclid(m),
+            )
+        };
+        let clamp = |v: i128| v.clamp(0, u64::MAX as i128) as u64;
+        match (lo.max(0), hi) {
+            (lo, hi) if lo <= hi && hi >= 0 => (clamp(lo), clamp(hi)),
+            _ => (1, 0),
+        }
+    }
+}
+
 impl Forms {
     /// For each site, host address minus device address for every access the site can
     /// make in this block, when all of them lie aligned in one range of memory; `None` when
@@ -188,12 +218,17 @@ impl Forms {
         for (k, f) in self.sites.iter_mut().enumerate() {
             let place = match f.fixed {
                 Some(p) => p,
+                None if (f.span.0..=f.span.1).contains(&env.ctaid[0]) => Place::Device(f.last.2),
                 None => {
                     let mut c = f.c;
                     for d in 0..3 {
                         c += f.k[d] * env.ctaid[d] as i128;
                     }
-                    f.place(l, c + f.tid.0, c + f.tid.1)
+                    let p = f.place(l, c + f.tid.0, c + f.tid.1);
+                    if let (Place::Device(_), [kx, 0, 0]) = (p, f.k) {
+                        f.span = f.blocks_in_last(kx);
+                    }
+                    p
                 }
             };
             out[k] = match place {
@@ -301,6 +336,7 @@ impl Plan {
                     size: s.size,
                     fixed: None,
                     last: (u64::MAX, 0, 0),
+                    span: (1, 0),
                 };
                 if f.k == [0; 3] {
                     // The same addresses in every block: placed once for the launch (if
@@ -570,6 +606,48 @@ mod tests {
         let down = add(&Aff::constant((1 << 31) - 1), &i, -1);
         assert_eq!(down.bounds(&n), (0, (1 << 31) - 1));
         assert!(fits(&down, 32, &n));
+    }
+
+    /// The blocks a device range admits are exactly those whose every access lies in it.
+    #[test]
+    fn the_blocks_a_range_admits_are_those_whose_accesses_lie_in_it() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |m: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % m
+        };
+        for _ in 0..if cfg!(miri) { 20 } else { 2000 } {
+            let size = [4u64, 8][next(2) as usize];
+            let kx = (next(64) as i128 - 32) * size as i128;
+            let threads = next(300) as i128;
+            let first = next(1 << 20);
+            let f = Form {
+                c: next(1 << 21) as i128,
+                k: [kx, 0, 0],
+                tid: (0, threads * size as i128),
+                space: Space::Global,
+                size,
+                fixed: None,
+                last: (first, first + next(1 << 16), 0),
+                span: (1, 0),
+            };
+            if kx == 0 {
+                continue;
+            }
+            let (lo, hi) = f.blocks_in_last(kx);
+            for b in 0..400u64 {
+                let base = f.c + kx * b as i128;
+                let inside = base + f.tid.0 >= f.last.0 as i128
+                    && base + f.tid.1 + size as i128 <= f.last.1 as i128;
+                assert_eq!(
+                    (lo..=hi).contains(&b),
+                    inside,
+                    "block {b}, kx {kx}: {lo}..={hi}"
+                );
+            }
+        }
     }
 
     #[test]

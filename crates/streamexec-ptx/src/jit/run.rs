@@ -413,7 +413,7 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
     bufs.local.resize(n * prog.local_bytes as usize, 0);
     bufs.tparam.resize(n * prog.thread_param_bytes as usize, 0);
     bufs.spill.resize(n * k.spill_slots, 0);
-    bufs.state.clear();
+    // Zeroed by `run_threads` where they are read (a stateless kernel needs none zeroed).
     bufs.state.resize(n, 0);
     bufs.coll.resize(n * COLL_WIDTH, 0);
     bufs.stage.resize(2 * STAGE_WORDS, 0);
@@ -533,10 +533,6 @@ fn run_threads(
             Some((h, _)) if hoisted => h,
             _ => v,
         });
-    if k.resumes.is_empty() && vector.is_none() {
-        // No barriers or collectives: one pass runs every thread to its end.
-        return call(ctx, k.func, 0, n);
-    }
     if let (Some(v), false) = (vector, k.has_points) {
         // No barriers: the vector code runs every group from the top; the scalar code runs
         // only the threads groups handed over (the others' states say exited).
@@ -548,6 +544,14 @@ fn run_threads(
             call(ctx, k.func, ctx.handed_lo as usize, ctx.handed_hi as usize)?;
         }
         return Ok(());
+    }
+    // Every thread starts at the top (the scalar code of a kernel with a vector function
+    // reads its state word even in one pass).
+    // SAFETY: the driver's buffer of `n` state words; compiled code is not running.
+    unsafe { std::slice::from_raw_parts_mut(ctx.state, n) }.fill(0);
+    if k.resumes.is_empty() && vector.is_none() {
+        // No barriers or collectives: one pass runs every thread to its end.
+        return call(ctx, k.func, 0, n);
     }
     loop {
         if k.has_warp_points {
@@ -686,6 +690,14 @@ fn warp_points(k: &JitKernel, l: &Launch, ctx: &mut Ctx, lo: usize, hi: usize) -
     let state = unsafe { std::slice::from_raw_parts_mut(ctx.state, hi) };
     // SAFETY: as above, `COLL_WIDTH` u64s per thread.
     let coll = unsafe { std::slice::from_raw_parts_mut(ctx.coll, hi * COLL_WIDTH) };
+    // The common end: no lane waits (branch-free, so the scan vectorises).
+    if state[lo..hi]
+        .iter()
+        .fold(0, |w, s| w | (*s != EXITED && *s & WAIT != 0) as u32)
+        == 0
+    {
+        return false;
+    }
     if k.vfunc.is_some() {
         unstage(k, l, ctx, &state[lo..hi], &mut coll[lo * COLL_WIDTH..]);
     }
