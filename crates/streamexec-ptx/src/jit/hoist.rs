@@ -10,20 +10,20 @@
 //! it is written, so each thread sees the same value at every execution of the site: the
 //! plan's expression, evaluated with exact integers.
 //!
-//! Before a block runs, the driver evaluates each site's expression as an affine form in
-//! `(tid.x, tid.y, tid.z)` ([`Plan::check`]). Every intermediate value must stay within
-//! `[0, 2^(w-1))` for each width `w` it is computed or read at, at every corner of the block:
+//! Once per launch (and worker) the driver evaluates each site's expression as an affine
+//! form in `(tid, ctaid)` ([`Plan::forms`]). Every intermediate value must stay within
+//! `[0, 2^(w-1))` for each width `w` it is computed or read at, at every corner of the grid:
 //! an affine form takes its extremes at the corners, so then no lane function wraps and zero-
-//! and sign-extension agree anywhere in the block. When every site's address range over the
-//! block lies, aligned, in one pinned device range (or in shared memory), the driver runs
-//! the block's groups on a second vector function whose sites load and store through
-//! `address + delta` with no check at all (`lower/vector/mem.rs`); otherwise on the checked
-//! one. Both functions share spill slots, states and hand-over entries, so nothing else
+//! and sign-extension agree in every thread. Before each block ([`Forms::block`]): when every
+//! site's address range over the block lies, aligned, in one pinned device range (or in
+//! shared memory), the driver runs the block's groups on a second vector function whose
+//! sites load and store through `address + delta` with no check at all
+//! (`lower/vector/mem.rs`); otherwise on the checked one. Both functions share spill slots, states and hand-over entries, so nothing else
 //! changes: faults of the checked code, the scalar code and other accesses stay exact.
 
 use std::collections::HashMap;
 
-use crate::ir::{Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
+use crate::ir::{Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE};
 use crate::jit::native::{self, N};
 use crate::launch::Launch;
 
@@ -180,9 +180,7 @@ impl Form {
             _ => Place::Nowhere,
         }
     }
-}
 
-impl Form {
     /// The blocks (by `%ctaid.x`, the address's only block term, `kx` per block) whose
     /// accesses all lie in the range `last`: `lo..=hi`, empty if none.
     fn blocks_in_last(&self, kx: i128) -> (u64, u64) {
@@ -278,12 +276,7 @@ impl Plan {
                 _ => continue,
             };
             let size = ty.bytes() as u64;
-            let eligible = n == 1
-                && matches!(space, Space::Global | Space::Shared)
-                && matches!(
-                    ty,
-                    Ty::U32 | Ty::S32 | Ty::F32 | Ty::U64 | Ty::S64 | Ty::F64
-                );
+            let eligible = super::vector::vector_access(space, ty, n as usize);
             let Some(r) = addr.base.filter(|_| eligible) else {
                 continue;
             };
@@ -309,6 +302,9 @@ impl Plan {
         let mut n = [0u64; VARS];
         n[..3].copy_from_slice(&dims(l.block));
         n[3..].copy_from_slice(&dims(l.grid));
+        // One block: the box the thread index spans.
+        let mut block = [1u64; VARS];
+        block[..3].copy_from_slice(&n[..3]);
         let mut vals: Vec<Option<Aff>> = vec![None; self.nodes.len()];
         let sites = self
             .sites
@@ -326,8 +322,6 @@ impl Plan {
                 }
                 let mut t = Aff::constant(0);
                 t.k[..3].copy_from_slice(&a.k[..3]);
-                let mut block = [1u64; VARS];
-                block[..3].copy_from_slice(&n[..3]);
                 let mut f = Form {
                     c: a.c,
                     k: [a.k[3], a.k[4], a.k[5]],

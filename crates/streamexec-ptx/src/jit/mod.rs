@@ -57,8 +57,8 @@
 //!   shared memory (worked out once per launch as affine forms, then per block in a few
 //!   integer operations), else on the checked one. Both share spill slots, states and
 //!   hand-over entries. `bar.sync` suspends the group, storing only the registers the spill
-//!   area does not already hold since the group's start or last resume (`Analysis::stored`), and marks its
-//!   lanes' states `GROUP`; a group whose four lanes still carry that mark resumes as a group
+//!   area does not already hold since the group's start or last resume (`Analysis::stored`),
+//!   and marks its lanes' states `GROUP`; a group whose four lanes still carry that mark resumes as a group
 //!   at once; otherwise, released together with agreeing uniform registers (and stepped ones
 //!   that still step) it resumes as a group, else lane by lane on the scalar function.
 //!   A warp collective (`shfl`, `vote`, `redux`, `match`, `activemask`) suspends the group the
@@ -377,6 +377,9 @@ fn scalar(
     Ok((module, func, out))
 }
 
+/// What the vector function without the hoisted checks is called in logs and dumps.
+const HOISTED: &str = "vector function, hoisted checks";
+
 /// The vector function emitted again with the hoisted accesses of `prog` unchecked, and its
 /// plan: at the `Optimized` tier (its compile runs in the background), when the kernel has
 /// such accesses (`STREAMEXEC_PTX_JIT_HOIST=0`: never). `out` is the checked function's: the
@@ -398,8 +401,7 @@ fn hoisted_vector(
     if plan.sites.is_empty() {
         return None;
     }
-    let what = "vector function, hoisted checks";
-    let (ctx, o) = emit(isa, prog, what, |b| {
+    let (ctx, o) = emit(isa, prog, HOISTED, |b| {
         lower::vector::emit(b, prog, an, shape, out.slots.clone(), Some(&plan))
     })
     .ok()?;
@@ -444,8 +446,7 @@ fn compile_inner(prog: &Arc<Program>, tier: Tier) -> Result<JitKernel, Unsupport
                 let v = finish(&isa, prog, "vector function", ctx)?;
                 // Without its checks, the same function: a failure only loses the variant.
                 let h = hoisted.and_then(|(ctx, plan)| {
-                    let what = "vector function, hoisted checks";
-                    finish(&isa, prog, what, ctx)
+                    finish(&isa, prog, HOISTED, ctx)
                         .ok()
                         .map(|(m, f)| (m, f, plan))
                 });

@@ -64,6 +64,17 @@ pub(crate) struct Shape {
     pub(crate) steps: Vec<Option<(i64, u32)>>,
 }
 
+/// Whether an `ld`/`st` of `n` elements of `ty` in `space` moves a group's lanes as one
+/// vector access when they are consecutive (else lane by lane).
+pub(crate) fn vector_access(space: Space, ty: Ty, n: usize) -> bool {
+    n == 1
+        && matches!(space, Space::Global | Space::Shared)
+        && matches!(
+            ty,
+            Ty::U32 | Ty::S32 | Ty::F32 | Ty::U64 | Ty::S64 | Ty::F64
+        )
+}
+
 /// Why a kernel gets no vector function (it runs on the scalar one alone).
 pub(crate) fn refuse(prog: &Program) -> Option<&'static str> {
     for i in &prog.code {

@@ -232,12 +232,7 @@ impl<'b> VLower<'_, '_, 'b> {
                 })
                 .collect()
         };
-        let vector = n == 1
-            && matches!(space, Space::Global | Space::Shared)
-            && matches!(
-                ty,
-                Ty::U32 | Ty::S32 | Ty::F32 | Ty::U64 | Ty::S64 | Ty::F64
-            );
+        let vector = vector_access(space, ty, n);
         if !vector {
             for (dk, v) in d.iter().zip(per_lane(self)) {
                 if *dk != u32::MAX {
@@ -351,12 +346,7 @@ impl<'b> VLower<'_, '_, 'b> {
             store_lane(self, ptr, LANES - 1, &vals);
             return Ok(false);
         }
-        let vector = n == 1
-            && matches!(space, Space::Global | Space::Shared)
-            && matches!(
-                ty,
-                Ty::U32 | Ty::S32 | Ty::F32 | Ty::U64 | Ty::S64 | Ty::F64
-            );
+        let vector = vector_access(space, ty, n);
         let hoisted = match vector {
             true => self.hoisted_pointer(pc, base, addr.offset, size as u64),
             false => None,

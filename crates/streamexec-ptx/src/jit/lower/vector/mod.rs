@@ -26,7 +26,7 @@ use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PAR
 use crate::jit::analysis::{Analysis, Bits};
 use crate::jit::native::{self, N};
 use crate::jit::run::{self, EXITED, FAST, GROUP, WAIT};
-use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying};
+use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying, vector_access};
 
 const I32X4: ir::Type = types::I32X4;
 const I64X2: ir::Type = types::I64X2;
