@@ -96,19 +96,6 @@ DONE:
 }
 "#;
 
-/// Waits (60 s at most) until the optimized compile of kernel `name` has finished.
-fn wait_for_optimized(name: &str) {
-    let name = format!("{name} (optimized)");
-    let start = std::time::Instant::now();
-    while !streamexec_ptx::jit_compile_times()
-        .iter()
-        .any(|(k, _)| *k == name)
-    {
-        assert!(start.elapsed().as_secs() < 60, "no `{name}` after 60 s");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
 /// A kernel runs quick code (single-pass register allocation) at its first launch; its second
 /// launch starts an optimized compile on a thread of its own, whose code the launches after it
 /// run. Every launch gives the same bits as the f32 product.

@@ -73,7 +73,11 @@
 //!   a runtime call) have all arrived, with `bar.red`'s reduction, and calls again, until every
 //!   thread has exited. Exited threads count as arrived at a whole-block barrier (as on the
 //!   hardware); a barrier no thread set can release is the interpreter's "barrier divergence"
-//!   error. Kernels with warp collectives run one warp at a time (the vector function on the
+//!   error. When only the vector code ran a pass and every group ended it waiting at one
+//!   `bar.sync 0`, the driver leaves the state words alone and names that barrier in the
+//!   context: the next pass sends each group straight to its group resume (no state-word load,
+//!   no release loop). A `bar.sync` with an immediate id and no count writes no operand row;
+//!   the driver's barrier scan reads its id from the instruction. Kernels with warp collectives run one warp at a time (the vector function on the
 //!   warp, then the scalar one on the lanes it handed over): after each call the lanes of the
 //!   warp waiting at the same collective are resolved together (the lowest-PC group whose member
 //!   masks are all satisfied first; the shuffle source, the ballot, the active mask: COX's

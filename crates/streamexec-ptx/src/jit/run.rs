@@ -88,6 +88,13 @@ pub(crate) struct Ctx {
     /// Per hoisted access site, host minus device address (`hoist.rs`), for the block's
     /// run on the vector function without their checks.
     pub(crate) hoist: [u64; super::hoist::MAX_SITES],
+    /// Non-zero: the resume index of a barrier every group of the block waits at as a group,
+    /// released by the driver without touching the state words (`run_threads`); the vector
+    /// code resumes each group there whatever its state word says.
+    pub(crate) resume: u64,
+    /// Bit `min(i, 63)` for each resume index `i` at which the vector code suspended a whole
+    /// group at a block barrier since the driver last cleared it.
+    pub(crate) bar_points: u64,
     /// Set by a runtime function that recorded a fault.
     pub(crate) faulted: u64,
     next_way: usize,
@@ -456,6 +463,8 @@ fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result
         // SAFETY: the second of the two buffers `bufs.stage` was sized for above.
         stage_read: unsafe { bufs.stage.as_mut_ptr().add(STAGE_WORDS) },
         hoist: [0; super::hoist::MAX_SITES],
+        resume: 0,
+        bar_points: 0,
         faulted: 0,
         next_way: if bufs.cache_launch == l.id {
             bufs.next_way
@@ -553,6 +562,7 @@ fn run_threads(
         // No barriers or collectives: one pass runs every thread to its end.
         return call(ctx, k.func, 0, n);
     }
+    let mut groups_only = false;
     loop {
         if k.has_warp_points {
             for w in 0..nwarps {
@@ -588,7 +598,12 @@ fn run_threads(
             if lo < hi {
                 call(ctx, k.func, lo, hi)?;
             }
+            // Only the vector code ran this pass: every thread that waits now was suspended
+            // there, with its group.
+            groups_only = vector.is_some() && lo >= hi;
         }
+        ctx.resume = 0;
+        let points = std::mem::take(&mut ctx.bar_points);
         if ctx.exits == n as u64 {
             return Ok(());
         }
@@ -596,6 +611,13 @@ fn run_threads(
         ctx.waits = 0;
         ctx.odd_waits = 0;
         if odd == 0 && waits + ctx.exits == n as u64 && ctx.arrivals.iter().all(|a| *a == 0) {
+            if groups_only && waits == n as u64 && points.count_ones() == 1 && points >> 63 == 0 {
+                // Every group waits at the same `bar.sync 0`: the next pass resumes them all
+                // there as groups, and their state words (which say so, but `WAIT`) are left
+                // as they are; each group writes its own again before that pass ends.
+                ctx.resume = points.trailing_zeros() as u64;
+                continue;
+            }
             // Every thread left waits at a plain `bar.sync 0` (exited ones count as arrived,
             // as in `barriers`): release them all without the full scan.
             // SAFETY: the driver's buffer of `n` state words; compiled code is not running.
@@ -638,6 +660,20 @@ pub(crate) fn staged(op: &Op) -> bool {
         Op::Vote { mask, .. } | Op::Redux { mask, .. } => full(mask),
         Op::Activemask { .. } => true,
         _ => false,
+    }
+}
+
+/// The id of a `bar.sync` with an immediate id and no thread count. Compiled code writes no
+/// operand row when it waits there (the driver reads the id from the instruction): the
+/// usual `__syncthreads()` costs no stores for it.
+pub(crate) fn fixed_barrier(op: &Op) -> Option<u64> {
+    match op {
+        Op::Bar {
+            id: Src::Imm(id),
+            count: None,
+            kind: BarKind::Sync,
+        } => Some(*id),
+        _ => None,
     }
 }
 
@@ -854,13 +890,22 @@ fn barriers(
         }) => Some(*op),
         _ => None,
     };
+    // A waiting thread's barrier id and count: the instruction's for a fixed barrier (whose
+    // row compiled code leaves unwritten), else its operand row's.
+    let operands = |row: &[u64], pc: u32| {
+        let fixed = l.prog.code.get(pc as usize).map(|i| &i.op);
+        match fixed.and_then(fixed_barrier) {
+            Some(id) => (id, 0),
+            None => (row[0], row[1]),
+        }
+    };
     for (t, s) in state.iter().enumerate() {
         if *s == EXITED {
             exited.get_or_insert(t as u32);
             continue;
         }
         let pc = pc_of(*s);
-        let id = coll[t * COLL_WIDTH];
+        let (id, count) = operands(&coll[t * COLL_WIDTH..], pc);
         if id >= 16 {
             let f = Fault {
                 pc,
@@ -870,7 +915,7 @@ fn barriers(
             return Err(fault::fault_detail(l, block, &f));
         }
         arrived[id as usize] += 1;
-        expected[id as usize] = coll[t * COLL_WIDTH + 1] as u32;
+        expected[id as usize] = count as u32;
         if red_op(pc).is_some() {
             red[id as usize].0 += coll[t * COLL_WIDTH + 2] as u32;
             red[id as usize].1 += 1;
@@ -909,13 +954,16 @@ fn barriers(
             l, block, waiting, waiter, exited, n as u32,
         ));
     }
-    for (t, s) in state.iter_mut().enumerate() {
-        let id = coll[t * COLL_WIDTH] as usize;
-        if *s == EXITED || !released[id] {
+    for (s, row) in state.iter_mut().zip(coll.chunks_exact_mut(COLL_WIDTH)) {
+        if *s == EXITED {
+            continue;
+        }
+        let id = operands(row, pc_of(*s)).0 as usize;
+        if !released[id] {
             continue;
         }
         if let Some(op) = red_op(pc_of(*s)) {
-            coll[t * COLL_WIDTH] = op.result(red[id].0, red[id].1);
+            row[0] = op.result(red[id].0, red[id].1);
         }
         *s &= !WAIT;
     }

@@ -520,6 +520,20 @@ pub fn run<A: KernelArgs>(
     })
 }
 
+/// Waits (60 s at most) until the JIT's optimized compile of kernel `name` has finished.
+#[cfg(feature = "jit")]
+pub fn wait_for_optimized(name: &str) {
+    let name = format!("{name} (optimized)");
+    let start = std::time::Instant::now();
+    while !streamexec_ptx::jit_compile_times()
+        .iter()
+        .any(|(k, _)| *k == name)
+    {
+        assert!(start.elapsed().as_secs() < 60, "no `{name}` after 60 s");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// `data` on the device.
 pub fn upload<T: Pod>(exec: &Device, data: &[T]) -> DeviceMemory<T> {
     exec.copy_to_device(data).expect("copy to device")

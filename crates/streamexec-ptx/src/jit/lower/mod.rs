@@ -724,16 +724,21 @@ impl<'a, 'b> Lower<'a, 'b> {
         self.b.ins().store(flags(), e, ctx, off!(exits));
     }
 
-    /// Counts `k` threads waiting at a block barrier for the driver; `id | count` non-zero
-    /// (or `None`: not a plain `bar.sync`) marks the pass as needing the full barrier scan.
-    pub(super) fn count_wait(&mut self, k: i64, id_or_count: Option<Value>) {
+    /// Counts `k` threads waiting at the block barrier at `pc` for the driver. `id | count`
+    /// non-zero (a `bar.red`: always) marks the pass as needing the full barrier scan; a
+    /// `bar.sync 0` written so (`run::fixed_barrier`) marks nothing.
+    pub(super) fn count_wait(&mut self, k: i64, pc: u32, id_or_count: Option<Value>) {
         let ctx = self.u.ctx;
         let w = self.b.ins().load(I64, flags(), ctx, off!(waits));
         let w = self.b.ins().iadd_imm_s(w, k);
         self.b.ins().store(flags(), w, ctx, off!(waits));
-        let odd = match id_or_count {
-            Some(v) => v,
-            None => self.b.ins().iconst(I64, 1),
+        let odd = match (
+            run::fixed_barrier(&self.prog.code[pc as usize].op),
+            id_or_count,
+        ) {
+            (Some(0), _) => return,
+            (_, Some(v)) => v,
+            (_, None) => self.b.ins().iconst(I64, 1),
         };
         let o = self.b.ins().load(I64, flags(), ctx, off!(odd_waits));
         let o = self.b.ins().bor(o, odd);
@@ -792,7 +797,8 @@ impl<'a, 'b> Lower<'a, 'b> {
             let p = self.spill_at(*r);
             self.b.ins().store(flags(), v, p, 0);
         }
-        for (j, v) in operands.iter().enumerate() {
+        let fixed = run::fixed_barrier(&self.prog.code[pc as usize].op).is_some();
+        for (j, v) in operands.iter().enumerate().filter(|_| !fixed) {
             let coll = self.u.get(self.b, off!(coll));
             let p = self.row(coll, run::COLL_WIDTH, j);
             self.b.ins().store(flags(), *v, p, 0);
@@ -806,7 +812,7 @@ impl<'a, 'b> Lower<'a, 'b> {
                 [id, count] => Some(self.b.ins().bor(*id, *count)),
                 _ => None,
             };
-            self.count_wait(1, plain);
+            self.count_wait(1, pc, plain);
         }
         self.b.ins().jump(self.next, &[]);
         // The resume block.

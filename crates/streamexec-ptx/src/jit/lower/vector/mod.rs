@@ -23,7 +23,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 
 use super::{I32, I64, Lower, Slots, flags, mem_ty};
 use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
-use crate::jit::analysis::{Analysis, Bits};
+use crate::jit::analysis::{Analysis, Bits, PointKind};
 use crate::jit::native::{self, N};
 use crate::jit::run::{self, EXITED, FAST, GROUP, WAIT};
 use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying, vector_access};
@@ -191,7 +191,18 @@ pub(crate) fn emit(
         lw.b.ins().jump(dispatch, &[]);
         None
     } else {
-        // A group runs when its lanes' state words agree.
+        // A pass the driver started at one barrier for every group (`run::Ctx::resume`, in
+        // kernels with barriers and no warp collectives): straight to its group resume.
+        // Else a group runs when its lanes' state words agree.
+        let barriers = an.points.iter().any(|p| p.kind == PointKind::Barrier);
+        let direct = (barriers && !an.has_warp_points).then(|| {
+            let ctx = lw.u.ctx;
+            let resume = lw.b.ins().load(I32, flags(), ctx, off!(resume));
+            let (direct, by_state) = (lw.b.create_block(), lw.b.create_block());
+            lw.b.ins().brif(resume, direct, &[], by_state, &[]);
+            lw.b.switch_to_block(by_state);
+            (resume, direct)
+        });
         let sp = lw.state_ptr();
         let st = lw.b.ins().load(I32X4, vflags().with_notrap(), sp, 0);
         let s0 = lw.b.ins().extractlane(st, 0);
@@ -214,7 +225,7 @@ pub(crate) fn emit(
         lw.b.switch_to_block(hand);
         lw.mark_handed();
         lw.b.ins().jump(next, &[]);
-        Some((s0, skip))
+        Some((s0, skip, direct))
     };
 
     // Non-zero while the group being dispatched was suspended as a whole (`GROUP`).
@@ -257,13 +268,28 @@ pub(crate) fn emit(
         None => {
             lw.b.ins().jump(start, &[]);
         }
-        Some((s0, skip)) => {
+        Some((s0, skip, direct)) => {
             let g = lw.b.ins().band_imm_s(s0, GROUP as i64);
             lw.b.def_var(group, g);
             let f = lw.b.ins().band_imm_s(s0, FAST as i64);
             lw.b.def_var(fast, f);
             let index = lw.b.ins().band_imm_s(s0, !((GROUP | FAST) as i32) as i64);
             lw.dispatch_on(index, start, &resumes, skip);
+            if let Some((resume, direct)) = direct {
+                lw.b.switch_to_block(direct);
+                let g = lw.b.ins().iconst(I32, GROUP as i64);
+                lw.b.def_var(group, g);
+                let f = lw.b.ins().iconst(I32, 0);
+                lw.b.def_var(fast, f);
+                // The driver names only barriers groups were suspended at; any other index
+                // would leave the group to the scalar code.
+                let hand = lw.b.create_block();
+                lw.dispatch_on(resume, hand, &resumes, hand);
+                lw.b.switch_to_block(hand);
+                lw.mark_handed();
+                let next = lw.next;
+                lw.b.ins().jump(next, &[]);
+            }
         }
     }
     lw.b.seal_all_blocks();
@@ -686,8 +712,14 @@ impl<'b> VLower<'_, '_, 'b> {
         let row = (run::COLL_WIDTH * 8) as i32;
         let rows = self.rows();
         // A collective resolved here keeps its operands in the stage alone; the driver
-        // writes the rows from there if it resolves the collective instead (`run.rs`).
-        for (j, v) in operands.iter().enumerate().filter(|_| fast.is_none()) {
+        // writes the rows from there if it resolves the collective instead (`run.rs`). A
+        // fixed barrier's operands are the instruction's.
+        let fixed = run::fixed_barrier(&self.lw.prog.code[pc as usize].op).is_some();
+        for (j, v) in operands
+            .iter()
+            .enumerate()
+            .filter(|_| fast.is_none() && !fixed)
+        {
             for lane in 0..LANES {
                 let x = self.lane(*v, lane);
                 let at = lane as i32 * row + 8 * j as i32;
@@ -696,7 +728,13 @@ impl<'b> VLower<'_, '_, 'b> {
         }
         self.set_states(index | WAIT | GROUP);
         if let Some(plain) = plain {
-            self.lw.count_wait(LANES as i64, Some(plain));
+            self.lw.count_wait(LANES as i64, pc, Some(plain));
+            // Which barriers whole groups wait at: one alone lets the driver resume them all
+            // there directly (`run::Ctx::resume`).
+            let ctx = self.lw.u.ctx;
+            let p = self.b().ins().load(I64, flags(), ctx, off!(bar_points));
+            let p = self.b().ins().bor_imm_s(p, 1i64 << index.min(63));
+            self.b().ins().store(flags(), p, ctx, off!(bar_points));
         }
         if let Some(s) = fast {
             self.stage(s, operands, index | WAIT | GROUP);
