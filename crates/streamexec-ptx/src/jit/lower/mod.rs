@@ -314,8 +314,11 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// The loop over threads (`step` at a time: 1, or a vector group) from the entry block:
     /// the head (`t + step <= end`), the `done` and `fault` returns, and `next`, which steps
     /// `t` and its coordinates (`step` divides `ntid.x`). Returns the body (the loop's work
-    /// starts there) and a fresh dispatch block.
-    pub(super) fn thread_loop(&mut self, step: u32, end64: Value) -> (Block, Block) {
+    /// starts there) and a fresh dispatch block. `hoist`: let Cranelift move loop-invariant
+    /// values out of the loop (measured: it pays in the vector code of kernels without
+    /// suspension points, saxpy -13% instructions; where groups suspend, the values held
+    /// across the loop cost more in spills than their loads, block reduction +15%).
+    pub(super) fn thread_loop(&mut self, step: u32, end64: Value, hoist: bool) -> (Block, Block) {
         let ntx = self.u.get(self.b, off!(ntid));
         let nty = self.u.get(self.b, off!(ntid) + 8);
         let (t, tid, next, fault) = (self.t, self.tid, self.next, self.fault);
@@ -329,8 +332,17 @@ impl<'a, 'b> Lower<'a, 'b> {
         b.switch_to_block(head);
         let tv = b.use_var(t);
         let last = b.ins().iadd_imm_s(tv, step as i64);
-        let more = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, end64);
-        b.ins().brif(more, body, &[], done, &[]);
+        if hoist {
+            // The exit as the branch's first target: Cranelift's elaboration visits a loop
+            // header's dominator-tree children in reverse post-order and forgets the loop at
+            // the first child outside it, so the body must come first for loop-invariant
+            // values (the context's fixed fields, parameters) to leave the loop.
+            let past = b.ins().icmp(IntCC::UnsignedGreaterThan, last, end64);
+            b.ins().brif(past, done, &[], body, &[]);
+        } else {
+            let more = b.ins().icmp(IntCC::UnsignedLessThanOrEqual, last, end64);
+            b.ins().brif(more, body, &[], done, &[]);
+        }
 
         b.switch_to_block(done);
         let ok = b.ins().iconst(I32, 0);
@@ -379,7 +391,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     ) -> Result<(Vec<Option<Resume>>, Slots), String> {
         let states = !an.points.is_empty() || handoff.states || !handoff.entries.is_empty();
         let (mut lw, _, end64) = Lower::start(b, prog, an, slots, states);
-        let (body, dispatch) = lw.thread_loop(1, end64);
+        let (body, dispatch) = lw.thread_loop(1, end64, false);
         let (t, next) = (lw.t, lw.next);
         let b = &mut *lw.b;
         b.switch_to_block(body);

@@ -182,7 +182,7 @@ pub(crate) fn emit(
         }
     }
     let next = lw.next;
-    let (body, dispatch) = lw.thread_loop(LANES as u32, end64);
+    let (body, dispatch) = lw.thread_loop(LANES as u32, end64, an.points.is_empty());
     lw.b.switch_to_block(body);
     // Without suspension points every group starts at the top (the driver marks the state
     // words exited, so the scalar code runs only what groups hand over).
