@@ -70,6 +70,11 @@ pub(super) struct Uniform {
     pub(super) ctx: Value,
     /// Fields already loaded in a block, by (block, offset).
     loaded: HashMap<(Block, i32), Value>,
+    /// The driver's buffers (spill area, state words, operand rows) are loaded where they are
+    /// used, never moved: in a loop whose invariants leave it (`Lower::thread_loop`), only
+    /// the cold hand-over paths use them and hoisted they would take registers from the hot
+    /// path.
+    pub(super) pin_buffers: bool,
 }
 
 impl Uniform {
@@ -77,6 +82,7 @@ impl Uniform {
         Uniform {
             ctx,
             loaded: HashMap::new(),
+            pin_buffers: false,
         }
     }
 
@@ -114,14 +120,20 @@ impl Uniform {
         if let Some(v) = self.loaded.get(&(block, off)) {
             return *v;
         }
+        let buffer = [off!(spill), off!(state), off!(coll), off!(nthreads)].contains(&off);
+        let f = if buffer && self.pin_buffers {
+            MemFlagsData::new().with_notrap().with_readonly()
+        } else {
+            fixed_flags()
+        };
         let v = if off == off!(nwarps) || off == off!(nsm) {
-            let v = b.ins().load(I32, fixed_flags(), self.ctx, off);
+            let v = b.ins().load(I32, f, self.ctx, off);
             b.ins().uextend(I64, v)
         } else if off == off!(nthreads) {
-            let n = b.ins().load(I64, fixed_flags(), self.ctx, off);
+            let n = b.ins().load(I64, f, self.ctx, off);
             b.ins().ishl_imm_s(n, 3)
         } else {
-            b.ins().load(I64, fixed_flags(), self.ctx, off)
+            b.ins().load(I64, f, self.ctx, off)
         };
         self.loaded.insert((block, off), v);
         v
@@ -319,6 +331,7 @@ impl<'a, 'b> Lower<'a, 'b> {
     /// suspension points, saxpy -13% instructions; where groups suspend, the values held
     /// across the loop cost more in spills than their loads, block reduction +15%).
     pub(super) fn thread_loop(&mut self, step: u32, end64: Value, hoist: bool) -> (Block, Block) {
+        self.u.pin_buffers = hoist;
         let ntx = self.u.get(self.b, off!(ntid));
         let nty = self.u.get(self.b, off!(ntid) + 8);
         let (t, tid, next, fault) = (self.t, self.tid, self.next, self.fault);
