@@ -91,6 +91,9 @@ struct VLower<'l, 'a, 'b> {
     entry_index: HashMap<u32, u32>,
     /// Group resume blocks by resume index (barriers).
     resumes: HashMap<u32, Block>,
+    /// Where each of them goes on for a group suspended whole (`GROUP`), which is what the
+    /// driver's direct resume (`run::Ctx::resume`) enters.
+    resumes_whole: HashMap<u32, Block>,
     /// `[0, 1, 2, 3]`.
     iota: Value,
     /// 0/1 predicate lanes made from a lane mask, and that mask (a guard on a fresh
@@ -241,6 +244,7 @@ pub(crate) fn emit(
         entries: Vec::new(),
         entry_index: HashMap::new(),
         resumes: HashMap::new(),
+        resumes_whole: HashMap::new(),
         iota,
         masks: HashMap::new(),
         step_cmps: HashMap::new(),
@@ -262,6 +266,7 @@ pub(crate) fn emit(
         v.lower_block(pc)?;
     }
     let resumes = std::mem::take(&mut v.resumes);
+    let resumes_whole = std::mem::take(&mut v.resumes_whole);
     let entries = std::mem::take(&mut v.entries);
     lw.b.switch_to_block(dispatch);
     match check {
@@ -284,7 +289,7 @@ pub(crate) fn emit(
                 // The driver names only barriers groups were suspended at; any other index
                 // would leave the group to the scalar code.
                 let hand = lw.b.create_block();
-                lw.dispatch_on(resume, hand, &resumes, hand);
+                lw.dispatch_on(resume, hand, &resumes_whole, hand);
                 lw.b.switch_to_block(hand);
                 lw.mark_handed();
                 let next = lw.next;
@@ -750,6 +755,7 @@ impl<'b> VLower<'_, '_, 'b> {
         let f = vflags().with_notrap();
         // A group that was suspended whole skips the checks.
         let (go, check) = (self.b().create_block(), self.b().create_block());
+        self.resumes_whole.insert(index, go);
         let g = self.use_var(self.group);
         self.b().ins().brif(g, go, &[], check, &[]);
         self.b().switch_to_block(check);
