@@ -87,7 +87,8 @@
 //!   warp as member mask) or an `activemask` never gets there when the whole warp reaches it
 //!   as groups: the
 //!   vector code stages its operands by lane, and the warp's last group resolves it and
-//!   restarts the warp's groups (`lower/vector/staged.rs`).
+//!   restarts the warp's groups, which resume there without reading their state words
+//!   (`lower/vector/staged.rs`).
 //!   Member masks act as in the interpreter (`interp/collective.rs`). Kernels with no
 //!   suspension point and no vector function run in one pass with no state words at all.
 //! - **Calls** to `.func`s are inlined (16 deep; recursion goes to the interpreter); arguments and

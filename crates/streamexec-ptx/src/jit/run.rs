@@ -18,10 +18,6 @@ pub(crate) const WAIT: u32 = 1 << 31;
 /// lanes stopped together, so when all four still carry it the group resumes without
 /// checking that its uniform and stepped registers agree. Not part of the index.
 pub(crate) const GROUP: u32 = 1 << 30;
-/// State flag of a group the vector code itself resolved a whole warp's collective for
-/// (`lower/vector/staged.rs`): it resumes reading its result from the warp's stage, within the
-/// same call, so the driver never sees it.
-pub(crate) const FAST: u32 = 1 << 29;
 /// Words of one stage buffer: a warp's 32 staged operands with 32 words of padding on each
 /// side, so a shuffle's vector loads of lanes `l ± 31` stay inside (the last word holds a
 /// vote's ballot or a reduction's result).

@@ -25,7 +25,7 @@ use super::{I32, I64, Lower, Slots, flags, mem_ty};
 use crate::ir::{BarKind, BoolOp, Inst, Op, Program, Space, Src, Sreg, THREAD_PARAM_BASE, Ty};
 use crate::jit::analysis::{Analysis, Bits, PointKind};
 use crate::jit::native::{self, N};
-use crate::jit::run::{self, EXITED, FAST, GROUP, WAIT};
+use crate::jit::run::{self, EXITED, GROUP, WAIT};
 use crate::jit::vector::{Class, LANES, Shape, per_thread, sreg_varying, vector_access};
 
 const I32X4: ir::Type = types::I32X4;
@@ -123,8 +123,13 @@ struct VLower<'l, 'a, 'b> {
     tid0: [Value; 3],
     /// The group loop's body (past the bound test): where a warp restarts (`staged.rs`).
     body: Block,
-    /// The dispatched group's `FAST` bit (`staged.rs`).
+    /// Non-zero for a group resumed by a warp restart: its collective was resolved here and
+    /// its result is in the stage (`staged.rs`).
     fast: Variable,
+    /// In kernels with warp collectives: 0, or the resume index of the collective the warp's
+    /// last group resolved (`staged.rs`), at which every group of the pass it restarted
+    /// resumes.
+    restart: Option<Variable>,
 }
 
 fn vflags() -> MemFlagsData {
@@ -184,6 +189,12 @@ pub(crate) fn emit(
             sites.insert(pc as u32, slot);
         }
     }
+    let restart = an.has_warp_points.then(|| {
+        let v = lw.b.declare_var(I32);
+        let zero = lw.b.ins().iconst(I32, 0);
+        lw.b.def_var(v, zero);
+        v
+    });
     let next = lw.next;
     let (body, dispatch) = lw.thread_loop(LANES as u32, end64, an.points.is_empty());
     lw.b.switch_to_block(body);
@@ -198,9 +209,16 @@ pub(crate) fn emit(
         // kernels with barriers and no warp collectives): straight to its group resume.
         // Else a group runs when its lanes' state words agree.
         let barriers = an.points.iter().any(|p| p.kind == PointKind::Barrier);
-        let direct = (barriers && !an.has_warp_points).then(|| {
-            let ctx = lw.u.ctx;
-            let resume = lw.b.ins().load(I32, flags(), ctx, off!(resume));
+        // In kernels with warp collectives, the restart of a warp whose collective the
+        // vector code resolved (`staged.rs`) does the same.
+        let direct = (barriers || restart.is_some()).then(|| {
+            let resume = match restart {
+                Some(v) => lw.b.use_var(v),
+                None => {
+                    let ctx = lw.u.ctx;
+                    lw.b.ins().load(I32, flags(), ctx, off!(resume))
+                }
+            };
             let (direct, by_state) = (lw.b.create_block(), lw.b.create_block());
             lw.b.ins().brif(resume, direct, &[], by_state, &[]);
             lw.b.switch_to_block(by_state);
@@ -260,6 +278,7 @@ pub(crate) fn emit(
         tid0,
         body,
         fast,
+        restart,
     };
     let start = v.lw.block_for(0, 0);
     while let Some((_, pc)) = v.lw.work.pop() {
@@ -276,15 +295,16 @@ pub(crate) fn emit(
         Some((s0, skip, direct)) => {
             let g = lw.b.ins().band_imm_s(s0, GROUP as i64);
             lw.b.def_var(group, g);
-            let f = lw.b.ins().band_imm_s(s0, FAST as i64);
+            // A state word never says a collective was resolved here: only a restart does.
+            let f = lw.b.ins().iconst(I32, 0);
             lw.b.def_var(fast, f);
-            let index = lw.b.ins().band_imm_s(s0, !((GROUP | FAST) as i32) as i64);
+            let index = lw.b.ins().band_imm_s(s0, !(GROUP as i32) as i64);
             lw.dispatch_on(index, start, &resumes, skip);
             if let Some((resume, direct)) = direct {
                 lw.b.switch_to_block(direct);
                 let g = lw.b.ins().iconst(I32, GROUP as i64);
                 lw.b.def_var(group, g);
-                let f = lw.b.ins().iconst(I32, 0);
+                let f = lw.b.ins().iconst(I32, restart.is_some() as i64);
                 lw.b.def_var(fast, f);
                 // The driver names only barriers groups were suspended at; any other index
                 // would leave the group to the scalar code.
@@ -813,7 +833,7 @@ impl<'b> VLower<'_, '_, 'b> {
                 .expect("a uniform register gets a uniform value");
         }
         if let Some(s) = fast {
-            // Resolved here (`FAST`) or by the driver, into the operand rows.
+            // Resolved here (a restart) or by the driver, into the operand rows.
             let (here, driver) = (self.b().create_block(), self.b().create_block());
             let join = self.b().create_block();
             for _ in 0..2 {

@@ -8,10 +8,10 @@
 //! instead of the operand rows. The warp's last group then looks at the 32 state words: when
 //! all wait in this same group suspension, every lane has arrived with the full mask, so the
 //! result is fixed. For a vote it computes the ballot once, for a reduction its result, into
-//! the stage. It marks the 32
-//! states `FAST | GROUP | point`, swaps the stage buffers and restarts the group loop at the
-//! warp's first group: each group resumes through the dispatch and takes its result from the
-//! stage: a shuffle's with vector loads (one for `up`/`down` over the whole warp), the source
+//! the stage. It swaps the stage buffers and restarts the group loop at the warp's first
+//! group with the point in `VLower::restart`: each group of that pass resumes there directly
+//! (as a whole group, its state word unread and rewritten at its next stop) and takes its
+//! result from the stage: a shuffle's with vector loads (one for `up`/`down` over the whole warp), the source
 //! and predicate `shfl_source` gives with the warp arrived; a vote's from the ballot
 //! (`vote_result` with every lane active), a reduction's from its result; `activemask` is the
 //! whole warp. Anything else (a
@@ -24,7 +24,6 @@
 
 use super::*;
 use crate::ir::{ReduxOp, ShflMode, VoteMode};
-use crate::jit::run::FAST;
 
 /// A warp collective the vector code resolves itself.
 #[derive(Clone, Copy)]
@@ -83,7 +82,7 @@ const WHOLE: i32 = 95 * 4;
 impl VLower<'_, '_, '_> {
     /// The current group's `a` lanes (`operands[0]`) into the stage buffer the next
     /// collective writes, then (the warp's last group) the check that the whole warp waits
-    /// here and, if so, the restart of the warp's groups in `FAST` state. `state`: the state
+    /// here and, if so, the restart of the warp's groups (`VLower::restart`). `state`: the state
     /// the group just stored. Ends the current block.
     pub(super) fn stage(&mut self, c: Staged, operands: &[VVal], state: u32) {
         let ctx = self.lw.u.ctx;
@@ -132,11 +131,11 @@ impl VLower<'_, '_, '_> {
         let go = self.b().create_block();
         self.b().ins().brif(ok, go, &[], next, &[]);
         self.b().switch_to_block(go);
-        let resumed = self.b().ins().iconst(I32, ((state & !WAIT) | FAST) as i64);
-        let resumed = self.b().ins().splat(I32X4, resumed);
-        for k in 0..crate::ir::WARP / LANES {
-            self.b().ins().store(f, resumed, sp, (k * LANES * 4) as i32);
-        }
+        // Every group of the pass this starts resumes here (`VLower::restart`), whatever its
+        // state word says; each writes its own again before the pass ends.
+        let index = self.b().ins().iconst(I32, (state & !(WAIT | GROUP)) as i64);
+        let restart = self.restart.expect("a kernel with warp collectives");
+        self.lw.b.def_var(restart, index);
         match c {
             Staged::Vote { neg, .. } => self.ballot(buf, neg),
             Staged::Redux(op) => self.reduce(buf, op),
