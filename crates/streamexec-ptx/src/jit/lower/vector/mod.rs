@@ -306,8 +306,9 @@ pub(crate) fn emit(
                 lw.b.def_var(group, g);
                 let f = lw.b.ins().iconst(I32, restart.is_some() as i64);
                 lw.b.def_var(fast, f);
-                // The driver names only barriers groups were suspended at; any other index
-                // would leave the group to the scalar code.
+                // Only points whole groups were suspended at are named (a barrier by the
+                // driver, a staged collective by a restart); any other index would leave the
+                // group to the scalar code.
                 let hand = lw.b.create_block();
                 lw.dispatch_on(resume, hand, &resumes_whole, hand);
                 lw.b.switch_to_block(hand);
