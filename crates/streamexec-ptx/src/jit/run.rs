@@ -392,15 +392,18 @@ struct Buffers {
 }
 
 thread_local! {
-    static BUFFERS: std::cell::Cell<Buffers> = std::cell::Cell::new(Buffers::default());
+    static BUFFERS: std::cell::RefCell<Buffers> = std::cell::RefCell::new(Buffers::default());
 }
 
-/// Runs block `b` (linear index) of a launch with the compiled kernel `k`.
+/// Runs block `b` (linear index) of a launch with the compiled kernel `k`, on this worker's
+/// buffers (borrowed in place: moving them in and out cost about 100 instructions a block).
 pub(crate) fn run_block(l: &Launch, k: &JitKernel, b: u64) -> Result<(), String> {
-    let mut bufs = BUFFERS.with(|c| c.take());
-    let r = run_block_in(l, k, b, &mut bufs);
-    BUFFERS.with(|c| c.set(bufs));
-    r
+    BUFFERS.with(|c| match c.try_borrow_mut() {
+        Ok(mut bufs) => run_block_in(l, k, b, &mut bufs),
+        // A block run while another runs on this thread (no runtime function does that
+        // today) gets buffers of its own.
+        Err(_) => run_block_in(l, k, b, &mut Buffers::default()),
+    })
 }
 
 fn run_block_in(l: &Launch, k: &JitKernel, b: u64, bufs: &mut Buffers) -> Result<(), String> {
