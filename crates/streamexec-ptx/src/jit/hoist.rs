@@ -18,8 +18,9 @@
 //! site's address range over the block lies, aligned, in one pinned device range (or in
 //! shared memory), the driver runs the block's groups on a second vector function whose
 //! sites load and store through `address + delta` with no check at all
-//! (`lower/vector/mem.rs`); otherwise on the checked one. Both functions share spill slots, states and hand-over entries, so nothing else
-//! changes: faults of the checked code, the scalar code and other accesses stay exact.
+//! (`lower/vector/mem.rs`); otherwise on the checked one. Both functions share spill slots,
+//! states and hand-over entries, so nothing else changes: faults of the checked code, the
+//! scalar code and other accesses stay exact.
 
 use std::collections::HashMap;
 

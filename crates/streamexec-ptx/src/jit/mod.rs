@@ -58,8 +58,8 @@
 //!   integer operations), else on the checked one. Both share spill slots, states and
 //!   hand-over entries. `bar.sync` suspends the group, storing only the registers the spill
 //!   area does not already hold since the group's start or last resume (`Analysis::stored`),
-//!   and marks its lanes' states `GROUP`; a group whose four lanes still carry that mark resumes as a group
-//!   at once; otherwise, released together with agreeing uniform registers (and stepped ones
+//!   and marks its lanes' states `GROUP`; a group whose four lanes still carry that mark
+//!   resumes as a group at once; otherwise, released together with agreeing uniform registers (and stepped ones
 //!   that still step) it resumes as a group, else lane by lane on the scalar function.
 //!   A warp collective (`shfl`, `vote`, `redux`, `match`, `activemask`) suspends the group the
 //!   same way, with its operands per lane where the scalar code puts them; the resume reads
@@ -77,8 +77,8 @@
 //!   `bar.sync 0`, the driver leaves the state words alone and names that barrier in the
 //!   context: the next pass sends each group straight to its group resume (no state-word load,
 //!   no release loop). A `bar.sync` with an immediate id and no count writes no operand row;
-//!   the driver's barrier scan reads its id from the instruction. Kernels with warp collectives run one warp at a time (the vector function on the
-//!   warp, then the scalar one on the lanes it handed over): after each call the lanes of the
+//!   the driver's barrier scan reads its id from the instruction. Kernels with warp
+//!   collectives run one warp at a time (the vector function on the warp, then the scalar one on the lanes it handed over): after each call the lanes of the
 //!   warp waiting at the same collective are resolved together (the lowest-PC group whose member
 //!   masks are all satisfied first; the shuffle source, the ballot, the active mask: COX's
 //!   warp-level treatment, with the warp as the unit instead of the block) and the warp goes on.

@@ -957,11 +957,12 @@ fn barriers(
         if *s == EXITED {
             continue;
         }
-        let id = operands(row, pc_of(*s)).0 as usize;
+        let pc = pc_of(*s);
+        let id = operands(row, pc).0 as usize;
         if !released[id] {
             continue;
         }
-        if let Some(op) = red_op(pc_of(*s)) {
+        if let Some(op) = red_op(pc) {
             row[0] = op.result(red[id].0, red[id].1);
         }
         *s &= !WAIT;

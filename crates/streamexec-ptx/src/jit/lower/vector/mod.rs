@@ -301,9 +301,8 @@ pub(crate) fn emit(
             let index = lw.b.ins().band_imm_s(s0, !(GROUP as i32) as i64);
             lw.dispatch_on(index, start, &resumes, skip);
             if let Some((resume, direct)) = direct {
+                // Straight to the whole-group path, past the `GROUP` test.
                 lw.b.switch_to_block(direct);
-                let g = lw.b.ins().iconst(I32, GROUP as i64);
-                lw.b.def_var(group, g);
                 let f = lw.b.ins().iconst(I32, restart.is_some() as i64);
                 lw.b.def_var(fast, f);
                 // Only points whole groups were suspended at are named (a barrier by the
@@ -755,8 +754,10 @@ impl<'b> VLower<'_, '_, 'b> {
         self.set_states(index | WAIT | GROUP);
         if let Some(plain) = plain {
             self.lw.count_wait(LANES as i64, pc, Some(plain));
+        }
+        if plain.is_some() && self.restart.is_none() {
             // Which barriers whole groups wait at: one alone lets the driver resume them all
-            // there directly (`run::Ctx::resume`).
+            // there directly (`run::Ctx::resume`; not in kernels with warp collectives).
             let ctx = self.lw.u.ctx;
             let p = self.b().ins().load(I64, flags(), ctx, off!(bar_points));
             let p = self.b().ins().bor_imm_s(p, 1i64 << index.min(63));

@@ -11,12 +11,12 @@
 //! the stage. It swaps the stage buffers and restarts the group loop at the warp's first
 //! group with the point in `VLower::restart`: each group of that pass resumes there directly
 //! (as a whole group, its state word unread and rewritten at its next stop) and takes its
-//! result from the stage: a shuffle's with vector loads (one for `up`/`down` over the whole warp), the source
-//! and predicate `shfl_source` gives with the warp arrived; a vote's from the ballot
-//! (`vote_result` with every lane active), a reduction's from its result; `activemask` is the
-//! whole warp. Anything else (a
-//! partial warp, lanes elsewhere or on the scalar code) falls back to the driver, which first
-//! writes the waiting groups' rows from the stage (`run::unstage`).
+//! result from the stage: a shuffle's with vector loads (one for `up`/`down` over the whole
+//! warp), the source and predicate `shfl_source` gives with the warp arrived; a vote's from
+//! the ballot (`vote_result` with every lane active), a reduction's from its result;
+//! `activemask` is the whole warp. Anything else (a partial warp, lanes elsewhere or on the
+//! scalar code) falls back to the driver, which first writes the waiting groups' rows from the
+//! stage (`run::unstage`).
 //!
 //! Two stage buffers alternate (`Ctx::stage_write`, `stage_read`, swapped at each
 //! resolution): groups that resumed first run on to the warp's next collective and write its
@@ -82,8 +82,8 @@ const WHOLE: i32 = 95 * 4;
 impl VLower<'_, '_, '_> {
     /// The current group's `a` lanes (`operands[0]`) into the stage buffer the next
     /// collective writes, then (the warp's last group) the check that the whole warp waits
-    /// here and, if so, the restart of the warp's groups (`VLower::restart`). `state`: the state
-    /// the group just stored. Ends the current block.
+    /// here and, if so, the restart of the warp's groups (`VLower::restart`). `state`: the
+    /// state the group just stored. Ends the current block.
     pub(super) fn stage(&mut self, c: Staged, operands: &[VVal], state: u32) {
         let ctx = self.lw.u.ctx;
         let buf = self.b().ins().load(I64, flags(), ctx, off!(stage_write));
